@@ -1,0 +1,71 @@
+# Open Data Fabric in Python. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := .make
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP)/system: scripts/install-system.sh
+	@mkdir -p $(STAMP)
+	bash scripts/install-system.sh
+	@touch $@
+
+$(STAMP)/venv: pyproject.toml | $(STAMP)/system
+	@mkdir -p $(STAMP)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+.PHONY: install
+install: $(STAMP)/venv ## Install system packages (Java) and the Python environment
+
+.PHONY: codegen
+codegen: install ## Regenerate all generated code (gRPC stubs)
+	$(PY) tools/codegen.py
+
+.PHONY: codegen-check
+codegen-check: install ## Fail when generated code is stale
+	$(PY) tools/codegen.py --check
+
+.PHONY: lint
+lint: install ## ruff (lint and format check) and strict mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+.PHONY: fmt
+fmt: install ## Format and auto-fix
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+.PHONY: images
+images: install ## Build the local base image and the engine image with Podman (cached)
+	bash scripts/build-images.sh
+
+.PHONY: test-unit
+test-unit: install ## Fast tests only (no JVM, no containers)
+	$(VENV)/bin/pytest -m unit
+
+.PHONY: test
+test: install codegen-check lint ## Everything: codegen check, lint, all test tiers
+	@if [ -f scripts/build-images.sh ]; then bash scripts/build-images.sh; fi
+	$(VENV)/bin/pytest
+
+.PHONY: demo
+demo: install ## The main job: an example workspace ingested, transformed, verified
+	bash examples/demo.sh
+
+.PHONY: bench
+bench: install ## Benchmarks (ratios against baselines measured in the same run)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+.PHONY: clean
+clean: ## Remove the environment and caches
+	rm -rf $(VENV) $(STAMP) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""Shared ODF core: metadata model, serialization, hashes and identities."""

@@ -1,0 +1,195 @@
+"""Messages of the ODF engine protocol (transform and raw query), plus our own extensions.
+
+The spec's messages are TransformRequest/TransformResponse and RawQueryRequest/
+RawQueryResponse. ValidateQuery and MigrateQuery are extensions of this project; their
+FlatBuffers tables live in ``fbs/engine_ext.fbs``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from common.odf.fragments import DatasetVocabulary, OffsetInterval, Transform, Watermark
+from common.odf.identity import DatasetID
+
+# --- Transform ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformRequestInput:
+    dataset_id: DatasetID
+    dataset_alias: str
+    query_alias: str
+    vocab: DatasetVocabulary
+    offset_interval: OffsetInterval | None = None
+    """New records of this input for this transaction; ``None`` when there are none."""
+    data_paths: tuple[str, ...]
+    schema_file: str
+    explicit_watermarks: tuple[Watermark, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformRequest:
+    dataset_id: DatasetID
+    dataset_alias: str
+    system_time: datetime
+    vocab: DatasetVocabulary
+    transform: Transform
+    query_inputs: tuple[TransformRequestInput, ...]
+    next_offset: int
+    prev_checkpoint_path: str | None = None
+    new_checkpoint_path: str
+    new_data_path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformResponseProgress:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformResponseSuccess:
+    new_offset_interval: OffsetInterval | None = None
+    new_watermark: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformResponseInvalidQuery:
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+TransformResponse = (
+    TransformResponseProgress
+    | TransformResponseSuccess
+    | TransformResponseInvalidQuery
+    | TransformResponseInternalError
+)
+
+# --- Raw query ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawQueryRequest:
+    input_data_paths: tuple[str, ...]
+    transform: Transform
+    output_data_path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawQueryResponseProgress:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawQueryResponseSuccess:
+    num_records: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawQueryResponseInvalidQuery:
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawQueryResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+RawQueryResponse = (
+    RawQueryResponseProgress
+    | RawQueryResponseSuccess
+    | RawQueryResponseInvalidQuery
+    | RawQueryResponseInternalError
+)
+
+# --- Extensions: validate and migrate (fbs/engine_ext.fbs) ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidateQueryInput:
+    query_alias: str
+    schema: bytes
+    """The input's Arrow schema as the bytes of an Arrow IPC Schema flatbuffer."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidateQueryRequest:
+    dataset_alias: str
+    vocab: DatasetVocabulary
+    transform: Transform
+    query_inputs: tuple[ValidateQueryInput, ...]
+    prev_transform: Transform | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidateQueryResponseSuccess:
+    output_schema: bytes
+    """The output's Arrow schema (system columns first) as Arrow IPC Schema flatbuffer bytes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidateQueryResponseInvalidQuery:
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidateQueryResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+ValidateQueryResponse = (
+    ValidateQueryResponseSuccess
+    | ValidateQueryResponseInvalidQuery
+    | ValidateQueryResponseInternalError
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrateQueryRequest:
+    """Switch a dataset from ``prev_transform`` to ``new_transform`` at a transaction boundary."""
+
+    dataset_id: DatasetID
+    dataset_alias: str
+    system_time: datetime
+    vocab: DatasetVocabulary
+    prev_transform: Transform
+    new_transform: Transform
+    query_inputs: tuple[TransformRequestInput, ...]
+    next_offset: int
+    prev_checkpoint_path: str | None = None
+    new_checkpoint_path: str
+    new_data_path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrateQueryResponseSuccess:
+    new_offset_interval: OffsetInterval | None = None
+    """Output the old query still owed (flushed state), if any, written to new_data_path."""
+    new_watermark: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrateQueryResponseInvalidQuery:
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrateQueryResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+MigrateQueryResponse = (
+    MigrateQueryResponseSuccess
+    | MigrateQueryResponseInvalidQuery
+    | MigrateQueryResponseInternalError
+)

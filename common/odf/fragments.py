@@ -1,0 +1,345 @@
+"""ODF 0.35 fragments: the building blocks that metadata events are made of.
+
+Field order follows the spec's JSON schemas (and ``fbs/odf.fbs``); serializers rely on it.
+Unions are plain Python unions of their variant classes; ``common.odf.unions`` holds their
+codes and tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+from common.odf.identity import DatasetID
+from common.odf.multihash import Multihash
+
+INT32 = {"fbs": "int32"}
+"""Field metadata marking an ``int`` that is a FlatBuffers int32 rather than a uint64."""
+
+
+class DatasetKind(Enum):
+    ROOT = "Root"
+    DERIVATIVE = "Derivative"
+
+
+class SourceOrdering(Enum):
+    BY_EVENT_TIME = "ByEventTime"
+    BY_NAME = "ByName"
+
+
+class CompressionFormat(Enum):
+    GZIP = "Gzip"
+    ZIP = "Zip"
+
+
+class MqttQos(Enum):
+    AT_MOST_ONCE = "AtMostOnce"
+    AT_LEAST_ONCE = "AtLeastOnce"
+    EXACTLY_ONCE = "ExactlyOnce"
+
+
+# --- Data bookkeeping ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetInterval:
+    """A closed interval ``[start, end]`` of record offsets."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataSlice:
+    logical_hash: Multihash
+    physical_hash: Multihash
+    offset_interval: OffsetInterval
+    size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkpoint:
+    physical_hash: Multihash
+    size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceState:
+    source_name: str
+    kind: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Watermark:
+    system_time: datetime
+    event_time: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DatasetVocabulary:
+    offset_column: str = "offset"
+    operation_type_column: str = "op"
+    system_time_column: str = "system_time"
+    event_time_column: str = "event_time"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecuteTransformInput:
+    dataset_id: DatasetID
+    prev_block_hash: Multihash | None = None
+    new_block_hash: Multihash | None = None
+    prev_offset: int | None = None
+    new_offset: int | None = None
+
+
+# --- Attachments -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttachmentEmbedded:
+    path: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttachmentsEmbedded:
+    items: tuple[AttachmentEmbedded, ...]
+
+
+Attachments = AttachmentsEmbedded
+
+
+# --- Event time and caching --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventTimeSourceFromMetadata:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventTimeSourceFromPath:
+    pattern: str
+    timestamp_format: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventTimeSourceFromSystemTime:
+    pass
+
+
+EventTimeSource = EventTimeSourceFromMetadata | EventTimeSourceFromPath | EventTimeSourceFromSystemTime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceCachingForever:
+    pass
+
+
+SourceCaching = SourceCachingForever
+
+
+# --- Fetch -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestHeader:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvVar:
+    name: str
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MqttTopicSubscription:
+    path: str
+    qos: MqttQos | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchStepUrl:
+    url: str
+    event_time: EventTimeSource | None = None
+    cache: SourceCaching | None = None
+    headers: tuple[RequestHeader, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchStepFilesGlob:
+    path: str
+    event_time: EventTimeSource | None = None
+    cache: SourceCaching | None = None
+    order: SourceOrdering | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchStepContainer:
+    image: str
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    env: tuple[EnvVar, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchStepMqtt:
+    host: str
+    port: int = field(metadata=INT32)
+    username: str | None = None
+    password: str | None = None
+    topics: tuple[MqttTopicSubscription, ...]
+
+
+FetchStep = FetchStepUrl | FetchStepFilesGlob | FetchStepContainer | FetchStepMqtt
+
+
+# --- Prepare -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrepStepDecompress:
+    format: CompressionFormat
+    sub_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrepStepPipe:
+    command: tuple[str, ...]
+
+
+PrepStep = PrepStepDecompress | PrepStepPipe
+
+
+# --- Read --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadStepCsv:
+    schema: tuple[str, ...] | None = None
+    separator: str | None = None
+    encoding: str | None = None
+    quote: str | None = None
+    escape: str | None = None
+    header: bool | None = None
+    infer_schema: bool | None = None
+    null_value: str | None = None
+    date_format: str | None = None
+    timestamp_format: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadStepGeoJson:
+    schema: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadStepEsriShapefile:
+    schema: tuple[str, ...] | None = None
+    sub_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadStepParquet:
+    schema: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadStepJson:
+    sub_path: str | None = None
+    schema: tuple[str, ...] | None = None
+    date_format: str | None = None
+    encoding: str | None = None
+    timestamp_format: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadStepNdJson:
+    schema: tuple[str, ...] | None = None
+    date_format: str | None = None
+    encoding: str | None = None
+    timestamp_format: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadStepNdGeoJson:
+    schema: tuple[str, ...] | None = None
+
+
+ReadStep = (
+    ReadStepCsv
+    | ReadStepGeoJson
+    | ReadStepEsriShapefile
+    | ReadStepParquet
+    | ReadStepJson
+    | ReadStepNdJson
+    | ReadStepNdGeoJson
+)
+
+
+# --- Transform ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SqlQueryStep:
+    alias: str | None = None
+    query: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TemporalTable:
+    name: str
+    primary_key: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformSql:
+    engine: str
+    version: str | None = None
+    query: str | None = None
+    queries: tuple[SqlQueryStep, ...] | None = None
+    temporal_tables: tuple[TemporalTable, ...] | None = None
+
+    def steps(self) -> tuple[SqlQueryStep, ...]:
+        """The query as a list of steps: ``query`` alone is one step with no alias."""
+        if self.queries:
+            return self.queries
+        if self.query is not None:
+            return (SqlQueryStep(query=self.query),)
+        return ()
+
+
+Transform = TransformSql
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformInput:
+    dataset_ref: str
+    """A DatasetRef in its display form: ``did:odf:...``, ``name`` or ``account/name``."""
+    alias: str | None = None
+
+
+# --- Merge -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeStrategyAppend:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeStrategyLedger:
+    primary_key: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeStrategySnapshot:
+    primary_key: tuple[str, ...]
+    compare_columns: tuple[str, ...] | None = None
+
+
+MergeStrategy = MergeStrategyAppend | MergeStrategyLedger | MergeStrategySnapshot

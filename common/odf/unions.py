@@ -1,0 +1,107 @@
+"""Registry of ODF unions: their variants in declaration order, codes and tags.
+
+A union's FlatBuffers type code is the variant's 1-based position; its YAML tag (the
+``kind`` key, RFC-013) is the variant's class name without the union's name as prefix.
+"""
+
+from __future__ import annotations
+
+from common.odf import engine_protocol as ep
+from common.odf import events as ev
+from common.odf import fragments as fr
+
+UNIONS: dict[str, tuple[type, ...]] = {
+    "MetadataEvent": (
+        ev.AddData,
+        ev.ExecuteTransform,
+        ev.Seed,
+        ev.SetPollingSource,
+        ev.SetTransform,
+        ev.SetVocab,
+        ev.SetAttachments,
+        ev.SetInfo,
+        ev.SetLicense,
+        ev.SetDataSchema,
+        ev.AddPushSource,
+        ev.DisablePushSource,
+        ev.DisablePollingSource,
+    ),
+    "FetchStep": (
+        fr.FetchStepUrl,
+        fr.FetchStepFilesGlob,
+        fr.FetchStepContainer,
+        fr.FetchStepMqtt,
+    ),
+    "PrepStep": (fr.PrepStepDecompress, fr.PrepStepPipe),
+    "ReadStep": (
+        fr.ReadStepCsv,
+        fr.ReadStepGeoJson,
+        fr.ReadStepEsriShapefile,
+        fr.ReadStepParquet,
+        fr.ReadStepJson,
+        fr.ReadStepNdJson,
+        fr.ReadStepNdGeoJson,
+    ),
+    "Transform": (fr.TransformSql,),
+    "MergeStrategy": (
+        fr.MergeStrategyAppend,
+        fr.MergeStrategyLedger,
+        fr.MergeStrategySnapshot,
+    ),
+    "EventTimeSource": (
+        fr.EventTimeSourceFromMetadata,
+        fr.EventTimeSourceFromPath,
+        fr.EventTimeSourceFromSystemTime,
+    ),
+    "SourceCaching": (fr.SourceCachingForever,),
+    "Attachments": (fr.AttachmentsEmbedded,),
+    "TransformResponse": (
+        ep.TransformResponseProgress,
+        ep.TransformResponseSuccess,
+        ep.TransformResponseInvalidQuery,
+        ep.TransformResponseInternalError,
+    ),
+    "RawQueryResponse": (
+        ep.RawQueryResponseProgress,
+        ep.RawQueryResponseSuccess,
+        ep.RawQueryResponseInvalidQuery,
+        ep.RawQueryResponseInternalError,
+    ),
+    "ValidateQueryResponse": (
+        ep.ValidateQueryResponseSuccess,
+        ep.ValidateQueryResponseInvalidQuery,
+        ep.ValidateQueryResponseInternalError,
+    ),
+    "MigrateQueryResponse": (
+        ep.MigrateQueryResponseSuccess,
+        ep.MigrateQueryResponseInvalidQuery,
+        ep.MigrateQueryResponseInternalError,
+    ),
+}
+
+_UNION_OF: dict[type, str] = {v: name for name, vs in UNIONS.items() for v in vs}
+
+
+def union_of(variant: type) -> str:
+    """The name of the union ``variant`` belongs to."""
+    return _UNION_OF[variant]
+
+
+def code_of(variant: type) -> int:
+    """FlatBuffers union type code of ``variant`` (1-based declaration order)."""
+    return UNIONS[_UNION_OF[variant]].index(variant) + 1
+
+
+def tag_of(variant: type) -> str:
+    """YAML ``kind`` tag of ``variant``: its name without the union prefix."""
+    union = _UNION_OF[variant]
+    name = variant.__name__
+    return name[len(union) :] if union != "MetadataEvent" and name.startswith(union) else name
+
+
+def variant_by_tag(union: str, tag: str) -> type | None:
+    """The variant of ``union`` whose tag is ``tag`` (case-insensitive, as the reference)."""
+    for variant in UNIONS[union]:
+        if tag_of(variant).lower() == tag.lower():
+            return variant
+    return None

@@ -1,0 +1,1 @@
+"""The ODF coordinator: workspace, dataset storage, ingestion, transformation, verification."""

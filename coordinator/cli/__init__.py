@@ -1,0 +1,59 @@
+"""The ``odf`` command line.
+
+Each command group lives in its own module with a ``register(subparsers)`` function that
+adds its sub-commands; a command's handler takes the parsed arguments and returns an exit
+code. Errors of this project (``OdfError``) become one line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from common.logs import configure_logging
+from common.odf.errors import OdfError
+from coordinator.cli import block, data
+
+Handler = Callable[[argparse.Namespace], int]
+COMMAND_MODULES = [block, data]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="odf", description="Open Data Fabric coordinator")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logs (-vv: debug)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except OdfError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        if args.debug:
+            traceback.print_exc()
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
