@@ -1,0 +1,1 @@
+"""Serialization of the ODF model: FlatBuffers (the canonical binary form) and YAML."""
