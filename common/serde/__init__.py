@@ -1,1 +1,1 @@
-"""Serialization of the ODF model: FlatBuffers (the canonical binary form) and YAML."""
+"""FlatBuffers and YAML serialization of the ODF model."""
