@@ -1,1 +1,1 @@
-"""FlatBuffers and YAML serialization of the ODF model."""
+"""Serialization of the ODF model: FlatBuffers (the canonical binary form) and YAML."""
