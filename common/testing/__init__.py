@@ -1,0 +1,1 @@
+"""Helpers for tests and tools that drive real components (container runtimes)."""

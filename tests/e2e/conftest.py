@@ -1,0 +1,67 @@
+"""Fixtures for container tests: the built engine image and a connected container runtime.
+
+The images are built (or found cached) by scripts/build-images.sh, which also installs and
+configures Podman. Tests skip only when this machine cannot run containers at all: no Podman,
+no Docker, and no apt-get with root rights to install Podman.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from common.testing.containers import BuiltImage, Runtime, connect, image_present
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_BUILT_DIR = REPO / "images" / "engine-spark" / ".built"
+
+
+def _cannot_run_containers() -> str | None:
+    """Why this machine cannot run containers, or None when it can (or can be set up to)."""
+    if shutil.which("podman") or os.environ.get("DOCKER_HOST"):
+        return None
+    if Path("/var/run/docker.sock").exists():
+        return None
+    can_install = shutil.which("apt-get") and (os.geteuid() == 0 or shutil.which("sudo"))
+    if can_install:
+        return None
+    return (
+        "no container runtime: no podman, no Docker socket, and no apt-get/root to install Podman"
+    )
+
+
+@pytest.fixture(scope="session")
+def engine_image() -> BuiltImage:
+    """The Spark engine image for the current sources (a cached image when inputs are unchanged)."""
+    reason = _cannot_run_containers()
+    if reason:
+        pytest.skip(reason)
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-images.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"scripts/build-images.sh failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}"
+        )
+    return BuiltImage.load(ENGINE_BUILT_DIR)
+
+
+@pytest.fixture(scope="session")
+def container_runtime(engine_image: BuiltImage) -> Iterator[Runtime]:
+    """The runtime holding ``engine_image`` (Podman's API service, started when needed)."""
+    runtime = connect()
+    try:
+        if not image_present(runtime.client, engine_image.ref):
+            pytest.fail(f"{engine_image.ref} is not in the runtime at {runtime.base_url}")
+        yield runtime
+    finally:
+        runtime.client.close()
