@@ -1,0 +1,276 @@
+"""Atomic commits to a dataset: data files, then blocks, then a compare-and-swap of the head.
+
+One commit appends one or more blocks (e.g. ``SetDataSchema`` + ``AddData``, or a Seed and
+the events of a snapshot) and becomes visible all at once. Under the dataset's commit lock
+(``flock`` on ``.coordinator/commit.lock``, released by the kernel if the process dies):
+
+1. recover from an interrupted earlier commit (see ``recover``);
+2. compare ``refs/head`` with the head the caller prepared its transaction from; a moved
+   head is a ``ConflictError`` and nothing is written;
+3. build the blocks and check every chain rule (``rules.validate_append``);
+4. write a journal naming the objects this commit is about to create and its new head;
+5. move staged data and checkpoint files into ``data/<hash>`` and ``checkpoints/<hash>``;
+6. write the block files;
+7. replace ``refs/head`` (pending file, fsync, rename, fsync of ``refs/``): the commit point;
+8. delete the journal.
+
+Every file appears by an atomic rename, so a crash at any instant leaves the head at its old
+block or its new one. Objects of a commit that died before step 7 are unreferenced; the next
+commit finds the journal, sees the head is not the journal's, and deletes them, together
+with any pending files.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import structlog
+
+from common.odf.block import MetadataBlock
+from common.odf.errors import DecodeError
+from common.odf.events import AddData, ExecuteTransform, MetadataEvent
+from common.odf.fragments import Checkpoint, DataSlice
+from common.odf.multihash import Multihash
+from common.serde.flatbuffers_codec import block_hash, encode_block
+from coordinator.dataset import durable
+from coordinator.dataset.chain import MetadataChain
+from coordinator.dataset.errors import ConflictError, LockTimeoutError, StagedFileError
+from coordinator.dataset.layout import PENDING_PREFIX, DatasetLayout
+from coordinator.dataset.rules import validate_append
+from coordinator.dataset.state import DatasetState, advance
+
+log = structlog.get_logger(__name__)
+
+LOCK_TIMEOUT_SECONDS = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class CommitItem:
+    """One event to append, with the staged files its ``newData``/``newCheckpoint`` name."""
+
+    event: MetadataEvent
+    data_file: Path | None = None
+    checkpoint_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Move:
+    src: Path
+    dst: Path
+
+
+@contextmanager
+def commit_lock(layout: DatasetLayout, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+    """Hold the dataset's commit lock; waits up to ``timeout`` seconds for another writer."""
+    layout.private_dir.mkdir(exist_ok=True)
+    fd = os.open(layout.commit_lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeoutError(
+                        f"{layout.root}: another process has been committing for over"
+                        f" {timeout:.0f}s"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+# --- recovery ------------------------------------------------------------------------------
+
+
+def recover(layout: DatasetLayout, chain: MetadataChain) -> None:
+    """Undo what an interrupted commit left behind. Call only while holding the lock.
+
+    If a journal exists and the head is not the journal's new head, the commit never reached
+    its commit point: the objects it created are deleted. Pending files in the object
+    directories can only belong to dead writers (every writer holds the lock) and are deleted.
+    """
+    journal = _read_journal(layout)
+    if journal is not None:
+        new_head, created = journal
+        if chain.head() != new_head:
+            log.info("rolling back an interrupted commit", dataset=str(layout.root))
+            durable.remove_durably(created)
+        durable.remove_durably([layout.journal_path])
+    for directory in layout.object_dirs():
+        if directory.is_dir():
+            leftovers = [p for p in directory.iterdir() if p.name.startswith(PENDING_PREFIX)]
+            durable.remove_durably(leftovers)
+    _remove_dead_pending(layout.private_dir)
+
+
+def _remove_dead_pending(directory: Path) -> None:
+    if not directory.is_dir():
+        return
+    dead = []
+    for p in directory.iterdir():
+        if p.name.startswith(PENDING_PREFIX):
+            pid = durable.pid_of_pending(p.name)
+            if pid is None or not _alive(pid):
+                dead.append(p)
+    durable.remove_durably(dead)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read_journal(layout: DatasetLayout) -> tuple[Multihash, list[Path]] | None:
+    try:
+        text = layout.journal_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        doc = json.loads(text)
+        head = Multihash.from_multibase(doc["new_head"])
+        created = [layout.root / rel for rel in doc["created"]]
+    except (ValueError, KeyError, TypeError, DecodeError):
+        # Written atomically, so this is not a torn write: leave it for a person to look at.
+        raise DecodeError(f"{layout.journal_path}: unreadable commit journal") from None
+    for p in created:
+        if p.resolve().parent.parent != layout.root.resolve():
+            raise DecodeError(f"{layout.journal_path}: names a path outside the dataset: {p}")
+    return head, created
+
+
+def _write_journal(layout: DatasetLayout, new_head: Multihash, created: list[Path]) -> None:
+    doc = {
+        "new_head": new_head.to_multibase(),
+        "created": [str(p.relative_to(layout.root)) for p in created],
+    }
+    durable.write_atomic(layout.journal_path, json.dumps(doc).encode())
+
+
+# --- staged files ----------------------------------------------------------------------------
+
+
+def check_staged_files(layout: DatasetLayout, item: CommitItem) -> list[_Move]:
+    """Check the staged files against the event; returns the moves that store them."""
+    event = item.event
+    moves = []
+    new_data: DataSlice | None = None
+    new_checkpoint: Checkpoint | None = None
+    if isinstance(event, AddData | ExecuteTransform):
+        new_data, new_checkpoint = event.new_data, event.new_checkpoint
+    kind = type(event).__name__
+    if new_data is not None:
+        dst = layout.data_path(new_data.physical_hash)
+        moves += _check_one(
+            item.data_file, dst, new_data.physical_hash, new_data.size, f"{kind}.newData"
+        )
+    elif item.data_file is not None:
+        raise StagedFileError("a data file was given but the event has no newData", path=kind)
+    if new_checkpoint is not None:
+        dst = layout.checkpoint_path(new_checkpoint.physical_hash)
+        moves += _check_one(
+            item.checkpoint_file,
+            dst,
+            new_checkpoint.physical_hash,
+            new_checkpoint.size,
+            f"{kind}.newCheckpoint",
+        )
+    elif item.checkpoint_file is not None:
+        raise StagedFileError(
+            "a checkpoint file was given but the event has no newCheckpoint", path=kind
+        )
+    return moves
+
+
+def _check_one(
+    src: Path | None, dst: Path, expected: Multihash, size: int, where: str
+) -> list[_Move]:
+    from common.hashing import physical_hash_file
+
+    if src is None:
+        if dst.exists():
+            return []
+        raise StagedFileError(f"no file given and {dst.name} is not stored yet", path=where)
+    actual_size = src.stat().st_size
+    if actual_size != size:
+        raise StagedFileError(f"{src} has {actual_size} bytes, the event says {size}", path=where)
+    actual = physical_hash_file(src)
+    if actual != expected:
+        raise StagedFileError(
+            f"{src} has physical hash {actual}, the event says {expected}", path=where
+        )
+    return [_Move(src, dst)]
+
+
+# --- the transaction ---------------------------------------------------------------------------
+
+
+def build_blocks(
+    state: DatasetState, events: Sequence[MetadataEvent], system_time: datetime
+) -> tuple[list[tuple[Multihash, bytes]], DatasetState]:
+    """Chain ``events`` onto ``state``'s head, validating each; returns blocks and new state."""
+    blocks = []
+    for event in events:
+        block = MetadataBlock(
+            system_time=system_time,
+            prev_block_hash=state.head,
+            sequence_number=state.sequence_number + 1,
+            event=event,
+        )
+        validate_append(state, block)
+        data = encode_block(block)
+        h = block_hash(data)
+        blocks.append((h, data))
+        state = advance(state, h, block)
+    return blocks, state
+
+
+def default_system_time(state: DatasetState) -> datetime:
+    """Now, but never before the head's time (a clock that stepped back would break the chain)."""
+    now = datetime.now(UTC)
+    return max(now, state.system_time) if state.system_time else now
+
+
+def write_transaction(
+    layout: DatasetLayout,
+    blocks: list[tuple[Multihash, bytes]],
+    moves: list[_Move],
+) -> None:
+    """Steps 4-8 of a commit: journal, objects, blocks, head, journal removal."""
+    for d in (layout.blocks_dir, layout.data_dir, layout.checkpoints_dir, layout.refs_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    new_head = blocks[-1][0]
+    created = {m.dst for m in moves if not m.dst.exists()}
+    created |= {layout.block_path(h) for h, _ in blocks if not layout.block_path(h).exists()}
+    _write_journal(layout, new_head, sorted(created))
+    for m in moves:
+        durable.move_in(m.src, m.dst)
+    for h, data in blocks:
+        durable.write_new(layout.block_path(h), data)
+    durable.write_atomic(layout.head_ref_path, new_head.to_multibase().encode("ascii"))
+    durable.remove_durably([layout.journal_path])
+
+
+def check_expected_head(name: str, chain: MetadataChain, expected_head: Multihash | None) -> None:
+    actual = chain.head()
+    if actual != expected_head:
+        raise ConflictError(name, expected=expected_head, actual=actual)

@@ -1,0 +1,126 @@
+"""Crash-safe file operations: every change becomes visible by one atomic rename.
+
+A file is written under a ``.pending-<pid>-<token>`` name in its final directory, flushed
+and fsync'd, renamed over its final name, and the directory is fsync'd so that the rename
+itself survives a power loss. A crash at any instant therefore leaves either the old file,
+or the new one, plus perhaps a pending leftover that nobody reads.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+from coordinator.dataset.layout import PENDING_PREFIX
+
+
+def pending_name(final: Path) -> Path:
+    """A unique temporary name next to ``final``, tagged with this process's id."""
+    return final.parent / f"{PENDING_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+
+
+def pid_of_pending(name: str) -> int | None:
+    """The writer's process id encoded in a pending file name, if it has one."""
+    rest = name[len(PENDING_PREFIX) :]
+    head, _, _ = rest.partition("-")
+    return int(head) if head.isdigit() else None
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_and_sync(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    tmp = pending_name(path)
+    try:
+        _write_and_sync(tmp, data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_new(path: Path, data: bytes) -> bool:
+    """Write an immutable content-addressed object unless it already exists.
+
+    Returns ``True`` when this call created it. The object appears atomically.
+    """
+    if path.exists():
+        return False
+    write_atomic(path, data)
+    return True
+
+
+def move_in(src: Path, dst: Path) -> bool:
+    """Move a finished file into its content-addressed place ``dst``, durably.
+
+    The source is fsync'd first so that the name never points at unwritten data. When ``dst``
+    already exists (same content, same hash) the source is removed and ``False`` returned.
+    Falls back to copy + rename when ``src`` is on another filesystem.
+    """
+    if dst.exists():
+        src.unlink(missing_ok=True)
+        return False
+    _fsync_file(src)
+    try:
+        os.rename(src, dst)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        _copy_in(src, dst)
+        src.unlink(missing_ok=True)
+    fsync_dir(dst.parent)
+    return True
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_in(src: Path, dst: Path) -> None:
+    tmp = pending_name(dst)
+    try:
+        shutil.copyfile(src, tmp)
+        _fsync_file(tmp)
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def remove_durably(paths: list[Path]) -> None:
+    """Unlink files (missing ones are fine) and fsync their directories."""
+    dirs = set()
+    for p in paths:
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            continue
+        dirs.add(p.parent)
+    for d in dirs:
+        fsync_dir(d)

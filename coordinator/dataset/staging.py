@@ -1,0 +1,89 @@
+"""The staging area: private directories where writers prepare files before a commit.
+
+Each ``staging_dir`` is a fresh directory ``.coordinator/staging/<id>/`` whose process holds
+an ``flock`` on the sibling file ``<id>.lock`` while the directory is in use. The kernel drops
+the lock when the process dies, so ``clean_stale`` tells leftovers of killed writers from
+directories still in use, however old they are. Staged files are moved into the dataset by
+the commit (same filesystem, so a rename); the directory is removed when the ``with`` ends.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from coordinator.dataset.layout import DatasetLayout
+
+_LOCK_SUFFIX = ".lock"
+_MIN_AGE_SECONDS = 10.0
+"""Entries younger than this are never cleaned: their creator may not hold the lock yet."""
+
+
+@contextmanager
+def staging_dir(layout: DatasetLayout) -> Iterator[Path]:
+    """A new empty directory for files to be committed; removed (with its content) on exit."""
+    clean_stale(layout)
+    layout.staging_root.mkdir(parents=True, exist_ok=True)
+    name = f"{os.getpid()}-{secrets.token_hex(6)}"
+    lock_path = layout.staging_root / (name + _LOCK_SUFFIX)
+    path = layout.staging_root / name
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        path.mkdir()
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        lock_path.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def clean_stale(layout: DatasetLayout, *, min_age: float = _MIN_AGE_SECONDS) -> list[Path]:
+    """Remove staging directories whose owner is gone; returns what was removed."""
+    root = layout.staging_root
+    if not root.is_dir():
+        return []
+    removed = []
+    now = time.time()
+    for entry in root.iterdir():
+        if entry.name.endswith(_LOCK_SUFFIX):
+            continue
+        lock_path = root / (entry.name + _LOCK_SUFFIX)
+        if _younger_than(entry, now, min_age) or _held(lock_path):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        lock_path.unlink(missing_ok=True)
+        removed.append(entry)
+    for lock_path in root.glob("*" + _LOCK_SUFFIX):
+        entry = root / lock_path.name[: -len(_LOCK_SUFFIX)]
+        stale = not entry.exists() and not _younger_than(lock_path, now, min_age)
+        if stale and not _held(lock_path):
+            lock_path.unlink(missing_ok=True)
+    return removed
+
+
+def _younger_than(path: Path, now: float, age: float) -> bool:
+    try:
+        return now - path.lstat().st_mtime < age
+    except FileNotFoundError:
+        return True
+
+
+def _held(lock_path: Path) -> bool:
+    try:
+        fd = os.open(lock_path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

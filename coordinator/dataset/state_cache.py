@@ -1,0 +1,97 @@
+"""Computing a ``DatasetState`` without rescanning the chain every time.
+
+The state of the last head seen is stored in ``.coordinator/state.json`` as the head hash,
+the running data size and the ``origins`` (block hashes of each event-valued field). To open
+a dataset we read the head and those few blocks and replay them; if the head moved on since,
+only the new blocks are folded in. The cache is a pure optimisation: anything unexpected
+(missing, damaged, not an ancestor of the head) falls back to folding the whole chain.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import structlog
+
+from common.odf.block import MetadataBlock
+from common.odf.errors import OdfError
+from common.odf.multihash import Multihash
+from coordinator.dataset import durable
+from coordinator.dataset.chain import MetadataChain
+from coordinator.dataset.state import DatasetState, advance, fold
+
+log = structlog.get_logger(__name__)
+
+_FORMAT = 1
+
+
+def save(chain: MetadataChain, state: DatasetState) -> None:
+    """Store ``state`` for later opens; best effort (a failure only costs a rescan later)."""
+    if state.head is None:
+        return
+    doc = {
+        "format": _FORMAT,
+        "head": state.head.to_multibase(),
+        "data_size": state.data_size,
+        "origins": [[key, h.to_multibase()] for key, h in state.origins],
+    }
+    try:
+        chain.layout.private_dir.mkdir(exist_ok=True)
+        durable.write_atomic(chain.layout.state_cache_path, json.dumps(doc).encode())
+    except OSError as e:
+        log.debug("could not save the state cache", error=str(e))
+
+
+def load(chain: MetadataChain) -> DatasetState | None:
+    """The cached state (of whatever head it was saved for), or ``None``."""
+    try:
+        doc = json.loads(chain.layout.state_cache_path.read_text(encoding="utf-8"))
+        if doc.get("format") != _FORMAT:
+            return None
+        head = Multihash.from_multibase(doc["head"])
+        origins = [(str(k), Multihash.from_multibase(h)) for k, h in doc["origins"]]
+        return _replay(chain, head, int(doc["data_size"]), origins)
+    except (OSError, ValueError, KeyError, TypeError, OdfError) as e:
+        log.debug("ignoring the state cache", error=str(e))
+        return None
+
+
+def _replay(
+    chain: MetadataChain, head: Multihash, data_size: int, origins: list[tuple[str, Multihash]]
+) -> DatasetState:
+    head_block = chain.get_block(head)
+    blocks: dict[Multihash, MetadataBlock] = {h: chain.get_block(h) for _, h in origins}
+    ordered = sorted(blocks.items(), key=lambda kv: kv[1].sequence_number)
+    state = fold(ordered)
+    return replace(
+        state,
+        head=head,
+        sequence_number=head_block.sequence_number,
+        system_time=head_block.system_time,
+        data_size=data_size,
+    )
+
+
+def compute(chain: MetadataChain, head: Multihash | None) -> DatasetState:
+    """The state as of ``head``: from the cache plus newer blocks, or by a full fold."""
+    if head is None:
+        return DatasetState()
+    cached = load(chain)
+    if cached is not None and cached.head == head:
+        return cached
+    newer: list[tuple[Multihash, MetadataBlock]] = []
+    for h, block in chain.iter_blocks(head):
+        if cached is not None and block.sequence_number <= cached.sequence_number:
+            if h == cached.head:
+                state = cached
+                for nh, nb in reversed(newer):
+                    state = advance(state, nh, nb)
+                return state
+            break
+        newer.append((h, block))
+    return fold(list(reversed(newer))) if cached is None else _full(chain, head)
+
+
+def _full(chain: MetadataChain, head: Multihash) -> DatasetState:
+    return fold(list(reversed(list(chain.iter_blocks(head)))))
