@@ -1,0 +1,166 @@
+"""The engine checkpoint: the state one transaction hands to the next.
+
+The engine processes each transaction's new input slices only (see ``engine_spark/README.md``),
+so the state it carries is small: every input's watermark and the last output watermark. It is
+stored as one deterministic JSON document (sorted keys, inputs sorted by DatasetID, fixed
+timestamp format), so identical state always gives identical checkpoint bytes and hashes.
+
+A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
+holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from common.odf.errors import DecodeError
+from common.odf.identity import DatasetID
+from engine_spark.errors import InputDataError
+from engine_spark.exchange import write_bytes
+
+CHECKPOINT_FORMAT = "odf-py/engine-spark/checkpoint"
+CHECKPOINT_VERSION = 1
+_REFERENCE_SUFFIX = ".watermark"
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineCheckpoint:
+    """Per-input watermarks (by DatasetID) and the last output watermark."""
+
+    input_watermarks: Mapping[DatasetID, datetime] = field(default_factory=dict)
+    output_watermark: datetime | None = None
+
+    def is_empty(self) -> bool:
+        return not self.input_watermarks and self.output_watermark is None
+
+
+EMPTY_CHECKPOINT = EngineCheckpoint()
+
+
+def encode_checkpoint(checkpoint: EngineCheckpoint) -> bytes:
+    """Deterministic JSON bytes of ``checkpoint``."""
+    doc: dict[str, Any] = {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "inputs": [
+            {"datasetId": did, "watermark": format_instant(wm)}
+            for did, wm in sorted((k.to_did(), v) for k, v in checkpoint.input_watermarks.items())
+        ],
+        "outputWatermark": (
+            format_instant(checkpoint.output_watermark)
+            if checkpoint.output_watermark is not None
+            else None
+        ),
+    }
+    return (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
+def decode_checkpoint(data: bytes, *, path: str = "checkpoint") -> EngineCheckpoint:
+    """Our JSON checkpoint or a reference Spark engine tar; InputDataError when neither."""
+    if data[:1] == b"{":
+        return _decode_json(data, path)
+    if _is_tar(data):
+        return _decode_reference_tar(data, path)
+    raise InputDataError("not an engine checkpoint (neither our JSON nor a tar)", path=path)
+
+
+def read_checkpoint(path: str | None) -> EngineCheckpoint:
+    """The checkpoint at ``path``, or the empty state when there is none."""
+    if path is None:
+        return EMPTY_CHECKPOINT
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputDataError(f"cannot read the previous checkpoint: {e.strerror}", path=path) from e
+    return decode_checkpoint(data, path=path)
+
+
+def write_checkpoint(checkpoint: EngineCheckpoint, path: str) -> None:
+    write_bytes(encode_checkpoint(checkpoint), path)
+
+
+def format_instant(value: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in UTC."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_instant(text: str, *, path: str) -> datetime:
+    """An ISO-8601 instant (``Z`` or offset; up to nanoseconds, truncated to microseconds)."""
+    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text.strip(), count=1)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputDataError(f"{text!r} is not an ISO-8601 instant", path=path) from None
+    if value.tzinfo is None:
+        raise InputDataError(f"instant {text!r} has no time zone", path=path)
+    return value.astimezone(UTC)
+
+
+def _decode_json(data: bytes, path: str) -> EngineCheckpoint:
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputDataError(f"checkpoint is not valid JSON: {e}", path=path) from e
+    if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
+        raise InputDataError(f"checkpoint format is not {CHECKPOINT_FORMAT!r}", path=path)
+    if doc.get("version") != CHECKPOINT_VERSION:
+        raise InputDataError(
+            f"checkpoint version {doc.get('version')!r} is not supported "
+            f"(expected {CHECKPOINT_VERSION})",
+            path=path,
+        )
+    watermarks: dict[DatasetID, datetime] = {}
+    for i, entry in enumerate(doc.get("inputs") or []):
+        where = f"{path}: inputs[{i}]"
+        try:
+            watermarks[DatasetID.from_did(entry["datasetId"])] = parse_instant(
+                entry["watermark"], path=where
+            )
+        except (KeyError, TypeError) as e:
+            raise InputDataError(f"missing or malformed field {e}", path=where) from e
+        except DecodeError as e:
+            raise InputDataError(e.reason, path=where) from e
+    output = doc.get("outputWatermark")
+    return EngineCheckpoint(
+        input_watermarks=watermarks,
+        output_watermark=(
+            parse_instant(output, path=f"{path}: outputWatermark") if output else None
+        ),
+    )
+
+
+def _is_tar(data: bytes) -> bool:
+    return len(data) >= 512 and data[257:262] == b"ustar"
+
+
+def _decode_reference_tar(data: bytes, path: str) -> EngineCheckpoint:
+    watermarks: dict[DatasetID, datetime] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar.getmembers():
+                name = member.name.rsplit("/", 1)[-1]
+                if not member.isfile() or not name.endswith(_REFERENCE_SUFFIX):
+                    continue
+                stem = name[: -len(_REFERENCE_SUFFIX)]
+                did = stem if stem.startswith("did:odf:") else f"did:odf:{stem}"
+                content = tar.extractfile(member)
+                if content is None:
+                    continue
+                where = f"{path}: {member.name}"
+                try:
+                    dataset_id = DatasetID.from_did(did)
+                except DecodeError as e:
+                    raise InputDataError(e.reason, path=where) from e
+                watermarks[dataset_id] = parse_instant(content.read().decode(), path=where)
+    except tarfile.TarError as e:
+        raise InputDataError(f"unreadable checkpoint tar: {e}", path=path) from e
+    return EngineCheckpoint(input_watermarks=watermarks)

@@ -1,0 +1,212 @@
+"""The Spark engine's operations, each a short list of named steps.
+
+``SparkEngine`` wraps one long-lived SparkSession. Every request runs in its own child session
+(``SparkSession.newSession()``: shared SparkContext and cache, separate temp views and SQL
+conf), and requests are serialized by a lock, so one request never sees another's views and
+memory use stays bounded. Methods return the protocol's Success messages and raise
+``InvalidQueryError`` for the query's faults; anything else is an internal error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import structlog
+from pyspark.sql import DataFrame, SparkSession
+
+from common.odf import engine_protocol as ep
+from common.odf.fragments import DatasetVocabulary, OffsetInterval, TransformSql
+from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
+from engine_spark import checkpoint as cp
+from engine_spark.exchange import write_table
+from engine_spark.inputs import empty_input, load_files, load_input, register_view
+from engine_spark.ordering import RowOrder, result_order, sort_by_values
+from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
+from engine_spark.queries import run_steps
+from engine_spark.schema_evolution import check_schema_evolution
+from engine_spark.schema_mapping import output_column
+from engine_spark.spark_errors import query_errors
+from engine_spark.watermark import input_watermark, output_watermark
+
+log = structlog.get_logger("engine_spark.engine")
+
+RAW_QUERY_INPUT_VIEW = "input"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class SparkEngine:
+    """ExecuteTransform, ExecuteRawQuery, ValidateQuery and MigrateQuery over one session."""
+
+    def __init__(self, session: SparkSession) -> None:
+        self._session = session
+        self._lock = threading.Lock()
+
+    @property
+    def session(self) -> SparkSession:
+        return self._session
+
+    # --- ExecuteTransform -----------------------------------------------------------------
+
+    def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:
+        with self._isolated("transform", request.dataset_alias) as session:
+            previous = cp.read_checkpoint(request.prev_checkpoint_path)
+            _register_inputs(session, request.query_inputs)
+            result = run_steps(session, request.transform)
+            output = _collect_output(result, request.vocab)
+            slice_ = build_output(
+                output.table,
+                output.columns,
+                request.vocab,
+                system_time=request.system_time,
+                next_offset=request.next_offset,
+            )
+            interval = _write_slice(slice_, request.new_data_path, request.next_offset)
+            state = _next_checkpoint(previous, request.query_inputs)
+            _write_state(state, request.new_checkpoint_path)
+            log.info("transform.done", records=slice_.num_rows, order=output.order.value)
+            return ep.TransformResponseSuccess(
+                new_offset_interval=interval, new_watermark=state.output_watermark
+            )
+
+    # --- ExecuteRawQuery ------------------------------------------------------------------
+
+    def execute_raw_query(self, request: ep.RawQueryRequest) -> ep.RawQueryResponseSuccess:
+        with self._isolated("raw_query", request.output_data_path) as session:
+            register_view(load_files(session, request.input_data_paths), RAW_QUERY_INPUT_VIEW)
+            result = run_steps(session, request.transform)
+            with query_errors(None, in_step=False):
+                table = result.toArrow()
+            table = pa.table(
+                {name: output_column(table.column(name)) for name in table.column_names}
+            )
+            write_table(table, request.output_data_path)
+            return ep.RawQueryResponseSuccess(num_records=table.num_rows)
+
+    # --- ValidateQuery --------------------------------------------------------------------
+
+    def validate_query(self, request: ep.ValidateQueryRequest) -> ep.ValidateQueryResponseSuccess:
+        with self._isolated("validate", request.dataset_alias) as session:
+            schemas = {i.query_alias: decode_arrow_schema(i.schema) for i in request.query_inputs}
+            new_schema = _output_schema(session, schemas, request.transform, request.vocab)
+            if request.prev_transform is not None:
+                old_schema = _output_schema(session, schemas, request.prev_transform, request.vocab)
+                check_schema_evolution(old_schema, new_schema)
+            return ep.ValidateQueryResponseSuccess(output_schema=encode_arrow_schema(new_schema))
+
+    # --- MigrateQuery ---------------------------------------------------------------------
+
+    def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess:
+        """Switch to ``new_transform``: carry watermarks, drop what the new query cannot use.
+
+        The engine buffers no input between transactions, so the old query owes no output:
+        the response never has a data slice. The new query is checked against the inputs'
+        schemas first (InvalidQuery if it cannot run); watermarks of inputs the new query
+        still reads are carried, with this request's explicit watermarks applied.
+        """
+        with self._isolated("migrate", request.dataset_alias) as session:
+            previous = cp.read_checkpoint(request.prev_checkpoint_path)
+            empty = [
+                dataclasses.replace(i, offset_interval=None, data_paths=())
+                for i in request.query_inputs
+            ]
+            _register_inputs(session, empty)
+            _collect_output(run_steps(session, request.new_transform), request.vocab)
+            state = _next_checkpoint(previous, request.query_inputs)
+            _write_state(state, request.new_checkpoint_path)
+            return ep.MigrateQueryResponseSuccess(
+                new_offset_interval=None, new_watermark=state.output_watermark
+            )
+
+    # --- Plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def _isolated(self, operation: str, subject: str) -> Iterator[SparkSession]:
+        with self._lock:
+            started = time.monotonic()
+            log.info(f"{operation}.start", subject=subject)
+            session = self._session.newSession()
+            try:
+                yield session
+            finally:
+                log.info(
+                    f"{operation}.end",
+                    subject=subject,
+                    seconds=round(time.monotonic() - started, 3),
+                )
+
+
+class _Output:
+    """A collected query result in its final row order, plus where its system columns are."""
+
+    def __init__(self, table: pa.Table, columns: OutputColumns, order: RowOrder) -> None:
+        self.table = table
+        self.columns = columns
+        self.order = order
+
+
+def _register_inputs(session: SparkSession, inputs: Sequence[ep.TransformRequestInput]) -> None:
+    for inp in inputs:
+        register_view(load_input(session, inp), inp.query_alias)
+
+
+def _collect_output(result: DataFrame, vocab: DatasetVocabulary) -> _Output:
+    columns = plan_output_columns(
+        [(f.name, f.dataType.simpleString()) for f in result.schema.fields], vocab
+    )
+    with query_errors(None, in_step=False):
+        order = result_order(result)
+        table = result.toArrow()
+    if order is RowOrder.VALUES:
+        trailing = [columns.op] if columns.op else []
+        table = sort_by_values(table, [columns.event_time], trailing)
+    return _Output(table, columns, order)
+
+
+def _output_schema(
+    session: SparkSession,
+    schemas: dict[str, pa.Schema],
+    transform: TransformSql,
+    vocab: DatasetVocabulary,
+) -> pa.Schema:
+    for alias, schema in schemas.items():
+        register_view(empty_input(session, schema), alias)
+    output = _collect_output(run_steps(session, transform), vocab)
+    return build_output(
+        output.table, output.columns, vocab, system_time=_EPOCH, next_offset=0
+    ).schema
+
+
+def _write_slice(table: pa.Table, path: str, next_offset: int) -> OffsetInterval | None:
+    """Write the output slice; an empty result writes no file and has no interval."""
+    if table.num_rows == 0:
+        return None
+    write_table(table, path)
+    return OffsetInterval(start=next_offset, end=next_offset + table.num_rows - 1)
+
+
+def _next_checkpoint(
+    previous: cp.EngineCheckpoint, inputs: tuple[ep.TransformRequestInput, ...]
+) -> cp.EngineCheckpoint:
+    watermarks = {
+        i.dataset_id: input_watermark(
+            i.explicit_watermarks, previous.input_watermarks.get(i.dataset_id)
+        )
+        for i in inputs
+    }
+    known = {k: v for k, v in watermarks.items() if v is not None}
+    return cp.EngineCheckpoint(
+        input_watermarks=known,
+        output_watermark=output_watermark(watermarks.values(), previous.output_watermark),
+    )
+
+
+def _write_state(state: cp.EngineCheckpoint, path: str) -> None:
+    """A checkpoint file whenever there is state to carry to the next transaction."""
+    if not state.is_empty():
+        cp.write_checkpoint(state, path)
