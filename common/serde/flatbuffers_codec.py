@@ -62,6 +62,7 @@ __all__ = [
     "encode_transform_response",
     "encode_validate_query_request",
     "encode_validate_query_response",
+    "read_manifest",
 ]
 
 T = TypeVar("T")
@@ -102,11 +103,7 @@ def encode_block(block: MetadataBlock, *, version: int = BLOCK_VERSION_WRITE) ->
 
 def decode_block(data: bytes) -> MetadataBlock:
     """Decode manifest bytes (version 2 or 3) into a MetadataBlock."""
-    buf = bytes(data)
-    try:
-        content = _manifest_content(buf)
-    except _LOW_LEVEL_ERRORS as e:
-        raise DecodeError(f"malformed metadata block manifest: {e}") from None
+    _, content = read_manifest(data)
     try:
         block = fb_reader.read_root(content, MetadataBlock)
     except DecodeError as e:
@@ -122,7 +119,15 @@ def block_hash(manifest: bytes) -> Multihash:
     return Multihash.sha3_256(bytes(manifest))
 
 
-def _manifest_content(buf: bytes) -> bytes:
+def read_manifest(data: bytes) -> tuple[int, bytes]:
+    """The ``(version, content)`` of a block manifest, checking its kind and version."""
+    try:
+        return _read_manifest(bytes(data))
+    except _LOW_LEVEL_ERRORS as e:
+        raise DecodeError(f"malformed metadata block manifest: {e}") from None
+
+
+def _read_manifest(buf: bytes) -> tuple[int, bytes]:
     if len(buf) < 12:
         raise DecodeError(f"manifest is {len(buf)} bytes, too short to be a FlatBuffer")
     table = fb_reader.Table(buf, struct.unpack_from("<I", buf, 0)[0], "Manifest")
@@ -143,7 +148,7 @@ def _manifest_content(buf: bytes) -> bytes:
     target = table.deref(8)
     if target == 0:
         raise DecodeError("manifest has no content")
-    return fb_reader.read_bytes(buf, target)
+    return version, fb_reader.read_bytes(buf, target)
 
 
 # --- Engine messages ---------------------------------------------------------------------------
