@@ -1,0 +1,255 @@
+"""ReadStep::Csv over ``pyarrow.csv.open_csv``, streamed block by block.
+
+Reference semantics: with a DDL schema the columns are matched by position and a header line
+is only skipped; without one the names come from the header (or ``column_1``, ...) and the
+types are inferred (``inferSchema``) or all strings. An empty field is NULL for every type.
+Booleans are case-insensitive ``true``/``false``. No escape character: quotes are doubled.
+A bad row stops the whole ingest with an error naming the file, line and column.
+"""
+
+from __future__ import annotations
+
+import csv as pycsv
+import itertools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from common.odf.fragments import ReadStepCsv
+from coordinator.ingest.ddl import parse_ddl_schema
+from coordinator.ingest.errors import ReadError, UnsupportedOptionError
+from coordinator.ingest.readers.stream import DataStream
+from coordinator.ingest.readers.temporal import BadValue, is_temporal, parse_temporal
+
+BLOCK_SIZE = 8 << 20
+"""Bytes of CSV text per batch: large enough to amortise per-batch work, small to stream."""
+
+
+def _casings(word: str) -> list[str]:
+    pairs = [(c.lower(), c.upper()) for c in word]
+    return ["".join(p) for p in itertools.product(*pairs)]
+
+
+_TRUE = _casings("true")
+_FALSE = _casings("false")
+_CONVERSION_ERROR = re.compile(
+    r"In CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S
+)
+_FIELD_COUNT_ERROR = re.compile(r"Expected (\d+) columns, got (\d+): (.*)$", re.S)
+
+
+def read_csv(
+    step: ReadStepCsv, path: Path, *, name: str, block_size: int = BLOCK_SIZE
+) -> DataStream:
+    """The records of the CSV file at ``path``; ``name`` is what errors call the file."""
+    return _CsvReader(step, path, name, block_size).open()
+
+
+class _CsvReader:
+    def __init__(self, step: ReadStepCsv, path: Path, name: str, block_size: int) -> None:
+        self.step = step
+        self.path = path
+        self.name = name
+        self.block_size = block_size
+        self.separator = _single_char(step.separator, ",", "separator")
+        self.quote = _single_char(step.quote, '"', "quote")
+        _check_default(step.encoding, ("utf8", "utf-8"), "encoding")
+        _check_default(step.null_value, ("",), "nullValue")
+        _check_default(step.date_format, ("rfc3339",), "dateFormat")
+        _check_default(step.timestamp_format, ("rfc3339",), "timestampFormat")
+        if step.escape:
+            raise UnsupportedOptionError(
+                f"escape {step.escape!r} is not supported: quotes are escaped by doubling",
+                path="read.escape",
+            )
+        self.schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+        self.header = bool(step.header)
+        self.names: list[str] = []
+
+    def open(self) -> DataStream:
+        if self.schema is not None:
+            self.names = self.schema.names
+            read_options = self._read_options(column_names=self.names, skip_rows=int(self.header))
+            types = {f.name: pa.string() if is_temporal(f.type) else f.type for f in self.schema}
+            reader = self._open(read_options, types)
+            return DataStream(self.schema, self._typed_batches(reader, self.schema))
+        read_options = self._read_options(autogenerate=not self.header)
+        reader = self._open(read_options, {})
+        self.names = self._output_names(reader.schema.names)
+        if not self.step.infer_schema:
+            reader.close()
+            generated = reader.schema.names
+            reader = self._open(read_options, dict.fromkeys(generated, pa.string()))
+        schema = pa.schema(
+            [pa.field(n, f.type) for n, f in zip(self.names, reader.schema, strict=True)]
+        )
+        return DataStream(schema, self._renamed_batches(reader, schema))
+
+    def _output_names(self, names: list[str]) -> list[str]:
+        if self.header:
+            return names
+        return [f"column_{i + 1}" for i in range(len(names))]
+
+    def _read_options(
+        self,
+        *,
+        column_names: list[str] | None = None,
+        skip_rows: int = 0,
+        autogenerate: bool = False,
+    ) -> pacsv.ReadOptions:
+        return pacsv.ReadOptions(
+            block_size=self.block_size,
+            column_names=column_names,
+            skip_rows=skip_rows,
+            autogenerate_column_names=autogenerate,
+        )
+
+    def _open(
+        self, read_options: pacsv.ReadOptions, types: dict[str, pa.DataType]
+    ) -> pacsv.CSVStreamingReader:
+        parse_options = pacsv.ParseOptions(
+            delimiter=self.separator,
+            quote_char=self.quote,
+            double_quote=True,
+            escape_char=False,
+            newlines_in_values=True,
+            ignore_empty_lines=True,
+        )
+        convert_options = pacsv.ConvertOptions(
+            column_types=types,
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+            true_values=_TRUE,
+            false_values=_FALSE,
+        )
+        try:
+            return pacsv.open_csv(
+                self.path,
+                read_options=read_options,
+                parse_options=parse_options,
+                convert_options=convert_options,
+            )
+        except pa.ArrowInvalid as e:
+            if str(e) == "Empty CSV file":
+                raise ReadError("the file is empty", path=self.name) from None
+            raise self._translate(e) from None
+        except pa.ArrowNotImplementedError as e:
+            raise ReadError(str(e), path=self.name) from None
+
+    def _batches(self, reader: pacsv.CSVStreamingReader) -> Iterator[pa.RecordBatch]:
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except pa.ArrowInvalid as e:
+                raise self._translate(e) from None
+            yield batch
+
+    def _renamed_batches(
+        self, reader: pacsv.CSVStreamingReader, schema: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        for batch in self._batches(reader):
+            yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+    def _typed_batches(
+        self, reader: pacsv.CSVStreamingReader, schema: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches converted to the DDL schema: temporal columns parsed, NOT NULL checked."""
+        first_record = 0
+        for batch in self._batches(reader):
+            columns = []
+            for i, field in enumerate(schema):
+                column = batch.column(i)
+                if is_temporal(field.type):
+                    try:
+                        column = parse_temporal(column, field.type)
+                    except BadValue as e:
+                        raise self._bad_record(
+                            first_record + e.index, field.name, f"invalid {e.type_name} {e.value!r}"
+                        ) from None
+                if not field.nullable and column.null_count:
+                    index = _first_null(column)
+                    raise self._bad_record(
+                        first_record + index,
+                        field.name,
+                        "empty value in a NOT NULL column",
+                    )
+                columns.append(column)
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+            first_record += batch.num_rows
+
+    # --- error locations -------------------------------------------------------------------------
+
+    def _records(self) -> Iterator[tuple[int, int, list[str]]]:
+        """(record index, line number, fields) of the data records, re-read with ``csv``."""
+        with open(self.path, newline="", encoding="utf-8", errors="replace") as f:
+            reader = pycsv.reader(
+                f, delimiter=self.separator, quotechar=self.quote, doublequote=True
+            )
+            index = 0
+            skipped_header = not self.header
+            for row in reader:
+                if not row:
+                    continue
+                if not skipped_header:
+                    skipped_header = True
+                    continue
+                yield index, reader.line_num, row
+                index += 1
+
+    def _bad_record(self, record: int, column: str, reason: str) -> ReadError:
+        line = next((ln for i, ln, _ in self._records() if i == record), None)
+        where = f"{self.name}:{line}" if line is not None else self.name
+        return ReadError(f"column {column!r}: {reason}", path=where)
+
+    def _translate(self, error: pa.ArrowInvalid) -> ReadError:
+        message = str(error)
+        m = _CONVERSION_ERROR.search(message)
+        if m:
+            column_index, type_name, value = int(m.group(1)), m.group(2), m.group(3)
+            column = (
+                self.names[column_index] if column_index < len(self.names) else f"#{column_index}"
+            )
+            line = next(
+                (
+                    ln
+                    for _, ln, row in self._records()
+                    if column_index < len(row) and row[column_index] == value
+                ),
+                None,
+            )
+            where = f"{self.name}:{line}" if line is not None else self.name
+            return ReadError(f"column {column!r}: invalid {type_name} value {value!r}", path=where)
+        m = _FIELD_COUNT_ERROR.search(message)
+        if m:
+            expected, got = int(m.group(1)), int(m.group(2))
+            line = next((ln for _, ln, row in self._records() if len(row) == got), None)
+            where = f"{self.name}:{line}" if line is not None else self.name
+            return ReadError(f"expected {expected} fields, got {got}", path=where)
+        return ReadError(message.splitlines()[0], path=self.name)
+
+
+def _first_null(column: pa.Array) -> int:
+    return int(column.is_null().to_pylist().index(True))
+
+
+def _single_char(value: str | None, default: str, option: str) -> str:
+    if not value:
+        return default
+    if len(value.encode()) != 1:
+        raise UnsupportedOptionError(
+            f"{option} must be a single byte, got {value!r}", path=f"read.{option}"
+        )
+    return value
+
+
+def _check_default(value: str | None, allowed: tuple[str, ...], option: str) -> None:
+    if value is not None and value.lower() not in allowed:
+        raise UnsupportedOptionError(
+            f"{option} {value!r} is not supported (only {allowed[0]!r})", path=f"read.{option}"
+        )
