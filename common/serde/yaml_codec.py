@@ -105,35 +105,45 @@ def dump_yaml(value: Any) -> str:
 
 
 def _check_manifest(document: yaml_document.Document, kind: str, versions: tuple[int, ...]) -> int:
-    """Validate the manifest wrapper; returns its version."""
-    value = document.value
+    """Validate the manifest wrapper (kind, then version, then content); returns its version."""
     try:
-        if not isinstance(value, dict):
-            raise type_error(f"a {kind} manifest (a mapping with kind, version, content)", value)
-        for key in value:
-            if key not in _MANIFEST_KEYS:
-                raise ValidationError(
-                    "unknown manifest field, expected kind, version, content", path=key
-                )
-        for key in _MANIFEST_KEYS:
-            if key not in value:
-                raise ValidationError(f"missing field of the {kind} manifest", path=key)
+        value = _manifest_mapping(document.value, kind)
         if value["kind"] != kind:
             raise ValidationError(
                 f"expected manifest kind {kind!r}, got {describe(value['kind'])}", path="kind"
             )
-        version = value["version"]
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise type_error("an integer", version).at("version")
-        if version not in versions:
-            supported = ", ".join(str(v) for v in versions)
-            raise UnsupportedVersionError(
-                f"{kind} manifest version {version} is not supported (supported: {supported})",
-                path="version",
-            )
+        version = _manifest_version(value["version"], kind, versions)
+        if "content" not in value:
+            raise ValidationError(f"missing required field of the {kind} manifest", path="content")
         return version
     except ValidationError as e:
         raise document.locate(e) from None
+
+
+def _manifest_mapping(value: Any, kind: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise type_error(f"a {kind} manifest (a mapping with kind, version, content)", value)
+    for key in value:
+        if key not in _MANIFEST_KEYS:
+            raise ValidationError(
+                "unknown manifest field, expected kind, version, content", path=key
+            )
+    for key in ("kind", "version"):
+        if key not in value:
+            raise ValidationError(f"missing required field of the {kind} manifest", path=key)
+    return value
+
+
+def _manifest_version(version: Any, kind: str, versions: tuple[int, ...]) -> int:
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise type_error("an integer", version).at("version")
+    if version not in versions:
+        supported = ", ".join(str(v) for v in versions)
+        raise UnsupportedVersionError(
+            f"{kind} manifest version {version} is not supported (supported: {supported})",
+            path="version",
+        )
+    return version
 
 
 def _content(document: yaml_document.Document, target: type[T]) -> T:

@@ -79,6 +79,14 @@ class _Loader(
         yaml.composer.Composer.__init__(self)
         _LoadResolver.__init__(self)
 
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.get_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "aliases are not supported", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
 
 class _Representer(yaml.representer.SafeRepresenter):
     def ignore_aliases(self, data: Any) -> bool:
@@ -189,12 +197,8 @@ class _Converter:
     def __init__(self, source: str, marks: dict[str, yaml.Mark]) -> None:
         self.source = source
         self.marks = marks
-        self.seen: set[int] = set()
 
     def convert(self, node: Node, path: str) -> Any:
-        if id(node) in self.seen:
-            raise self._error(node, path, "YAML aliases are not supported")
-        self.seen.add(id(node))
         self.marks[path] = node.start_mark
         if isinstance(node, ScalarNode):
             return self._scalar(node, path)

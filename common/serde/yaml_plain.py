@@ -245,8 +245,13 @@ class _Record(_Codec):
             item = value.get(f.key)
             if item is None:
                 if not f.optional:
-                    reason = "required field is null" if f.key in value else "missing field"
-                    raise ValidationError(f"{reason} of {self.cls.__name__}", path=f.key)
+                    name = self.cls.__name__
+                    reason = (
+                        f"required field of {name} is null"
+                        if f.key in value
+                        else f"missing required field of {name}"
+                    )
+                    raise ValidationError(reason, path=f.key)
                 kwargs[f.name] = None
             else:
                 kwargs[f.name] = _at(f.key, f.codec.decode, item)
@@ -280,7 +285,8 @@ class _Union(_Codec):
         tag = value.get(KIND)
         if tag is None:
             raise ValidationError(
-                f"missing field, the {self.union} kind: one of {', '.join(self.tags)}", path=KIND
+                f"missing required field, the {self.union} kind: one of {', '.join(self.tags)}",
+                path=KIND,
             )
         if not isinstance(tag, str):
             raise sc.type_error(f"a {self.union} kind string", tag).at(KIND)
