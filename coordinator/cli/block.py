@@ -4,7 +4,9 @@
   SHA3-256 multihash of its FlatBuffers encoding at the manifest's version.
 - ``odf block hash --binary FILE``: the hash of a stored binary block, computed over its bytes
   as they are (after checking that they decode).
-- ``odf block decode FILE``: a binary block printed as its YAML manifest.
+- ``odf block decode FILE``: a binary block printed as its YAML manifest, with the version
+  the binary manifest has; hashing that YAML gives the binary's hash back whenever the block
+  re-encodes to the same bytes (not so for blocks with sub-microsecond timestamps).
 
 ``FILE`` may be ``-`` for standard input.
 """
@@ -70,7 +72,8 @@ def hash_command(args: argparse.Namespace) -> int:
 def decode_command(args: argparse.Namespace) -> int:
     source, data = _read(args.file)
     block = _decode_binary(source, data)
-    sys.stdout.write(yaml_codec.dump_block_manifest(block))
+    version, _ = flatbuffers_codec.read_manifest(data)
+    sys.stdout.write(yaml_codec.dump_block_manifest(block, version=version))
     return 0
 
 

@@ -132,6 +132,22 @@ def test_decode_reads_stdin(
     assert run(capsys, "block", "decode", "-") == (0, SET_DATA_SCHEMA_BLOCK, "")
 
 
+def test_decode_keeps_the_manifest_version_so_the_hash_round_trips(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v3 = tmp_path / "v3.bin"
+    v3.write_bytes(
+        flatbuffers_codec.encode_block(load_block_manifest(SET_DATA_SCHEMA_BLOCK), version=3)
+    )
+    code, printed, _ = run(capsys, "block", "decode", str(v3))
+    assert code == 0
+    assert printed == SET_DATA_SCHEMA_BLOCK.replace("version: 2", "version: 3")
+    printed_path = tmp_path / "v3.yaml"
+    printed_path.write_text(printed)
+    via_yaml = run(capsys, "block", "hash", str(printed_path))
+    assert via_yaml == run(capsys, "block", "hash", "--binary", str(v3))
+
+
 def one_error_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     code, out, err = run(capsys, *argv)
     assert code == 1
