@@ -1,7 +1,10 @@
 """Dataset identities: ``did:odf`` DatasetIDs.
 
 A DatasetID is the multicodec ``ed25519-pub`` (0xED) prefix followed by a 32-byte ed25519
-public key. Its text form is ``did:odf:`` + multibase (base16 when we write it).
+public key. Its text form is ``did:odf:`` + multibase: we always write base16
+(``did:odf:fed01...``) and read every multibase encoding (``did:odf:z6Mk...`` is the same ID in
+base58btc, as in ``did:key``). Key pairs are made in ``common.odf.keys``; names, aliases and
+references to datasets are in ``common.odf.dataset_refs``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from common.odf.multihash import (
 
 ED25519_PUB = 0xED
 DID_ODF_PREFIX = "did:odf:"
+DID_KEY_PREFIX = "did:key:"
 _MASK64 = (1 << 64) - 1
 
 
@@ -29,9 +33,17 @@ class DatasetID:
 
     def __post_init__(self) -> None:
         if len(self.public_key) != 32:
-            raise DecodeError(
-                f"a DatasetID key must be 32 bytes, got {len(self.public_key)}"
-            )
+            raise DecodeError(f"a DatasetID key must be 32 bytes, got {len(self.public_key)}")
+
+    @classmethod
+    def from_public_key(cls, public_key: bytes) -> DatasetID:
+        """The ID of the ed25519 public key ``public_key`` (its 32 raw bytes)."""
+        return cls(bytes(public_key))
+
+    @classmethod
+    def parse(cls, text: str) -> DatasetID:
+        """Parse ``did:odf:<multibase>`` in any multibase encoding (same as ``from_did``)."""
+        return cls.from_did(text)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> DatasetID:
@@ -70,8 +82,19 @@ class DatasetID:
     def to_bytes(self) -> bytes:
         return encode_uvarint(ED25519_PUB) + self.public_key
 
+    def to_multibase(self) -> str:
+        """``f`` + lowercase hex of the multicodec bytes (``fed01...``)."""
+        return multibase_encode_base16(self.to_bytes())
+
     def to_did(self) -> str:
-        return DID_ODF_PREFIX + multibase_encode_base16(self.to_bytes())
+        """``did:odf:fed01...``: always base16, as ODF writes it."""
+        return DID_ODF_PREFIX + self.to_multibase()
+
+    def to_did_key(self) -> str:
+        """The equivalent ``did:key`` (the same bytes in base58btc)."""
+        from multiformats import multibase  # imported lazily: slow to import
+
+        return DID_KEY_PREFIX + str(multibase.encode(self.to_bytes(), "base58btc"))
 
     def __str__(self) -> str:
         return self.to_did()
