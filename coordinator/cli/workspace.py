@@ -1,0 +1,152 @@
+"""Workspace commands: ``odf init``, ``odf add``, ``odf list``, ``odf delete``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from common.odf.errors import ValidationError
+from common.odf.events import SetTransform
+from common.odf.snapshot import DatasetSnapshot
+from common.serde.yaml_codec import load_snapshots
+from coordinator.dataset import Dataset
+from coordinator.output import add_output_format_argument, render_rows
+from coordinator.workspace import Workspace
+
+SNAPSHOT_SUFFIXES = (".yaml", ".yml")
+LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("init", help="create an odf workspace in the current directory")
+    p.add_argument("--exists-ok", action="store_true", help="succeed if it already exists")
+    p.set_defaults(handler=cmd_init)
+
+    p = subparsers.add_parser("add", help="create datasets from DatasetSnapshot YAML files")
+    p.add_argument("paths", nargs="+", type=Path, metavar="FILE", help="snapshot files")
+    p.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="also take every *.yaml file under the given directories",
+    )
+    p.set_defaults(handler=cmd_add)
+
+    p = subparsers.add_parser("list", aliases=["ls"], help="list the datasets")
+    add_output_format_argument(p)
+    p.set_defaults(handler=cmd_list)
+
+    p = subparsers.add_parser("delete", aliases=["rm"], help="delete datasets")
+    p.add_argument("names", nargs="+", metavar="NAME", help="dataset names or ids")
+    p.set_defaults(handler=cmd_delete)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    ws = Workspace.init(Path.cwd(), exist_ok=args.exists_ok)
+    print(f"initialized an odf workspace in {ws.odf_dir}")
+    return 0
+
+
+# --- add ---------------------------------------------------------------------------------------
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    ws = Workspace.find()
+    snapshots = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
+    for snapshot in creation_order(snapshots):
+        ds = ws.create_dataset(snapshot)
+        print(f"added {ds.alias} ({ds.id})")
+    return 0
+
+
+def snapshot_files(paths: list[Path], *, recursive: bool) -> list[Path]:
+    """The snapshot files named by ``paths``; directories only with ``recursive``."""
+    files = []
+    for path in paths:
+        if path.is_dir():
+            if not recursive:
+                raise ValidationError("is a directory (use --recursive)", path=str(path))
+            files += sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix in SNAPSHOT_SUFFIXES
+            )
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ValidationError("no such file", path=str(path))
+    return files
+
+
+def read_snapshots(files: list[Path]) -> list[DatasetSnapshot]:
+    """Parse every file first, so that one bad file adds nothing."""
+    snapshots: list[DatasetSnapshot] = []
+    for f in files:
+        snapshots += load_snapshots(f.read_text(encoding="utf-8"), source=str(f))
+    return snapshots
+
+
+def creation_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
+    """Snapshots ordered so that inputs defined in the same batch are created first."""
+    by_name: dict[str, DatasetSnapshot] = {}
+    for s in snapshots:
+        key = s.name.lower()
+        if key in by_name:
+            raise ValidationError(f"dataset {s.name!r} is defined twice", path="name")
+        by_name[key] = s
+    ordered: list[DatasetSnapshot] = []
+    state: dict[str, str] = {}
+
+    def visit(s: DatasetSnapshot, trail: tuple[str, ...]) -> None:
+        key = s.name.lower()
+        if state.get(key) == "done":
+            return
+        if key in trail:
+            raise ValidationError(f"inputs form a cycle: {' -> '.join((*trail, key))}")
+        for ref in _input_refs(s):
+            dep = by_name.get(ref.lower())
+            if dep is not None:
+                visit(dep, (*trail, key))
+        state[key] = "done"
+        ordered.append(s)
+
+    for s in snapshots:
+        visit(s, ())
+    return ordered
+
+
+def _input_refs(snapshot: DatasetSnapshot) -> list[str]:
+    return [
+        i.dataset_ref for e in snapshot.metadata if isinstance(e, SetTransform) for i in e.inputs
+    ]
+
+
+# --- list and delete ---------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    ws = Workspace.find()
+    render_rows([summary_row(ds) for ds in ws.list_datasets()], LIST_COLUMNS, args.output_format)
+    return 0
+
+
+def summary_row(ds: Dataset) -> dict[str, Any]:
+    state = ds.state()
+    return {
+        "name": ds.alias,
+        "kind": state.kind.value if state.kind else None,
+        "head": state.head,
+        "blocks": state.sequence_number + 1,
+        "records": state.num_records,
+        "size": state.data_size,
+        "updated": state.system_time,
+        "watermark": state.last_watermark,
+    }
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    ws = Workspace.find()
+    datasets = [ws.open_dataset(name) for name in args.names]  # all must exist
+    for ds in datasets:
+        ws.delete_dataset(ds.alias)
+        print(f"deleted {ds.alias}")
+    return 0

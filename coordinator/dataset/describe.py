@@ -1,0 +1,129 @@
+"""One-line descriptions of metadata events, for ``odf log`` and similar listings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from common.odf.errors import OdfError
+from common.odf.events import (
+    AddData,
+    AddPushSource,
+    DisablePollingSource,
+    DisablePushSource,
+    ExecuteTransform,
+    MetadataEvent,
+    Seed,
+    SetAttachments,
+    SetDataSchema,
+    SetInfo,
+    SetLicense,
+    SetPollingSource,
+    SetTransform,
+    SetVocab,
+)
+from common.odf.fragments import DataSlice, TransformSql
+from common.odf.unions import tag_of
+
+
+def describe_event(event: MetadataEvent) -> str:
+    """The key fields of an event as short ``key=value`` text."""
+    parts = _parts(event)
+    return ", ".join(p for p in parts if p)
+
+
+def _parts(event: MetadataEvent) -> list[str]:
+    match event:
+        case Seed():
+            return [f"id={event.dataset_id}", f"kind={event.dataset_kind.value}"]
+        case AddData():
+            state = event.new_source_state
+            return [
+                *_data_parts(event.new_data, event.prev_offset, event.new_watermark),
+                f"sourceState={state.source_name}:{state.kind}={state.value}" if state else "",
+            ]
+        case ExecuteTransform():
+            advanced = sum(1 for i in event.query_inputs if i.new_block_hash is not None)
+            return [
+                *_data_parts(event.new_data, event.prev_offset, event.new_watermark),
+                f"inputs={advanced}/{len(event.query_inputs)} advanced",
+                f"checkpoint={event.new_checkpoint.physical_hash}" if event.new_checkpoint else "",
+            ]
+        case SetDataSchema():
+            return [_schema_text(event.schema)]
+        case SetTransform():
+            aliases = ",".join(i.alias or i.dataset_ref for i in event.inputs)
+            return [*_transform_parts(event.transform), f"inputs={aliases}"]
+        case SetPollingSource():
+            return [
+                f"fetch={tag_of(type(event.fetch))}",
+                f"read={tag_of(type(event.read))}",
+                f"merge={tag_of(type(event.merge))}",
+                *(_transform_parts(event.preprocess) if event.preprocess else []),
+            ]
+        case AddPushSource():
+            return [
+                f"source={event.source_name}",
+                f"read={tag_of(type(event.read))}",
+                f"merge={tag_of(type(event.merge))}",
+            ]
+        case _:
+            return _minor_parts(event)
+
+
+def _minor_parts(event: MetadataEvent) -> list[str]:
+    match event:
+        case SetVocab():
+            return [
+                f"{k}={v}"
+                for k, v in (
+                    ("offset", event.offset_column),
+                    ("op", event.operation_type_column),
+                    ("systemTime", event.system_time_column),
+                    ("eventTime", event.event_time_column),
+                )
+                if v is not None
+            ]
+        case SetInfo():
+            keywords = ",".join(event.keywords or ())
+            return [
+                f"description={event.description!r}" if event.description else "",
+                f"keywords={keywords}" if keywords else "",
+            ]
+        case SetLicense():
+            return [f"license={event.short_name}"]
+        case SetAttachments():
+            return [f"attachments={len(event.attachments.items)}"]
+        case DisablePushSource():
+            return [f"source={event.source_name}"]
+        case DisablePollingSource():
+            return []
+    return []
+
+
+def _data_parts(
+    new_data: DataSlice | None, prev_offset: int | None, watermark: datetime | None
+) -> list[str]:
+    if new_data is not None:
+        o = new_data.offset_interval
+        data = f"offsets=[{o.start}, {o.end}] ({o.end - o.start + 1} records)"
+    else:
+        data = f"no data (prevOffset={prev_offset})"
+    return [data, f"watermark={watermark.isoformat()}" if watermark else ""]
+
+
+def _transform_parts(transform: TransformSql) -> list[str]:
+    return [
+        f"engine={transform.engine}",
+        f"version={transform.version}" if transform.version else "",
+        f"queries={len(transform.steps())}",
+    ]
+
+
+def _schema_text(schema: bytes) -> str:
+    from common.serde.arrow_schema import decode_arrow_schema
+
+    try:
+        fields = decode_arrow_schema(schema)
+    except OdfError as e:  # a listing should still show the other blocks
+        return f"schema=<undecodable: {e}>"
+    return f"columns={len(fields)}: " + ", ".join(f.name for f in fields)

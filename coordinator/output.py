@@ -1,0 +1,130 @@
+"""Rendering command results as a table, JSON, CSV or YAML (``--output-format``).
+
+Commands produce plain rows (``dict`` of column -> value) or documents (nested plain data);
+this module alone decides how they look. Tables use rich; the other formats are for
+machines: datetimes become RFC 3339 strings, ``None`` is ``null`` (JSON, YAML) or empty (CSV).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from enum import Enum
+from typing import Any, TextIO
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+
+class OutputFormat(Enum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+    YAML = "yaml"
+
+
+ALL_FORMATS = tuple(OutputFormat)
+
+
+def add_output_format_argument(
+    parser: Any,
+    formats: Sequence[OutputFormat] = ALL_FORMATS,
+    default: OutputFormat = OutputFormat.TABLE,
+) -> None:
+    """Add ``-o/--output-format`` with the given choices to an argparse parser."""
+    parser.add_argument(
+        "-o",
+        "--output-format",
+        choices=[f.value for f in formats],
+        default=default.value,
+        help=f"how to print the result (default: {default.value})",
+    )
+
+
+def plain(value: Any) -> Any:
+    """``value`` with datetimes as RFC 3339 text and other non-JSON scalars as strings."""
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Enum):
+        return value.value
+    return str(value)
+
+
+def render_rows(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    fmt: OutputFormat | str,
+    *,
+    out: TextIO | None = None,
+) -> None:
+    """Print ``rows`` (each a mapping with at least ``columns``) in format ``fmt``."""
+    fmt = OutputFormat(fmt)
+    out = out if out is not None else sys.stdout
+    records = [{c: plain(r.get(c)) for c in columns} for r in rows]
+    if fmt is OutputFormat.JSON:
+        out.write(json.dumps(records, indent=2, ensure_ascii=False) + "\n")
+    elif fmt is OutputFormat.YAML:
+        out.write(_yaml(records))
+    elif fmt is OutputFormat.CSV:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for r in records:
+            writer.writerow(["" if r[c] is None else _cell(r[c]) for c in columns])
+    else:
+        _table(records, columns, out)
+
+
+def render_document(doc: Any, fmt: OutputFormat | str, *, out: TextIO | None = None) -> None:
+    """Print one nested document as JSON or YAML."""
+    fmt = OutputFormat(fmt)
+    out = out if out is not None else sys.stdout
+    if fmt is OutputFormat.JSON:
+        out.write(json.dumps(plain(doc), indent=2, ensure_ascii=False) + "\n")
+    elif fmt is OutputFormat.YAML:
+        out.write(_yaml(plain(doc)))
+    else:
+        raise ValueError(f"a document cannot be printed as {fmt.value}")
+
+
+def _yaml(value: Any) -> str:
+    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -> None:
+    is_tty = out.isatty()
+    console = Console(
+        file=out,
+        width=None if is_tty else 400,
+        no_color=not is_tty,
+        highlight=False,
+        soft_wrap=False,
+    )
+    table = Table(show_edge=is_tty, pad_edge=False)
+    if not is_tty:
+        table.box = None
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for r in records:
+        table.add_row(*["" if r[c] is None else _cell(r[c]) for c in columns])
+    if is_tty:
+        console.print(table)
+        return
+    with console.capture() as capture:
+        console.print(table)
+    out.write("".join(line.rstrip() + "\n" for line in capture.get().splitlines()))

@@ -1,0 +1,231 @@
+"""The workspace: a ``.odf/`` directory holding datasets, their keys and private state.
+
+Layout::
+
+    .odf/
+      version                 format of this directory ("1")
+      datasets/<name>/        one dataset each, in the ODF dataset layout
+      keys/<dataset id>.pem   private ed25519 key of each dataset created here (0600)
+      lock                    flock'd while datasets are created or deleted
+
+Commands find the workspace by walking up from the working directory, like git.
+Dataset names are case-insensitive: ``Foo`` and ``foo`` are the same dataset.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import structlog
+
+from common.odf.dataset_refs import DatasetAlias, DatasetRef
+from common.odf.errors import NotFoundError, OdfError, ValidationError
+from common.odf.events import Seed
+from common.odf.identity import DatasetID
+from common.odf.keys import generate_dataset_key
+from common.odf.snapshot import DatasetSnapshot
+from coordinator.dataset import AlreadyExistsError, Dataset, DatasetNotFoundError
+from coordinator.dataset.snapshot_events import snapshot_events
+
+log = structlog.get_logger(__name__)
+
+WORKSPACE_DIR = ".odf"
+WORKSPACE_VERSION = "1"
+_CREATING = ".creating-"
+_DELETING = ".deleting-"
+_ABANDONED_AFTER_SECONDS = 3600.0
+
+
+class Workspace:
+    """A directory with an ``.odf/`` workspace in it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        """The directory that contains ``.odf/``."""
+        self.odf_dir = root / WORKSPACE_DIR
+        self.datasets_dir = self.odf_dir / "datasets"
+        self.keys_dir = self.odf_dir / "keys"
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    # --- finding and creating -------------------------------------------------------------
+
+    @classmethod
+    def find(cls, start: Path | None = None) -> Workspace:
+        """The workspace containing ``start`` (default: the working directory)."""
+        here = (start if start is not None else Path.cwd()).resolve()
+        for directory in (here, *here.parents):
+            if (directory / WORKSPACE_DIR / "version").is_file():
+                return cls(directory)
+        raise NotFoundError("not inside an odf workspace (run `odf init`)")
+
+    @classmethod
+    def init(cls, path: Path, *, exist_ok: bool = False) -> Workspace:
+        """Create a workspace in ``path``; with ``exist_ok``, an existing one is fine."""
+        ws = cls(path.resolve())
+        if (ws.odf_dir / "version").is_file():
+            if exist_ok:
+                return ws
+            raise AlreadyExistsError(f"{ws.odf_dir} already exists")
+        ws.datasets_dir.mkdir(parents=True, exist_ok=True)
+        ws.keys_dir.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(ws.keys_dir, 0o700)
+        (ws.odf_dir / "version").write_text(WORKSPACE_VERSION + "\n")
+        return ws
+
+    # --- datasets ---------------------------------------------------------------------------
+
+    def list_datasets(self) -> list[Dataset]:
+        """All datasets, sorted by name (case-insensitively)."""
+        if not self.datasets_dir.is_dir():
+            return []
+        entries = [
+            p for p in self.datasets_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
+        ]
+        return [Dataset(p, alias=p.name) for p in sorted(entries, key=lambda p: p.name.lower())]
+
+    def open_dataset(self, ref: str) -> Dataset:
+        """The dataset named ``ref`` (case-insensitive) or with the ``did:odf`` id ``ref``."""
+        parsed = DatasetRef.parse(ref)
+        if parsed.id is not None:
+            for ds in self.list_datasets():
+                if ds.state().id == parsed.id:
+                    return ds
+            raise DatasetNotFoundError(ref)
+        if parsed.alias is not None and parsed.alias.account_name is not None:
+            raise DatasetNotFoundError(ref)
+        path = self._path_of_name(ref)
+        if path is None:
+            raise DatasetNotFoundError(ref)
+        return Dataset(path, alias=path.name)
+
+    def create_dataset(
+        self, snapshot: DatasetSnapshot, *, system_time: datetime | None = None
+    ) -> Dataset:
+        """A new dataset from a snapshot: a Seed with a fresh identity, then its events.
+
+        The dataset's private key is stored in ``.odf/keys/`` (readable by its owner only).
+        The dataset appears all at once, complete, or not at all.
+        """
+        name = _dataset_name(snapshot.name)
+        if self._path_of_name(name) is not None:
+            raise AlreadyExistsError(f"dataset {name!r} already exists")
+        events = snapshot_events(snapshot, self._resolve_input)
+        pem, dataset_id = generate_dataset_key()
+        seed = Seed(dataset_id=dataset_id, dataset_kind=snapshot.kind)
+        self.datasets_dir.mkdir(parents=True, exist_ok=True)
+        staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{secrets.token_hex(6)}"
+        key_path = self._key_path(dataset_id)
+        try:
+            Dataset(staging).commit_events(
+                [seed, *events], expected_head=None, system_time=system_time
+            )
+            _write_private(key_path, pem)
+            with self._lock():
+                if self._path_of_name(name) is not None:
+                    raise AlreadyExistsError(f"dataset {name!r} already exists")
+                final = self.datasets_dir / name
+                os.rename(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            key_path.unlink(missing_ok=True)
+            raise
+        return Dataset(final, alias=name)
+
+    def delete_dataset(self, ref: str) -> None:
+        """Delete a dataset and its key; refused while other datasets take it as input."""
+        ds = self.open_dataset(ref)
+        dataset_id = ds.state().id
+        with self._lock():
+            dependents = [d.alias for d in self.list_datasets() if _uses(d, dataset_id)]
+            if dependents:
+                raise OdfError(
+                    f"dataset {ds.alias!r} is an input of {', '.join(sorted(dependents))};"
+                    " delete those first"
+                )
+            trash = self.datasets_dir / f"{_DELETING}{secrets.token_hex(6)}"
+            os.rename(ds.layout.root, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+        if dataset_id is not None:
+            self._key_path(dataset_id).unlink(missing_ok=True)
+
+    def clean_leftovers(self) -> None:
+        """Remove half-created and half-deleted dataset directories of dead processes."""
+        if not self.datasets_dir.is_dir():
+            return
+        now = time.time()
+        for p in self.datasets_dir.iterdir():
+            if p.name.startswith(_DELETING) or (
+                p.name.startswith(_CREATING) and now - p.stat().st_mtime > _ABANDONED_AFTER_SECONDS
+            ):
+                shutil.rmtree(p, ignore_errors=True)
+
+    def key_path(self, dataset: Dataset) -> Path:
+        """Where the private key of a dataset created in this workspace is kept."""
+        return self._key_path(dataset.id)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _key_path(self, dataset_id: DatasetID) -> Path:
+        return self.keys_dir / f"{dataset_id.to_multibase()}.pem"
+
+    def _path_of_name(self, name: str) -> Path | None:
+        wanted = name.lower()
+        return next(
+            (d.layout.root for d in self.list_datasets() if d.alias.lower() == wanted), None
+        )
+
+    def _resolve_input(self, ref: str) -> tuple[DatasetID, str]:
+        try:
+            ds = self.open_dataset(ref)
+        except DatasetNotFoundError:
+            raise ValidationError(f"input dataset {ref!r} not found in the workspace") from None
+        return ds.id, ds.alias
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        fd = os.open(self.odf_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+def _dataset_name(alias: str) -> str:
+    """The dataset name of a snapshot's ``name`` (a single-tenant DatasetAlias)."""
+    try:
+        parsed = DatasetAlias.parse(alias)
+    except ValidationError as e:
+        raise e.at("name") from None
+    if parsed.account_name is not None:
+        raise ValidationError(
+            f"{alias!r}: account names are not supported in a local workspace", path="name"
+        )
+    return str(parsed.dataset_name)
+
+
+def _uses(ds: Dataset, dataset_id: DatasetID | None) -> bool:
+    transform = ds.state().transform
+    if transform is None or dataset_id is None:
+        return False
+    return any(i.dataset_ref == dataset_id.to_did() for i in transform.inputs)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
