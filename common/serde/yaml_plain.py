@@ -400,7 +400,8 @@ def from_plain(target: Any, value: Any, *, path: str = "") -> Any:
     """A model object of ``target`` from its plain form.
 
     ``target`` is a model class, a union type such as ``FetchStep``, or a union's name such
-    as ``"MetadataEvent"``. Errors' paths are nested under ``path``.
+    as ``"MetadataEvent"``. A union variant class (``TransformSql``) is read with its ``kind``
+    tag, as ``to_plain`` writes it. Errors' paths are nested under ``path``.
     """
     codec = _target_codec(target)
     try:

@@ -12,8 +12,19 @@ from hypothesis import strategies as st
 
 from common.odf import engine_protocol as ep
 from common.odf.block import MetadataBlock
-from common.odf.events import SetInfo, SetTransform
-from common.odf.fragments import DatasetKind, DatasetVocabulary, TransformInput, TransformSql
+from common.odf.events import SetInfo, SetPollingSource, SetTransform
+from common.odf.fragments import (
+    DatasetKind,
+    DatasetVocabulary,
+    EventTimeSourceFromPath,
+    FetchStepFilesGlob,
+    MergeStrategySnapshot,
+    PrepStepPipe,
+    ReadStepCsv,
+    SourceOrdering,
+    TransformInput,
+    TransformSql,
+)
 from common.odf.snapshot import DatasetSnapshot
 from common.serde import flatbuffers_codec
 from common.serde.yaml_codec import (
@@ -85,6 +96,68 @@ def test_yaml_and_flatbuffers_agree(block: MetadataBlock) -> None:
     manifest = flatbuffers_codec.encode_block(block)
     via_yaml = load_block_manifest(dump_block_manifest(flatbuffers_codec.decode_block(manifest)))
     assert flatbuffers_codec.encode_block(via_yaml) == manifest
+
+
+HAND_WRITTEN = """\
+---
+# A root dataset, written the way people write them: comments, indented sequences,
+# flow lists, camelCase kinds and a literal block.
+kind: DatasetSnapshot
+version: 1
+content:
+  name: example.sensors
+  kind: root
+  metadata:
+    - kind: setPollingSource
+      fetch:
+        kind: filesGlob
+        path: /data/sensors-*.csv
+        eventTime:
+          kind: fromPath
+          pattern: 'sensors-(\\d+)\\.csv'
+          timestampFormat: "%Y%m%d"
+        order: byName
+      prepare:
+        - kind: pipe
+          command: [gunzip, -c]
+      read:
+        kind: csv
+        header: true
+        schema:
+          - id BIGINT  # the primary key
+          - value DOUBLE
+      preprocess:
+        kind: sql
+        engine: spark
+        query: |
+          SELECT id, value
+          FROM input
+      merge:
+        kind: snapshot
+        primaryKey: [id]
+"""
+
+
+def test_hand_written_snapshot_in_the_reference_style() -> None:
+    (snapshot,) = load_snapshots(HAND_WRITTEN, source="sensors.yaml")
+    assert snapshot.kind is DatasetKind.ROOT
+    (source,) = snapshot.metadata
+    assert isinstance(source, SetPollingSource)
+    assert source.fetch == FetchStepFilesGlob(
+        path="/data/sensors-*.csv",
+        event_time=EventTimeSourceFromPath(
+            pattern="sensors-(\\d+)\\.csv", timestamp_format="%Y%m%d"
+        ),
+        order=SourceOrdering.BY_NAME,
+    )
+    assert source.prepare == (PrepStepPipe(command=("gunzip", "-c")),)
+    assert source.read == ReadStepCsv(header=True, schema=("id BIGINT", "value DOUBLE"))
+    assert source.preprocess == TransformSql(engine="spark", query="SELECT id, value\nFROM input\n")
+    assert source.merge == MergeStrategySnapshot(primary_key=("id",))
+    written = dump_snapshot(snapshot)
+    assert "  kind: Root\n" in written
+    assert "    kind: FromPath\n" in written
+    assert load_snapshot(written) == snapshot
 
 
 def test_plain_form_is_camel_case_in_model_order_without_none() -> None:
