@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from common.odf.events import AddData, Seed, SetDataSchema
 from common.odf.fragments import DatasetKind, DataSlice, OffsetInterval, SourceState
@@ -55,3 +57,35 @@ def watermark_only(prev_offset: int | None, watermark: datetime) -> AddData:
 
 def source_state(value: str, name: str = "default") -> SourceState:
     return SourceState(source_name=name, kind="odf/etag", value=value)
+
+
+def write_slice(directory: Path, start: int, count: int, *, name: str = "data") -> Path:
+    """A Parquet data slice with offsets ``start .. start+count-1`` in ``directory``."""
+    offsets = list(range(start, start + count))
+    table = pa.table(
+        {
+            "offset": pa.array(offsets, pa.int64()),
+            "op": pa.array([0] * count, pa.int32()),
+            "system_time": pa.array([T0] * count, pa.timestamp("ms", tz="UTC")),
+            "event_time": pa.array(
+                [T0 + timedelta(minutes=o) for o in offsets], pa.timestamp("ms", tz="UTC")
+            ),
+            "city": pa.array([f"city-{o}" for o in offsets]),
+            "population": pa.array([1000 + o for o in offsets], pa.int64()),
+        },
+        schema=SCHEMA,
+    )
+    path = directory / name
+    pq.write_table(table, path)
+    return path
+
+
+def add_data_for(path: Path, prev_offset: int | None, start: int, count: int) -> AddData:
+    """An AddData whose newData describes the Parquet file ``path``."""
+    from common.hashing import physical_hash_file
+
+    return AddData(
+        prev_offset=prev_offset,
+        new_data=slice_of(start, start + count - 1, physical_hash_file(path), path.stat().st_size),
+        new_watermark=T0 + timedelta(minutes=start + count - 1),
+    )

@@ -1,0 +1,100 @@
+"""Commits that carry data files: staging, hash checks, moves, and reading them back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from common.hashing import physical_hash_file
+from common.odf.events import AddData
+from common.odf.fragments import Checkpoint
+from common.odf.multihash import Multihash
+from coordinator.cli.inspect import tail_records
+from coordinator.dataset import CommitItem, Dataset, StagedFileError
+from tests.unit.coordinator.events import add_data_for, at, seed, set_schema, write_slice
+
+
+def new_dataset(tmp_path: Path) -> Dataset:
+    ds = Dataset(tmp_path / "ds")
+    ds.commit_events([seed()], expected_head=None, system_time=at(0))
+    return ds
+
+
+def test_first_data_commit_with_schema_is_atomic(tmp_path: Path) -> None:
+    ds = new_dataset(tmp_path)
+    with ds.staging_dir() as staging:
+        path = write_slice(staging, 0, 5)
+        event = add_data_for(path, None, 0, 5)
+        hashes = ds.commit_events(
+            [set_schema(), CommitItem(event, data_file=path)],
+            expected_head=ds.head(),
+            system_time=at(1),
+        )
+        assert not path.exists()  # moved, not copied
+    assert event.new_data is not None
+    stored = ds.data_path(event.new_data.physical_hash)
+    assert stored.parent.name == "data" and stored.name.startswith("f1620")
+    assert pq.read_table(stored).num_rows == 5
+    assert ds.head() == hashes[-1]
+    state = ds.state()
+    assert (state.last_offset, state.data_size) == (4, stored.stat().st_size)
+    assert not list(ds.layout.staging_root.iterdir())
+
+
+def test_staged_file_must_match_the_event(tmp_path: Path) -> None:
+    ds = new_dataset(tmp_path)
+    ds.commit(set_schema(), expected_head=ds.head())
+    head = ds.head()
+    with ds.staging_dir() as staging:
+        path = write_slice(staging, 0, 5)
+        event = add_data_for(path, None, 0, 5)
+        assert event.new_data is not None
+        wrong_hash = replace(
+            event, new_data=replace(event.new_data, physical_hash=Multihash.sha3_256(b"x"))
+        )
+        with pytest.raises(StagedFileError, match=r"AddData.newData: .* has physical hash"):
+            ds.commit(wrong_hash, data_file=path, expected_head=head)
+        wrong_size = replace(event, new_data=replace(event.new_data, size=1))
+        with pytest.raises(StagedFileError, match=r"bytes, the event says 1"):
+            ds.commit(wrong_size, data_file=path, expected_head=head)
+        with pytest.raises(StagedFileError, match="no file given"):
+            ds.commit(event, expected_head=head)
+        with pytest.raises(StagedFileError, match="has no newCheckpoint"):
+            ds.commit(event, data_file=path, checkpoint_file=path, expected_head=head)
+        assert path.exists()
+    assert ds.head() == head
+    assert not any(ds.layout.data_dir.iterdir())
+
+
+def test_checkpoint_files_are_stored_by_hash(tmp_path: Path) -> None:
+    ds = Dataset(tmp_path / "deriv")
+    ds.commit_events([seed()], expected_head=None)
+    with ds.staging_dir() as staging:
+        ckpt = staging / "checkpoint"
+        ckpt.write_bytes(b"engine state")
+        h = physical_hash_file(ckpt)
+        # A root dataset's AddData may carry a checkpoint too.
+        event = AddData(new_checkpoint=Checkpoint(physical_hash=h, size=12), new_watermark=at(0))
+        ds.commit(event, checkpoint_file=ckpt, expected_head=ds.head())
+    assert ds.checkpoint_path(h).read_bytes() == b"engine state"
+    assert ds.state().last_checkpoint == h
+
+
+def test_tail_reads_the_latest_records_across_slices(tmp_path: Path) -> None:
+    ds = new_dataset(tmp_path)
+    ds.commit(set_schema(), expected_head=ds.head())
+    prev = None
+    for start, count in ((0, 3), (3, 4), (7, 2)):
+        with ds.staging_dir() as staging:
+            path = write_slice(staging, start, count)
+            ds.commit(
+                add_data_for(path, prev, start, count), data_file=path, expected_head=ds.head()
+            )
+        prev = start + count - 1
+    assert tail_records(ds, 5).column("offset").to_pylist() == [4, 5, 6, 7, 8]
+    assert tail_records(ds, 3, skip=2).column("offset").to_pylist() == [4, 5, 6]
+    assert tail_records(ds, 100).num_rows == 9
+    assert tail_records(ds, 5, skip=100).num_rows == 0
