@@ -6,7 +6,11 @@ encoding in final state of the multibase spec.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -52,16 +56,75 @@ def multibase_encode_base16(data: bytes) -> str:
     return "f" + data.hex()
 
 
+_HEX = re.compile(r"[0-9a-fA-F]*")
+_BASE32 = re.compile(r"[A-Za-z2-7]*")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*")
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
+_BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_BASE58_DIGITS = {c: i for i, c in enumerate(_BASE58_ALPHABET)}
+
+
+def _decode_base16(body: str) -> bytes:
+    if not _HEX.fullmatch(body) or len(body) % 2:
+        raise ValueError("not an even number of hexadecimal digits")
+    return bytes.fromhex(body)
+
+
+def _decode_base32(body: str) -> bytes:
+    """RFC 4648 base32 without padding; case-insensitive."""
+    if not _BASE32.fullmatch(body):
+        raise ValueError("not base32 characters")
+    return base64.b32decode(body.upper() + "=" * (-len(body) % 8))
+
+
+def _decode_base58btc(body: str) -> bytes:
+    value = 0
+    for char in body:
+        digit = _BASE58_DIGITS.get(char)
+        if digit is None:
+            raise ValueError(f"{char!r} is not a base58btc character")
+        value = value * 58 + digit
+    leading_zeros = len(body) - len(body.lstrip("1"))
+    return b"\x00" * leading_zeros + value.to_bytes((value.bit_length() + 7) // 8, "big")
+
+
+def _decode_base64(body: str, *, url: bool, padded: bool) -> bytes:
+    """RFC 4648 base64 (``url``: the URL-safe alphabet), padding required or forbidden."""
+    unpadded = body.rstrip("=") if padded else body
+    if not (_BASE64URL if url else _BASE64).fullmatch(unpadded):
+        raise ValueError("not base64 characters" + (" (with padding)" if padded else ""))
+    if padded and (len(body) % 4 or len(body) - len(unpadded) > 2):
+        raise ValueError("wrong base64 padding")
+    standard = unpadded.translate(str.maketrans("-_", "+/")) if url else unpadded
+    return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+
+
+# Multibase encodings in final status (multibase.csv): decoded natively.
+_FINAL_DECODERS: dict[str, Callable[[str], bytes]] = {
+    "f": _decode_base16,
+    "F": _decode_base16,
+    "b": _decode_base32,
+    "B": _decode_base32,
+    "z": _decode_base58btc,
+    "m": lambda body: _decode_base64(body, url=False, padded=False),
+    "u": lambda body: _decode_base64(body, url=True, padded=False),
+    "U": lambda body: _decode_base64(body, url=True, padded=True),
+}
+
+
 def multibase_decode(text: str) -> bytes:
-    """Decode multibase text in any encoding of final status (base16 fast path)."""
+    """Decode multibase text: every encoding in final status of the multibase spec
+    (base16, base16upper, base32, base32upper, base58btc, base64, base64url, base64urlpad);
+    draft and experimental encodings through the ``multiformats`` library."""
     if not text:
         raise DecodeError("empty multibase string")
-    if text[0] in "fF":
+    decoder = _FINAL_DECODERS.get(text[0])
+    if decoder is not None:
         try:
-            return bytes.fromhex(text[1:])
-        except ValueError:
-            raise DecodeError(f"invalid base16 multibase string {text!r}") from None
-    from multiformats import multibase  # imported lazily: slow to import
+            return decoder(text[1:])
+        except (ValueError, binascii.Error) as e:
+            raise DecodeError(f"invalid multibase string {text!r}: {e}") from None
+    from multiformats import multibase  # imported lazily: only for rare encodings
 
     try:
         return bytes(multibase.decode(text))

@@ -1,0 +1,14 @@
+"""Data hashes of ODF: physical (SHA3-256 of a file) and logical (arrow-digest of records)."""
+
+from common.hashing.data_types import UnsupportedTypeError
+from common.hashing.logical import LogicalHasher, logical_hash, logical_hash_parquet
+from common.hashing.physical import physical_hash_bytes, physical_hash_file
+
+__all__ = [
+    "LogicalHasher",
+    "UnsupportedTypeError",
+    "logical_hash",
+    "logical_hash_parquet",
+    "physical_hash_bytes",
+    "physical_hash_file",
+]

@@ -1,0 +1,317 @@
+"""The byte stream a leaf column feeds its hasher (arrow-digest ``ArrayDigestV0::update``).
+
+Row by row, in order:
+
+- a null row is one ``0x00`` byte;
+- fixed-size values (integers, floats, decimals, dates, times, timestamps) are their
+  little-endian bytes;
+- booleans are one byte, ``0x01`` for false and ``0x02`` for true;
+- binary and utf8 values are their length as ``u64`` LE, then their bytes;
+- lists are their number of items as ``u64`` LE, then each item by these rules (items use only
+  their own validity);
+- every row of a ``null``-typed column is null.
+
+A *blank* row is one the reference treats as valid although the array marks it null (a struct
+quirk, see ``validity``). The reference then reads the slot's memory, which Arrow leaves
+undefined; we hash the zero value of the type (zero bytes, false, empty value or list), which
+is what arrow-rs's readers leave there for everything but stale primitive slots.
+
+Nothing loops over values in Python: fixed-size values are hashed straight from the Arrow
+buffer, and the length-prefixed layout of variable-size values is built by Arrow compute
+kernels and numpy over whole offset/data buffers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from common.hashing.data_types import Layout, leaf_layout
+from common.hashing.validity import Mask, own_validity, pack_bits, unpack_bits
+
+Update = Callable[[memoryview], object]
+
+U64_BYTES = 8
+NULL_MARKER = pa.scalar(b"\x00", pa.large_binary())
+_ZERO_PREFIX = b"\x00" * U64_BYTES
+_BOOL_FALSE = 1
+
+# Rows encoded per step: bounds the memory of intermediates and keeps them in cache.
+CHUNK_ROWS = 1 << 16
+# A fixed-size column is hashed run by run (no copy) when it has at most this many
+# runs of nulls per row.
+_MAX_RUNS_PER_ROW = 1 / 64
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Encoded rows: row ``i`` is ``data[offsets[i]:offsets[i + 1]]``."""
+
+    offsets: npt.NDArray[np.int64]
+    data: npt.NDArray[np.uint8]
+
+    def stream(self) -> npt.NDArray[np.uint8]:
+        return self.data[self.offsets[0] : self.offsets[-1]]
+
+
+def emit_values(array: pa.Array, valid: Mask, blank: Mask, update: Update) -> None:
+    """Feed the rows of a dictionary-decoded leaf ``array`` to ``update``.
+
+    ``valid`` marks the rows that are not null (``None``: all), ``blank`` the valid rows to
+    hash as the zero value of the type.
+    """
+    for start in range(0, len(array), CHUNK_ROWS):
+        stop = min(start + CHUNK_ROWS, len(array))
+        _emit_chunk(
+            array.slice(start, stop - start),
+            None if valid is None else valid[start:stop],
+            None if blank is None else blank[start:stop],
+            update,
+        )
+
+
+def _emit_chunk(array: pa.Array, valid: Mask, blank: Mask, update: Update) -> None:
+    layout = leaf_layout(array.type)
+    if layout.layout is Layout.FIXED:
+        _emit_fixed(array, layout.width, valid, blank, update)
+    elif layout.layout is Layout.NULL:
+        update(memoryview(bytes(len(array))))
+    elif layout.layout is Layout.BOOL:
+        update(_bool_bytes(array, valid, blank).data)
+    else:
+        update(_variable_rows(array, layout.layout, valid, blank).stream().data)
+
+
+def encode_rows(array: pa.Array) -> Rows:
+    """Each row's bytes, for the items of a list: own validity, no blanks."""
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    n = len(array)
+    valid = own_validity(array)
+    layout = leaf_layout(array.type)
+    if layout.layout is Layout.FIXED:
+        return _fixed_rows(array, layout.width, valid)
+    if layout.layout is Layout.NULL:
+        return Rows(np.arange(n + 1, dtype=np.int64), np.zeros(n, dtype=np.uint8))
+    if layout.layout is Layout.BOOL:
+        return Rows(np.arange(n + 1, dtype=np.int64), _bool_bytes(array, valid, None))
+    return _variable_rows(array, layout.layout, valid, None)
+
+
+def _present(valid: Mask, blank: Mask) -> Mask:
+    """Rows whose value is read from the array."""
+    if blank is None:
+        return valid
+    return ~blank if valid is None else valid & ~blank
+
+
+# -- fixed-size values ------------------------------------------------------------------
+
+
+def _fixed_values(array: pa.Array, width: int) -> npt.NDArray[np.uint8]:
+    n = len(array)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint8)
+    buffer = array.buffers()[1]
+    return np.frombuffer(buffer, dtype=np.uint8, count=n * width, offset=array.offset * width)
+
+
+def _emit_fixed(array: pa.Array, width: int, valid: Mask, blank: Mask, update: Update) -> None:
+    values = _fixed_values(array, width)
+    present = _present(valid, blank)
+    if present is None:
+        update(values.data)
+        return
+    edges = np.flatnonzero(present[1:] != present[:-1]) + 1
+    if len(edges) <= len(array) * _MAX_RUNS_PER_ROW + 2:
+        _emit_fixed_runs(values, width, present, blank, edges, update)
+    else:
+        update(_fixed_with_absent(values, width, present, blank).stream().data)
+
+
+def _emit_fixed_runs(
+    values: npt.NDArray[np.uint8],
+    width: int,
+    present: npt.NDArray[np.bool_],
+    blank: Mask,
+    edges: npt.NDArray[np.intp],
+    update: Update,
+) -> None:
+    """Few runs of absent rows: hash the present runs straight from the buffer."""
+    bounds = [0, *edges.tolist(), len(present)]
+    for start, stop in itertools.pairwise(bounds):
+        if present[start]:
+            update(values[start * width : stop * width].data)
+        else:
+            blanks = 0 if blank is None else int(np.count_nonzero(blank[start:stop]))
+            nulls = stop - start - blanks
+            update(memoryview(bytes(nulls + blanks * width)))
+
+
+def _fixed_rows(array: pa.Array, width: int, valid: Mask) -> Rows:
+    values = _fixed_values(array, width)
+    if valid is None:
+        n = len(array)
+        return Rows(np.arange(0, (n + 1) * width, width, dtype=np.int64), values)
+    return _fixed_with_absent(values, width, valid, None)
+
+
+def _fixed_with_absent(
+    values: npt.NDArray[np.uint8], width: int, present: npt.NDArray[np.bool_], blank: Mask
+) -> Rows:
+    n = len(present)
+    as_binary = pa.Array.from_buffers(
+        pa.binary(width), n, [pack_bits(present), pa.py_buffer(values)]
+    ).cast(pa.large_binary())
+    return _rows_of(_fill_absent(as_binary, present, blank, width))
+
+
+# -- booleans ---------------------------------------------------------------------------
+
+
+def _bool_bytes(array: pa.Array, valid: Mask, blank: Mask) -> npt.NDArray[np.uint8]:
+    n = len(array)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint8)
+    out = unpack_bits(array.buffers()[1], array.offset, n).view(np.uint8) + np.uint8(1)
+    if blank is not None:
+        out[blank] = _BOOL_FALSE
+    if valid is not None:
+        out[~valid] = 0
+    return out
+
+
+# -- variable-size values: binary, utf8 and lists ---------------------------------------
+
+
+def _variable_rows(array: pa.Array, layout: Layout, valid: Mask, blank: Mask) -> Rows:
+    if len(array) == 0:
+        return Rows(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8))
+    if layout is Layout.LIST:
+        offsets, data, prefixes = _list_segments(array)
+    else:
+        offsets, data, prefixes = _binary_segments(array)
+    return _length_prefixed(offsets, data, prefixes, valid, blank)
+
+
+def _binary_segments(
+    array: pa.Array,
+) -> tuple[npt.NDArray[np.int64], pa.Buffer, npt.NDArray[np.uint64]]:
+    """Offsets into a data buffer of each value, and the value lengths."""
+    t = pa.types
+    n = len(array)
+    if t.is_string_view(array.type):
+        array = array.cast(pa.large_string())
+    elif t.is_binary_view(array.type):
+        array = array.cast(pa.large_binary())
+    buffers = array.buffers()
+    if t.is_fixed_size_binary(array.type):
+        width = array.type.byte_width
+        offsets = (np.arange(n + 1, dtype=np.int64) + array.offset) * width
+        data = buffers[1]
+    else:
+        offsets = _offsets(array, buffers[1])
+        data = buffers[2]
+    lengths = np.diff(offsets).astype(np.uint64)
+    return offsets, data if data is not None else pa.py_buffer(b""), lengths
+
+
+def _list_segments(
+    array: pa.Array,
+) -> tuple[npt.NDArray[np.int64], pa.Buffer, npt.NDArray[np.uint64]]:
+    """Each list's segment of its items' encoded rows, and the item counts."""
+    n = len(array)
+    if pa.types.is_fixed_size_list(array.type):
+        size = array.type.list_size
+        offsets = (np.arange(n + 1, dtype=np.int64) + array.offset) * size
+    else:
+        offsets = _offsets(array, array.buffers()[1])
+    first = int(offsets[0])
+    items = encode_rows(array.values.slice(first, int(offsets[-1]) - first))
+    segments = items.offsets[offsets - first]
+    counts = np.diff(offsets).astype(np.uint64)
+    return segments, pa.py_buffer(items.data), counts
+
+
+def _offsets(array: pa.Array, buffer: pa.Buffer) -> npt.NDArray[np.int64]:
+    n = len(array)
+    large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
+    large = large or pa.types.is_large_list(array.type)
+    dtype = np.int64 if large else np.int32
+    size = np.dtype(dtype).itemsize
+    raw = np.frombuffer(buffer, dtype=dtype, count=n + 1, offset=array.offset * size)
+    return raw.astype(np.int64, copy=False)
+
+
+def _length_prefixed(
+    offsets: npt.NDArray[np.int64],
+    data: pa.Buffer,
+    prefixes: npt.NDArray[np.uint64],
+    valid: Mask,
+    blank: Mask,
+) -> Rows:
+    """Rows of ``u64 prefix ‖ segment`` for present rows, filled for null and blank rows."""
+    n = len(prefixes)
+    present = _present(valid, blank)
+    bitmap = None if present is None else pack_bits(present)
+    segments = pa.Array.from_buffers(pa.large_binary(), n, [bitmap, pa.py_buffer(offsets), data])
+    # Arrow inserts 8 zero bytes in front of every present value (null slots come out empty,
+    # whatever their offsets say), then we write the prefixes into those bytes in place.
+    prefixed = pc.binary_replace_slice(segments, start=0, stop=0, replacement=_ZERO_PREFIX)
+    rows = _rows_of(prefixed)
+    starts = rows.offsets[:-1]
+    if present is not None:
+        starts, prefixes = starts[present], prefixes[present]
+    _write_u64_le(rows.data, starts, prefixes)
+    if present is None:
+        return rows
+    patched = pa.Array.from_buffers(
+        pa.large_binary(), n, [bitmap, pa.py_buffer(rows.offsets), pa.py_buffer(rows.data)]
+    )
+    return _rows_of(_fill_absent(patched, present, blank, U64_BYTES))
+
+
+def _write_u64_le(
+    data: npt.NDArray[np.uint8], positions: npt.NDArray[np.int64], values: npt.NDArray[np.uint64]
+) -> None:
+    """Write ``values`` as u64 LE at ``positions`` over zero bytes (only non-zero bytes)."""
+    if len(values) == 0:
+        return
+    significant = (int(values.max()).bit_length() + 7) // 8
+    for k in range(significant):
+        data[positions + k] = (values >> np.uint64(8 * k)).astype(np.uint8)
+
+
+def _fill_absent(
+    array: pa.Array, present: npt.NDArray[np.bool_], blank: Mask, blank_width: int
+) -> pa.Array:
+    """Replace the null slots of ``array``: a null marker, or ``blank_width`` zero bytes."""
+    if blank is None:
+        return pc.fill_null(array, NULL_MARKER)
+    lengths = np.where(present, 0, np.where(blank, blank_width, 1))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    zeros = pa.py_buffer(np.zeros(int(offsets[-1]), dtype=np.uint8))
+    fill = pa.Array.from_buffers(
+        pa.large_binary(), len(lengths), [None, pa.py_buffer(offsets), zeros]
+    )
+    return pc.coalesce(array, fill)
+
+
+def _rows_of(array: pa.Array) -> Rows:
+    """The rows of a null-free ``large_binary`` array, with a writable view of its data."""
+    n = len(array)
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64, count=n + 1, offset=array.offset * 8)
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else None
+    if data is None or len(data) == 0:
+        data = np.zeros(0, dtype=np.uint8)
+    elif not data.flags.writeable:
+        data = data.copy()
+    return Rows(offsets, data)
