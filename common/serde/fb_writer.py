@@ -17,14 +17,15 @@ writers produce) or 4 (manifest version 3); see ``fbs/README.md``.
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flatbuffers
 
-from common.odf import unions
 from common.odf.errors import ValidationError
+from common.serde.fb_builder import FastBuilder
 from common.serde.fb_plan import OUT_OF_LINE, FieldPlan, Kind, plan_of
 from common.serde.timestamp import SIZE as TIMESTAMP_SIZE
 from common.serde.timestamp import encode_timestamp
@@ -34,47 +35,100 @@ I32_MIN = -(1 << 31)
 I32_MAX = (1 << 31) - 1
 
 
-def new_builder(size_hint: int = 1024) -> flatbuffers.Builder:
-    return flatbuffers.Builder(size_hint)
+Builder = FastBuilder
+"""The builder type the writer drives. ``flatbuffers.Builder`` works too (same API subset,
+same bytes); tests use it as the reference."""
 
 
-def finish(builder: flatbuffers.Builder, root: int) -> bytes:
+def new_builder(size_hint: int = 1024) -> Builder:
+    return FastBuilder(size_hint)
+
+
+def new_reference_builder(size_hint: int = 1024) -> Builder:
+    """The PyPI ``flatbuffers`` builder (>= 25.12.19), for differential testing."""
+    builder: Builder = flatbuffers.Builder(size_hint)
+    return builder
+
+
+def finish(builder: Builder, root: int) -> bytes:
     """Finish with no file identifier and no size prefix; return the buffer's bytes."""
     builder.Finish(root)
     return bytes(builder.Output())
 
 
-def write_table(builder: flatbuffers.Builder, obj: Any, ts_align: int) -> int:
+def write_table(builder: Builder, obj: Any, ts_align: int) -> int:
     """Serialize dataclass ``obj`` as a table; returns its offset."""
-    plan = plan_of(type(obj))
-    offsets: list[int] = [0] * len(plan.fields)
-    for i, f in enumerate(plan.fields):
-        if f.kind in OUT_OF_LINE:
-            value = getattr(obj, f.name)
+    writer = _WRITERS.get(type(obj))
+    if writer is None:
+        writer = _WRITERS[type(obj)] = _TableWriter(type(obj))
+    return writer.write(builder, obj, ts_align)
+
+
+Creator = Callable[[Builder, Any, int], int]
+"""Phase 1 of one field: (builder, value, ts_align) -> offset of the out-of-line object."""
+Adder = Callable[[Builder, Any, int, int], None]
+"""Phase 2 of one field: (builder, value, offset from phase 1, ts_align)."""
+
+_LOW_LEVEL = (TypeError, AttributeError, ValueError, struct.error)
+
+
+class _TableWriter:
+    """The compiled writer of one class: its plan turned into per-field closures."""
+
+    __slots__ = ("adders", "creators", "getter", "num_fields", "num_slots")
+
+    def __init__(self, cls: type) -> None:
+        plan = plan_of(cls)
+        names = [f.name for f in plan.fields]
+        self.getter = _getter(names)
+        self.num_fields = len(names)
+        self.num_slots = plan.num_slots
+        self.creators = [
+            (i, f, _creator(f)) for i, f in enumerate(plan.fields) if f.kind in OUT_OF_LINE
+        ]
+        self.adders = [(i, f, _adder(f)) for i, f in enumerate(plan.fields)]
+
+    def write(self, builder: Builder, obj: Any, ts_align: int) -> int:
+        values = self.getter(obj)
+        offsets = [0] * self.num_fields
+        for i, f, create in self.creators:
+            value = values[i]
             if value is None:
-                if not f.optional:
-                    raise ValidationError("required field is missing", path=f.name)
-                continue
+                if f.optional:
+                    continue
+                raise ValidationError("required field is missing", path=f.name)
             try:
-                offsets[i] = _create(builder, f, value, ts_align)
+                offsets[i] = create(builder, value, ts_align)
             except ValidationError as e:
                 raise e.at(f.name) from None
-            except (TypeError, AttributeError, ValueError, struct.error) as e:
+            except _LOW_LEVEL as e:
                 raise _bad_value(f, value, e) from None
-    builder.StartObject(plan.num_slots)
-    for i, f in enumerate(plan.fields):
-        value = getattr(obj, f.name)
-        if value is None:
-            if not f.optional:
+        builder.StartObject(self.num_slots)
+        for i, f, add in self.adders:
+            value = values[i]
+            if value is None:
+                if f.optional:
+                    continue
                 raise ValidationError("required field is missing", path=f.name)
-            continue
-        try:
-            _add(builder, f, value, offsets[i], ts_align)
-        except ValidationError as e:
-            raise e.at(f.name) from None
-        except (TypeError, AttributeError, ValueError, struct.error) as e:
-            raise _bad_value(f, value, e) from None
-    return int(builder.EndObject())
+            try:
+                add(builder, value, offsets[i], ts_align)
+            except ValidationError as e:
+                raise e.at(f.name) from None
+            except _LOW_LEVEL as e:
+                raise _bad_value(f, value, e) from None
+        return int(builder.EndObject())
+
+
+_WRITERS: dict[type, _TableWriter] = {}
+
+
+def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    if not names:
+        return lambda obj: ()
+    if len(names) == 1:
+        name = names[0]
+        return lambda obj: (getattr(obj, name),)
+    return operator.attrgetter(*names)
 
 
 def _bad_value(f: FieldPlan, value: Any, e: Exception) -> ValidationError:
@@ -83,86 +137,162 @@ def _bad_value(f: FieldPlan, value: Any, e: Exception) -> ValidationError:
     )
 
 
-def _create(builder: flatbuffers.Builder, f: FieldPlan, value: Any, ts_align: int) -> int:
-    """Phase 1: the out-of-line object of one present field; returns its offset."""
+def _creator(f: FieldPlan) -> Creator:
+    """Phase 1 closure for an out-of-line field."""
     kind = f.kind
     if kind is Kind.STRING:
-        return int(builder.CreateString(_check_str(value)))
+        return _create_string
     if kind is Kind.MULTIHASH or kind is Kind.DATASET_ID:
-        return int(builder.CreateByteVector(value.to_bytes()))
+        return _create_binary
     if kind is Kind.BYTES:
-        return int(builder.CreateByteVector(bytes(value)))
-    if kind is Kind.TABLE:
-        _check_type(value, f.target)
-        return write_table(builder, value, ts_align)
-    if kind is Kind.UNION:
-        _variant_code(f, value)
-        return write_table(builder, value, ts_align)
+        return _create_bytes
     if kind is Kind.STRING_VEC:
-        elems = [builder.CreateString(_check_str(s)) for s in _check_seq(value)]
-        return _offset_vector(builder, elems)
-    if kind is Kind.TABLE_VEC:
+        return _create_string_vector
+    if kind is Kind.TABLE or kind is Kind.TABLE_VEC:
+        target = f.target
+        assert target is not None
+
+        def create_table(b: Builder, value: Any, ts_align: int) -> int:
+            _check_type(value, target)
+            return write_table(b, value, ts_align)
+
+        return create_table if kind is Kind.TABLE else _vector_of(create_table)
+    codes = _codes(f)
+    if kind is Kind.UNION:
+
+        def create_union(b: Builder, value: Any, ts_align: int) -> int:
+            _variant_code(codes, f, value)
+            return write_table(b, value, ts_align)
+
+        return create_union
+
+    def create_wrapper(b: Builder, value: Any, ts_align: int) -> int:
+        """One ``XWrapper { value: X; }`` table of a vector of unions."""
+        code = _variant_code(codes, f, value)
+        inner = write_table(b, value, ts_align)
+        b.StartObject(2)
+        b.PrependUint8Slot(0, code, 0)
+        b.PrependUOffsetTRelativeSlot(1, inner, 0)
+        return int(b.EndObject())
+
+    return _vector_of(create_wrapper)
+
+
+def _create_string(b: Builder, value: Any, ts_align: int) -> int:
+    return int(b.CreateString(_check_str(value)))
+
+
+def _create_binary(b: Builder, value: Any, ts_align: int) -> int:
+    return int(b.CreateByteVector(value.to_bytes()))
+
+
+def _create_bytes(b: Builder, value: Any, ts_align: int) -> int:
+    return int(b.CreateByteVector(value if type(value) is bytes else bytes(value)))
+
+
+def _create_string_vector(b: Builder, value: Any, ts_align: int) -> int:
+    return _offset_vector(b, [b.CreateString(_check_str(s)) for s in _check_seq(value)])
+
+
+def _vector_of(create: Creator) -> Creator:
+    """Phase 1 of a vector of tables: every element in index order, then the vector."""
+
+    def create_vector(b: Builder, value: Any, ts_align: int) -> int:
         elems = []
         for i, item in enumerate(_check_seq(value)):
             try:
-                _check_type(item, f.target)
-                elems.append(write_table(builder, item, ts_align))
+                elems.append(create(b, item, ts_align))
             except ValidationError as e:
                 raise e.at(f"[{i}]") from None
-        return _offset_vector(builder, elems)
-    if kind is Kind.UNION_VEC:
-        elems = []
-        for i, item in enumerate(_check_seq(value)):
-            try:
-                elems.append(_write_wrapper(builder, f, item, ts_align))
-            except ValidationError as e:
-                raise e.at(f"[{i}]") from None
-        return _offset_vector(builder, elems)
-    raise AssertionError(f"{kind} is not an out-of-line kind")
+        return _offset_vector(b, elems)
+
+    return create_vector
 
 
-def _add(
-    builder: flatbuffers.Builder, f: FieldPlan, value: Any, offset: int, ts_align: int
-) -> None:
-    """Phase 2: add one present field to the table under construction."""
+def _adder(f: FieldPlan) -> Adder:
+    """Phase 2 closure: add one present field to the table under construction."""
     kind = f.kind
     slot = f.slot
     if kind is Kind.UNION:
-        builder.PrependUint8Slot(slot, _variant_code(f, value), 0)
-        builder.PrependUOffsetTRelativeSlot(slot + 1, offset, 0)
-    elif kind in OUT_OF_LINE:
-        builder.PrependUOffsetTRelativeSlot(slot, offset, 0)
-    elif kind is Kind.U64:
-        if not isinstance(value, int) or not 0 <= value <= U64_MAX:
-            raise ValidationError(f"{value!r} is not a uint64")
-        if value or f.optional:
-            builder.PrependUint64(value)
-            builder.Slot(slot)
-    elif kind is Kind.I32:
-        if not isinstance(value, int) or not I32_MIN <= value <= I32_MAX:
-            raise ValidationError(f"{value!r} is not an int32")
-        if value or f.optional:
-            builder.PrependInt32(value)
-            builder.Slot(slot)
-    elif kind is Kind.ENUM:
-        code = _enum_code(f, value)
-        if code or f.optional:
-            builder.PrependInt32(code)
-            builder.Slot(slot)
+        codes = _codes(f)
+
+        def add_union(b: Builder, value: Any, offset: int, ts_align: int) -> None:
+            b.PrependUint8Slot(slot, _variant_code(codes, f, value), 0)
+            b.PrependUOffsetTRelativeSlot(slot + 1, offset, 0)
+
+        return add_union
+    if kind in OUT_OF_LINE:
+
+        def add_offset(b: Builder, value: Any, offset: int, ts_align: int) -> None:
+            b.PrependUOffsetTRelativeSlot(slot, offset, 0)
+
+        return add_offset
+    if kind is Kind.TIMESTAMP:
+
+        def add_timestamp(b: Builder, value: Any, offset: int, ts_align: int) -> None:
+            push_timestamp(b, encode_timestamp(value), ts_align)
+            b.Slot(slot)
+
+        return add_timestamp
+    return _scalar_adder(f)
+
+
+def _scalar_adder(f: FieldPlan) -> Adder:
+    """uint64 / int32 / bool / enum: optional ones are written even when 0."""
+    slot, optional, kind = f.slot, f.optional, f.kind
+    if kind is Kind.ENUM:
+        enum_codes = {m: i for i, m in enumerate(f.enum_members)}
+        name = f.target.__name__ if f.target else "enum"
+
+        def to_int(value: Any) -> int:
+            code = enum_codes.get(value)
+            if code is None:
+                raise ValidationError(f"{value!r} is not a member of {name}")
+            return code
+
+        prepend: Callable[[Builder, int], None] = _prepend_int32
     elif kind is Kind.BOOL:
-        if not isinstance(value, bool):
-            raise ValidationError(f"{value!r} is not a bool")
-        if value or f.optional:
-            builder.PrependBool(value)
-            builder.Slot(slot)
-    elif kind is Kind.TIMESTAMP:
-        push_timestamp(builder, encode_timestamp(value), ts_align)
-        builder.Slot(slot)
+
+        def to_int(value: Any) -> int:
+            if type(value) is not bool:
+                raise ValidationError(f"{value!r} is not a bool")
+            return int(value)
+
+        prepend = _prepend_bool
     else:
-        raise AssertionError(f"unhandled field kind {kind}")
+        low, high, label = (
+            (0, U64_MAX, "uint64") if kind is Kind.U64 else (I32_MIN, I32_MAX, "int32")
+        )
+
+        def to_int(value: Any) -> int:
+            if not isinstance(value, int) or not low <= value <= high:
+                raise ValidationError(f"{value!r} is not a{'n' if label[0] == 'i' else ''} {label}")
+            return value
+
+        prepend = _prepend_uint64 if kind is Kind.U64 else _prepend_int32
+
+    def add_scalar(b: Builder, value: Any, offset: int, ts_align: int) -> None:
+        number = to_int(value)
+        if number or optional:
+            prepend(b, number)
+            b.Slot(slot)
+
+    return add_scalar
 
 
-def push_timestamp(builder: flatbuffers.Builder, data: bytes, ts_align: int) -> None:
+def _prepend_int32(b: Builder, x: int) -> None:
+    b.PrependInt32(x)
+
+
+def _prepend_uint64(b: Builder, x: int) -> None:
+    b.PrependUint64(x)
+
+
+def _prepend_bool(b: Builder, x: int) -> None:
+    b.PrependBool(bool(x))
+
+
+def push_timestamp(builder: Builder, data: bytes, ts_align: int) -> None:
     """Push the 16 Timestamp struct bytes with alignment ``ts_align`` (1 or 4)."""
     builder.Prep(ts_align, TIMESTAMP_SIZE)
     head = builder.head - TIMESTAMP_SIZE
@@ -170,39 +300,23 @@ def push_timestamp(builder: flatbuffers.Builder, data: bytes, ts_align: int) -> 
     builder.Bytes[head : head + TIMESTAMP_SIZE] = data
 
 
-def _write_wrapper(builder: flatbuffers.Builder, f: FieldPlan, value: Any, ts_align: int) -> int:
-    """One ``XWrapper { value: X; }`` table of a vector of unions."""
-    code = _variant_code(f, value)
-    inner = write_table(builder, value, ts_align)
-    builder.StartObject(2)
-    builder.PrependUint8Slot(0, code, 0)
-    builder.PrependUOffsetTRelativeSlot(1, inner, 0)
-    return int(builder.EndObject())
-
-
-def _offset_vector(builder: flatbuffers.Builder, offsets: Sequence[int]) -> int:
+def _offset_vector(builder: Builder, offsets: Sequence[int]) -> int:
     builder.StartVector(4, len(offsets), 4)
     for off in reversed(offsets):
         builder.PrependUOffsetTRelative(off)
     return int(builder.EndVector())
 
 
-def _variant_code(f: FieldPlan, value: Any) -> int:
-    variants = f.variants
-    if type(value) not in variants:
-        names = ", ".join(v.__name__ for v in variants)
+def _codes(f: FieldPlan) -> dict[type, int]:
+    return {v: i + 1 for i, v in enumerate(f.variants)}
+
+
+def _variant_code(codes: dict[type, int], f: FieldPlan, value: Any) -> int:
+    code = codes.get(type(value))
+    if code is None:
+        names = ", ".join(v.__name__ for v in codes)
         raise ValidationError(f"{type(value).__name__} is not a variant of {f.union} ({names})")
-    return unions.code_of(type(value))
-
-
-def _enum_code(f: FieldPlan, value: Any) -> int:
-    members = f.enum_members
-    try:
-        return members.index(value)
-    except ValueError:
-        raise ValidationError(
-            f"{value!r} is not a member of {f.target.__name__ if f.target else '?'}"
-        ) from None
+    return code
 
 
 def _check_str(value: Any) -> str:

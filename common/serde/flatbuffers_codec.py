@@ -21,9 +21,8 @@ other than 2 and 3) on malformed input, never a low-level exception.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any, TypeVar
-
-import flatbuffers
 
 from common.odf import engine_protocol as ep
 from common.odf.block import (
@@ -54,6 +53,7 @@ __all__ = [
     "decode_validate_query_request",
     "decode_validate_query_response",
     "encode_block",
+    "encode_block_reference",
     "encode_migrate_query_request",
     "encode_migrate_query_response",
     "encode_raw_query_request",
@@ -81,6 +81,20 @@ _LOW_LEVEL_ERRORS = (struct.error, IndexError, ValueError, OverflowError, TypeEr
 
 def encode_block(block: MetadataBlock, *, version: int = BLOCK_VERSION_WRITE) -> bytes:
     """The manifest bytes of ``block``: what is stored and hashed."""
+    return _encode_block(block, version, fb_writer.new_builder)
+
+
+def encode_block_reference(block: MetadataBlock, *, version: int = BLOCK_VERSION_WRITE) -> bytes:
+    """``encode_block`` through the PyPI ``flatbuffers.Builder``: the same bytes, slower.
+
+    The reference for differential tests and benchmarks of the fast builder.
+    """
+    return _encode_block(block, version, fb_writer.new_reference_builder)
+
+
+def _encode_block(
+    block: MetadataBlock, version: int, new_builder: Callable[[int], fb_writer.Builder]
+) -> bytes:
     align = _TIMESTAMP_ALIGN.get(version)
     if align is None:
         raise UnsupportedVersionError(
@@ -89,10 +103,11 @@ def encode_block(block: MetadataBlock, *, version: int = BLOCK_VERSION_WRITE) ->
     if type(block) is not MetadataBlock:
         raise ValidationError(f"expected a MetadataBlock, got {type(block).__name__}")
     try:
-        inner = _encode_root(block, align, size_hint=2048)
+        builder = new_builder(2048)
+        inner = fb_writer.finish(builder, fb_writer.write_table(builder, block, align))
     except ValidationError as e:
         raise e.at("MetadataBlock") from None
-    builder = flatbuffers.Builder(len(inner) + 1024)
+    builder = new_builder(len(inner) + 256)
     content = builder.CreateByteVector(inner)
     builder.StartObject(3)
     builder.PrependInt64Slot(0, ODF_METADATA_BLOCK_MULTICODEC, 0)
