@@ -1,0 +1,94 @@
+"""Push ingest: a file given by the caller goes through a push source (``AddPushSource``).
+
+One file is one commit. The source is chosen as the reference does: the only push source, or
+the one named by ``source_name``; a dataset with a polling source takes no pushed data. The
+fallback event time is ``event_time`` (``--event-time``) or the time the ingest started.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import structlog
+
+from common.odf.events import AddPushSource
+from coordinator.dataset import Dataset, DatasetState
+from coordinator.ingest.context import (
+    IngestResult,
+    chain_context,
+    commit_staged,
+    ingest_system_time,
+)
+from coordinator.ingest.errors import SourceNotFoundError
+from coordinator.ingest.preprocess import RawQueryEngineProvider, preprocess
+from coordinator.ingest.progress import NO_PROGRESS, Progress, counted
+from coordinator.ingest.readers import read_data, read_step_for_format
+from coordinator.ingest.readers.stream import DataStream
+from coordinator.ingest.writer import WriteOptions, stage_write
+
+log = structlog.get_logger(__name__)
+
+
+def choose_push_source(state: DatasetState, name: str, source_name: str | None) -> AddPushSource:
+    """The push source that takes the data (see the module docstring)."""
+    if state.polling_source is not None:
+        raise SourceNotFoundError(
+            f"dataset {name!r} has a polling source, not a push source: use `odf pull {name}`"
+        )
+    sources = state.push_sources
+    if source_name is None:
+        if len(sources) == 1:
+            return sources[0]
+        if not sources:
+            raise SourceNotFoundError(f"dataset {name!r} has no push source (AddPushSource)")
+        names = ", ".join(s.source_name for s in sources)
+        raise SourceNotFoundError(
+            f"dataset {name!r} has several push sources ({names}): choose one with --source-name"
+        )
+    source = state.push_source(source_name)
+    if source is None:
+        names = ", ".join(s.source_name for s in sources) or "none"
+        raise SourceNotFoundError(
+            f"dataset {name!r} has no push source {source_name!r} (sources: {names})"
+        )
+    return source
+
+
+def push_ingest(
+    dataset: Dataset,
+    path: Path,
+    *,
+    name: str | None = None,
+    source_name: str | None = None,
+    input_format: str | None = None,
+    event_time: datetime | None = None,
+    engines: RawQueryEngineProvider | None = None,
+    progress: Progress = NO_PROGRESS,
+) -> IngestResult:
+    """Ingest the file at ``path`` (``name`` is how errors and logs call it)."""
+    shown = name or str(path)
+    state, context = chain_context(dataset)
+    source = choose_push_source(state, dataset.alias, source_name)
+    step = read_step_for_format(source.read, input_format)
+    system_time = ingest_system_time(state)
+    with dataset.staging_dir() as staging:
+        data: DataStream | None = None
+        if path.stat().st_size > 0:
+            data = read_data(step, path, name=shown)
+            if source.preprocess is not None:
+                data = preprocess(data, source.preprocess, engines, staging)
+            data = counted(data, progress, f"ingest {shown}")
+        options = WriteOptions(
+            system_time=system_time,
+            fallback_event_time=event_time or system_time,
+            new_source_state=None,
+            source=shown,
+        )
+        staged = stage_write(context, source.merge, data, options, staging)
+        if staged is None:
+            log.info("up to date", dataset=dataset.alias, file=shown)
+            return IngestResult(dataset.alias, state.head, state.head, 0, up_to_date=True)
+        new_head = commit_staged(dataset, state, staged, system_time)
+    log.info("ingested", dataset=dataset.alias, file=shown, records=staged.num_records)
+    return IngestResult(dataset.alias, state.head, new_head, staged.num_records, up_to_date=False)

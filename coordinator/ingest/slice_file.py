@@ -1,0 +1,178 @@
+"""The Parquet part file of one data slice, written batch by batch.
+
+Each merged, sorted batch gets its offsets (contiguous from the slice's start offset) and the
+``system_time`` column, its columns are put in the output order, and it is buffered until a
+row group is full (1,048,576 rows as the reference, or 128 MiB of Arrow data), so that memory
+stays bounded and small inputs make one row group. Settings follow the reference writer:
+snappy, dictionary encoding, data page version 1.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from common.hashing import LogicalHasher, physical_hash_file
+from common.odf.fragments import DatasetVocabulary
+from common.odf.multihash import Multihash
+from coordinator.ingest.system_columns import OFFSET_TYPE, TIME_TYPE
+
+ROW_GROUP_ROWS = 1 << 20
+ROW_GROUP_BYTES = 128 << 20
+READ_BACK_ROWS = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class SliceStats:
+    logical_hash: Multihash
+    physical_hash: Multihash
+    size: int
+    num_records: int
+    offset_start: int
+    offset_end: int
+    max_event_time: datetime | None
+
+
+class SliceFile:
+    """Writes the slice to ``path``; ``close`` returns its stats (None when it has no rows)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        merged: pa.Schema,
+        output: pa.Schema,
+        vocab: DatasetVocabulary,
+        start_offset: int,
+        system_time: datetime,
+    ) -> None:
+        self.path = path
+        self.merged = merged
+        self.output = output
+        self.vocab = vocab
+        self.start_offset = start_offset
+        self.system_time = pa.scalar(system_time.astimezone(UTC), TIME_TYPE)
+        """The ``system_time`` column value, the same on every record of the slice."""
+        self._positions = [merged.get_field_index(f.name) for f in output]
+        self._writer: pq.ParquetWriter | None = None
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffered_rows = 0
+        self._buffered_bytes = 0
+        self._rows = 0
+        self._max_event_time: pa.Scalar | None = None
+        self._hasher = LogicalHasher(output)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Append a merged batch (op + data columns), already in slice order."""
+        n = batch.num_rows
+        if n == 0:
+            return
+        offsets = _sequence(self.start_offset + self._rows, n)
+        system_times = pa.repeat(self.system_time, n)
+        columns = [
+            offsets if i == -1 else system_times if i == -2 else batch.column(i)
+            for i in self._system_positions()
+        ]
+        out = pa.RecordBatch.from_arrays(columns, schema=self.output)
+        self._track_event_time(out.column(3))
+        self._hasher.update(out)
+        self._rows += n
+        self._buffer.append(out)
+        self._buffered_rows += n
+        self._buffered_bytes += out.nbytes
+        if self._buffered_rows >= ROW_GROUP_ROWS or self._buffered_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _system_positions(self) -> list[int]:
+        """Index of each output column in the merged batch; -1 offset, -2 system time."""
+        positions = list(self._positions)
+        positions[0] = -1
+        positions[2] = -2
+        return positions
+
+    def _track_event_time(self, column: pa.Array) -> None:
+        value = pc.max(column)
+        if value.is_valid and (
+            self._max_event_time is None or value.as_py() > self._max_event_time.as_py()
+        ):
+            self._max_event_time = value
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                self.path,
+                self.output,
+                compression="snappy",
+                use_dictionary=True,
+                data_page_version="1.0",
+                write_statistics=True,
+            )
+        table = pa.Table.from_batches(self._buffer, schema=self.output)
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self._buffer, self._buffered_rows, self._buffered_bytes = [], 0, 0
+
+    def close(self) -> SliceStats | None:
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._rows == 0:
+            self.path.unlink(missing_ok=True)
+            return None
+        return SliceStats(
+            logical_hash=self._hasher.multihash(),
+            physical_hash=physical_hash_file(self.path),
+            size=self.path.stat().st_size,
+            num_records=self._rows,
+            offset_start=self.start_offset,
+            offset_end=self.start_offset + self._rows - 1,
+            max_event_time=_as_datetime(self._max_event_time),
+        )
+
+    def take_back(self) -> Iterator[pa.RecordBatch]:
+        """What was written so far, as merged batches; the file starts over empty."""
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        run = self.path.with_name(self.path.name + ".run")
+        had_rows = self._rows > 0
+        if had_rows:
+            self.path.rename(run)
+        self._rows = 0
+        self._max_event_time = None
+        self._hasher = LogicalHasher(self.output)
+        return self._read_run(run) if had_rows else iter(())
+
+    def _read_run(self, run: Path) -> Iterator[pa.RecordBatch]:
+        file = pq.ParquetFile(run)
+        try:
+            for batch in file.iter_batches(batch_size=READ_BACK_ROWS, columns=self.merged.names):
+                yield pa.RecordBatch.from_arrays(batch.columns, schema=self.merged)
+        finally:
+            file.close()
+            run.unlink(missing_ok=True)
+
+
+def _sequence(start: int, n: int) -> pa.Array:
+    ones = pa.repeat(pa.scalar(1, OFFSET_TYPE), n)
+    return pc.add(pc.cumulative_sum(ones), pa.scalar(start - 1, OFFSET_TYPE))
+
+
+def _as_datetime(value: pa.Scalar | None) -> datetime | None:
+    """A max event time as an aware datetime; a date becomes midnight UTC of that day."""
+    if value is None:
+        return None
+    if pa.types.is_date(value.type):
+        day = value.cast(pa.date32()).as_py()
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
+    result: datetime = value.as_py()
+    return result.astimezone(UTC)
