@@ -34,13 +34,37 @@ _INLINE_SIZE = {
 }
 
 
+class Budget:
+    """How many more objects one decode may produce.
+
+    A FlatBuffer can point many offsets at one subtree; nested vectors of such offsets would
+    make a small buffer decode into a huge object graph. Writers of ODF buffers never share
+    objects (only vtables), so a buffer of n bytes holds fewer than n / 4 objects; the budget
+    allows n, leaving room for writers that share strings.
+    """
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, buf_len: int) -> None:
+        self.remaining = buf_len + 16
+
+    def spend(self, count: int) -> None:
+        self.remaining -= count
+        if self.remaining < 0:
+            raise DecodeError(
+                "buffer references far more objects than it can hold (shared subtrees)"
+            )
+
+
 class Table:
     """A located table: its position, its vtable and the bounds of its inline data."""
 
-    __slots__ = ("buf", "name", "obj_size", "pos", "vt", "vt_len")
+    __slots__ = ("budget", "buf", "name", "obj_size", "pos", "vt", "vt_len")
 
-    def __init__(self, buf: bytes, pos: int, name: str) -> None:
+    def __init__(self, buf: bytes, pos: int, name: str, budget: Budget | None = None) -> None:
         n = len(buf)
+        self.budget = budget if budget is not None else Budget(n)
+        self.budget.spend(1)
         if pos < 0 or pos + 4 > n:
             raise DecodeError(f"{name} table at byte {pos} lies outside the {n}-byte buffer")
         vt = pos - _I32(buf, pos)[0]
@@ -90,11 +114,11 @@ def read_root(buf: bytes, cls: type) -> Any:
     """Decode the root table of a finished buffer as an instance of ``cls``."""
     if len(buf) < 12:
         raise DecodeError(f"a {cls.__name__} buffer needs at least 12 bytes, got {len(buf)}")
-    return read_table(buf, _U32(buf, 0)[0], plan_of(cls))
+    return read_table(buf, _U32(buf, 0)[0], plan_of(cls), Budget(len(buf)))
 
 
-def read_table(buf: bytes, pos: int, plan: TablePlan) -> Any:
-    table = Table(buf, pos, plan.name)
+def read_table(buf: bytes, pos: int, plan: TablePlan, budget: Budget) -> Any:
+    table = Table(buf, pos, plan.name, budget)
     values: dict[str, Any] = {}
     for f in plan.fields:
         try:
@@ -119,7 +143,7 @@ def _read_field(table: Table, f: FieldPlan) -> Any:
         if f.optional:
             return None
         raise DecodeError("required field is missing")
-    return _read_out_of_line(table.buf, target, f)
+    return _read_out_of_line(table, target, f)
 
 
 def _default(f: FieldPlan) -> Any:
@@ -168,10 +192,11 @@ def _read_union(table: Table, voffset: int, f: FieldPlan) -> Any:
     target = table.deref(voffset + 2)
     if target == 0:
         raise DecodeError(f"{f.union} union has type code {code} but no value")
-    return read_table(table.buf, target, plan_of(variants[code - 1]))
+    return read_table(table.buf, target, plan_of(variants[code - 1]), table.budget)
 
 
-def _read_out_of_line(buf: bytes, target: int, f: FieldPlan) -> Any:
+def _read_out_of_line(parent: Table, target: int, f: FieldPlan) -> Any:
+    buf = parent.buf
     kind = f.kind
     if kind is Kind.STRING:
         return read_string(buf, target)
@@ -183,25 +208,27 @@ def _read_out_of_line(buf: bytes, target: int, f: FieldPlan) -> Any:
         return DatasetID.from_bytes(read_bytes(buf, target))
     if kind is Kind.TABLE:
         assert f.target is not None
-        return read_table(buf, target, plan_of(f.target))
+        return read_table(buf, target, plan_of(f.target), parent.budget)
     elements = _vector_elements(buf, target)
+    parent.budget.spend(len(elements))
     items: list[Any] = []
     for i, at in enumerate(elements):
         try:
-            items.append(_read_element(buf, at, f))
+            items.append(_read_element(parent, at, f))
         except DecodeError as e:
             raise e.at(f"[{i}]") from None
     return tuple(items)
 
 
-def _read_element(buf: bytes, at: int, f: FieldPlan) -> Any:
+def _read_element(parent: Table, at: int, f: FieldPlan) -> Any:
+    buf = parent.buf
     kind = f.kind
     if kind is Kind.STRING_VEC:
         return read_string(buf, at)
     if kind is Kind.TABLE_VEC:
         assert f.target is not None
-        return read_table(buf, at, plan_of(f.target))
-    wrapper = Table(buf, at, f"{f.union}Wrapper")
+        return read_table(buf, at, plan_of(f.target), parent.budget)
+    wrapper = Table(buf, at, f"{f.union}Wrapper", parent.budget)
     return _read_union(wrapper, 4, _WRAPPED[f.union] if f.union else f)
 
 

@@ -346,3 +346,65 @@ def test_missing_required_value() -> None:
         ValidationError, match=r"^MetadataBlock\.event\.inputs: required field is missing"
     ):
         codec.encode_block(block)
+
+
+def _shared_subtree_block(wrappers: int, strings: int) -> bytes:
+    """SetPollingSource whose ``prepare`` points ``wrappers`` times at one PrepStepPipe whose
+    ``command`` points ``strings`` times at one string: tiny buffer, huge object graph."""
+    b = flatbuffers.Builder(1024)
+    arg = b.CreateString("x")
+    b.StartVector(4, strings, 4)
+    for _ in range(strings):
+        b.PrependUOffsetTRelative(arg)
+    command = b.EndVector()
+    b.StartObject(1)
+    b.PrependUOffsetTRelativeSlot(0, command, 0)
+    pipe = b.EndObject()
+    b.StartObject(2)
+    b.PrependUint8Slot(0, 2, 0)
+    b.PrependUOffsetTRelativeSlot(1, pipe, 0)
+    wrapper = b.EndObject()
+    b.StartVector(4, wrappers, 4)
+    for _ in range(wrappers):
+        b.PrependUOffsetTRelative(wrapper)
+    prepare = b.EndVector()
+    url = b.CreateString("https://example.org")
+    b.StartObject(1)
+    b.PrependUOffsetTRelativeSlot(0, url, 0)
+    fetch = b.EndObject()
+    b.StartObject(0)
+    empty = b.EndObject()
+    b.StartObject(9)
+    b.PrependUint8Slot(0, 1, 0)  # FetchStepUrl
+    b.PrependUOffsetTRelativeSlot(1, fetch, 0)
+    b.PrependUOffsetTRelativeSlot(2, prepare, 0)
+    b.PrependUint8Slot(3, 4, 0)  # ReadStepParquet (empty table)
+    b.PrependUOffsetTRelativeSlot(4, empty, 0)
+    b.PrependUint8Slot(7, 1, 0)  # MergeStrategyAppend (empty table)
+    b.PrependUOffsetTRelativeSlot(8, empty, 0)
+    event = b.EndObject()
+    b.StartObject(5)
+    b.Prep(4, 16)
+    b.head -= 16
+    b.Bytes[b.head : b.head + 16] = bytes.fromhex("e407000001000000c0a8000000000000")
+    b.Slot(0)
+    b.PrependUint8Slot(3, 4, 0)  # SetPollingSource
+    b.PrependUOffsetTRelativeSlot(4, event, 0)
+    b.Finish(b.EndObject())
+    return manifest(content=bytes(b.Output()))
+
+
+def test_shared_subtrees_decode_when_small() -> None:
+    block = codec.decode_block(_shared_subtree_block(wrappers=3, strings=4))
+    assert isinstance(block.event, SetPollingSource)
+    assert block.event.prepare == (PrepStepPipe(command=("x",) * 4),) * 3
+
+
+def test_shared_subtree_amplification_is_refused() -> None:
+    """3,000 x 3,000 references in ~24 KB would decode into 9 million strings."""
+    data = _shared_subtree_block(wrappers=3000, strings=3000)
+    assert len(data) < 30_000
+    with pytest.raises(
+        DecodeError, match=r"event\.prepare\[\d+\]\.command: buffer references far more objects"
+    ):
+        codec.decode_block(data)
