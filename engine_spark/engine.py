@@ -51,6 +51,11 @@ class SparkEngine:
     def session(self) -> SparkSession:
         return self._session
 
+    def close(self) -> None:
+        """Stop the SparkSession (after the server stopped taking requests)."""
+        with self._lock:
+            self._session.stop()
+
     # --- ExecuteTransform -----------------------------------------------------------------
 
     def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:

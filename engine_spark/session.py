@@ -60,6 +60,8 @@ def session_conf(settings: SessionSettings) -> dict[str, str]:
 def build_session(settings: SessionSettings) -> SparkSession:
     """Start (or join) the process's SparkSession with the engine's configuration."""
     os.environ.setdefault("TZ", "UTC")
+    if settings.master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for name in _QUIET_PYTHON_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     builder = SparkSession.builder

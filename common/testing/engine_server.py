@@ -1,0 +1,132 @@
+"""Run the Spark engine server as a subprocess (``python -m engine_spark``) for tests and benches.
+
+Imports nothing from ``engine_spark``: the server runs in its own process, exactly as an image
+or a coordinator would start it, and is reached through gRPC only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from common.engine_rpc import engine_pb2_grpc
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_SERVICE = "engine.Engine"
+
+
+def free_port() -> int:
+    """A TCP port that is free on loopback right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def health_status(target: str, *, timeout: float = 2.0) -> int | None:
+    """The Health/Check status of the engine service at ``target``, None if unreachable."""
+    with grpc.insecure_channel(target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = stub.Check(
+                health_pb2.HealthCheckRequest(service=ENGINE_SERVICE), timeout=timeout
+            )
+        except grpc.RpcError:
+            return None
+    return int(reply.status)
+
+
+def wait_until_serving(
+    target: str, *, timeout: float = 180.0, process: subprocess.Popen[bytes] | None = None
+) -> float:
+    """Poll health until SERVING; returns the seconds waited. Raises TimeoutError/RuntimeError."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"engine server exited with code {process.returncode} before ready")
+        if health_status(target) == health_pb2.HealthCheckResponse.SERVING:
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise TimeoutError(f"engine at {target} not serving after {timeout:.0f} s")
+
+
+@dataclass
+class EngineServerProcess:
+    """A running ``python -m engine_spark`` and how to reach it."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    unix_socket: str | None
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def channel(self) -> grpc.Channel:
+        return grpc.insecure_channel(self.target)
+
+    def stub(self, channel: grpc.Channel) -> engine_pb2_grpc.EngineStub:
+        return engine_pb2_grpc.EngineStub(channel)
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        """SIGTERM, then wait; returns the exit code (SIGKILL after ``timeout``)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return int(self.process.returncode)
+
+
+@contextmanager
+def engine_server_process(
+    *,
+    master: str = "local[2]",
+    unix_socket: str | None = None,
+    extra_args: Sequence[str] = (),
+    wait: bool = True,
+    ready_timeout: float = 180.0,
+    log_path: Path | None = None,
+) -> Iterator[EngineServerProcess]:
+    """Start the engine on a free loopback port; stop it with SIGTERM on exit."""
+    port = free_port()
+    args = [
+        sys.executable,
+        "-m",
+        "engine_spark",
+        "--host",
+        "127.0.0.1",
+        "--ports",
+        str(port),
+        "--master",
+        master,
+        *(["--unix-socket", unix_socket] if unix_socket else []),
+        *extra_args,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    log: IO[bytes] | int = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        process = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=log)
+        server = EngineServerProcess(process=process, port=port, unix_socket=unix_socket)
+        try:
+            if wait:
+                wait_until_serving(server.target, timeout=ready_timeout, process=process)
+            yield server
+        finally:
+            server.terminate()
+    finally:
+        if not isinstance(log, int):
+            log.close()
