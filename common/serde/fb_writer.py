@@ -187,7 +187,11 @@ def _create_binary(b: Builder, value: Any, ts_align: int) -> int:
 
 
 def _create_bytes(b: Builder, value: Any, ts_align: int) -> int:
-    return int(b.CreateByteVector(value if type(value) is bytes else bytes(value)))
+    if type(value) is not bytes:
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise ValidationError(f"expected bytes, got {type(value).__name__}")
+        value = bytes(value)
+    return int(b.CreateByteVector(value))
 
 
 def _create_string_vector(b: Builder, value: Any, ts_align: int) -> int:

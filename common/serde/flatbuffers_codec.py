@@ -3,7 +3,10 @@
 The layouts follow ``fbs/odf.fbs`` and ``fbs/engine_ext.fbs``; the builder call order is the
 reference implementation's (kamu-cli at ODF 0.35), so ``encode_block`` reproduces its block
 bytes and hashes exactly. The encoder and decoder are generic: each model class's field plan
-is derived from its type hints once (``common.serde.fb_plan``).
+is derived from its type hints once (``common.serde.fb_plan``) and compiled into a writer
+(``fb_writer``). The writer drives ``fb_builder.FastBuilder``, which produces the same bytes
+as the PyPI ``flatbuffers.Builder`` (>= 25.12.19, which shares vtables exactly like the Rust
+builder); ``encode_block_reference`` encodes through the latter for differential tests.
 
 A stored block is a ``Manifest { kind: 0x400000, version, content }`` whose ``content`` is the
 finished ``MetadataBlock`` buffer. Version 2 (ODF 0.35) writes the ``Timestamp`` struct with

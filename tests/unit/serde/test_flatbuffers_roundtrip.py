@@ -15,7 +15,7 @@ from common.odf.block import MetadataBlock
 from common.serde import flatbuffers_codec as codec
 from common.testing import strategies as ods
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize("variant", unions.UNIONS["MetadataEvent"], ids=lambda v: v.__name__)
