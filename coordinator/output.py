@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 class OutputFormat(Enum):
@@ -121,7 +122,7 @@ def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -
     for c in columns:
         table.add_column(c, overflow="fold")
     for r in records:
-        table.add_row(*["" if r[c] is None else _cell(r[c]) for c in columns])
+        table.add_row(*[Text("" if r[c] is None else _cell(r[c])) for c in columns])
     if is_tty:
         console.print(table)
         return

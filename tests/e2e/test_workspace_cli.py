@@ -1,0 +1,212 @@
+"""``odf init/add/list/delete/log/tail/inspect schema`` run as a real process."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from common.odf.events import MetadataEvent
+from common.serde.flatbuffers_codec import block_hash, encode_block
+from common.serde.yaml_codec import load_block_manifest
+from coordinator.dataset import CommitItem
+from coordinator.workspace import Workspace
+from tests.unit.coordinator.events import add_data_for, set_schema, write_slice
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ROOT_SNAPSHOT = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: com.example.cities
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: default
+      read:
+        kind: Csv
+        header: true
+        schema: ["city STRING", "population BIGINT"]
+      merge:
+        kind: Ledger
+        primaryKey: [city]
+    - kind: SetInfo
+      description: Cities of the world
+"""
+
+DERIVED_SNAPSHOT = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: com.example.big-cities
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: com.example.cities
+      transform:
+        kind: Sql
+        engine: spark
+        version: sha256:0123abcd
+        query: SELECT * FROM `com.example.cities` WHERE population > 1000000
+"""
+
+
+def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def ok(cwd: Path, *args: str) -> str:
+    result = odf(cwd, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def fails(cwd: Path, *args: str) -> str:
+    result = odf(cwd, *args)
+    assert result.returncode == 1, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    assert "initialized" in ok(tmp_path, "init")
+    manifests = tmp_path / "manifests" / "nested"
+    manifests.mkdir(parents=True)
+    # Alphabetically the derivative comes first: add must create its input first anyway.
+    (manifests / "a-big-cities.yaml").write_text(DERIVED_SNAPSHOT)
+    (manifests / "b-cities.yaml").write_text(ROOT_SNAPSHOT)
+    out = ok(tmp_path, "add", "--recursive", "manifests")
+    assert out.index("com.example.cities (did:odf:") < out.index("com.example.big-cities")
+    return tmp_path
+
+
+def test_list_in_every_format(workspace: Path) -> None:
+    sub = workspace / "manifests"
+    rows = json.loads(ok(sub, "list", "-o", "json"))  # found by walking up
+    assert [(r["name"], r["kind"], r["blocks"], r["records"]) for r in rows] == [
+        ("com.example.big-cities", "Derivative", 2, 0),
+        ("com.example.cities", "Root", 3, 0),
+    ]
+    assert all(r["head"].startswith("f1620") for r in rows)
+    assert yaml.safe_load(ok(workspace, "list", "-o", "yaml")) == rows
+    parsed = list(csv.DictReader(io.StringIO(ok(workspace, "ls", "-o", "csv"))))
+    assert [r["name"] for r in parsed] == ["com.example.big-cities", "com.example.cities"]
+    table = ok(workspace, "list")
+    assert table.splitlines()[0].split()[:3] == ["name", "kind", "head"]
+    assert "com.example.cities" in table
+
+
+def test_log_shows_blocks_and_round_trips_as_manifests(workspace: Path) -> None:
+    table = ok(workspace, "log", "com.example.big-cities")
+    assert "SetTransform" in table and "version=sha256:0123abcd" in table
+    assert "Seed" in table
+    docs = ok(workspace, "log", "com.example.cities", "-o", "yaml").split("--- # ")[1:]
+    assert len(docs) == 3
+    for doc in docs:
+        hash_text, manifest = doc.split("\n", 1)
+        block = load_block_manifest(manifest)
+        assert str(block_hash(encode_block(block))) == hash_text
+    entries = json.loads(ok(workspace, "log", "COM.EXAMPLE.CITIES", "-o", "json", "-n", "1"))
+    assert len(entries) == 1
+    assert entries[0]["block"]["event"] == {
+        "kind": "SetInfo",
+        "description": "Cities of the world",
+    }
+
+
+def test_tail_and_schema_after_data_is_committed(workspace: Path) -> None:
+    fails_before = fails(workspace, "inspect", "schema", "com.example.cities")
+    assert "has no schema yet" in fails_before
+    ds = Workspace(workspace).open_dataset("com.example.cities")
+    prev = None
+    for start, count in ((0, 4), (4, 3)):
+        with ds.staging_dir() as staging:
+            path = write_slice(staging, start, count)
+            items: list[CommitItem | MetadataEvent] = [] if prev is not None else [set_schema()]
+            items.append(CommitItem(add_data_for(path, prev, start, count), data_file=path))
+            ds.commit_events(items, expected_head=ds.head())
+        prev = start + count - 1
+    records = json.loads(ok(workspace, "tail", "com.example.cities", "-n", "5", "-o", "json"))
+    assert [r["offset"] for r in records] == [2, 3, 4, 5, 6]
+    assert records[-1]["city"] == "city-6"
+    assert records[0]["event_time"] == "2024-01-01T12:02:00Z"
+    rows = list(
+        csv.DictReader(io.StringIO(ok(workspace, "tail", "com.example.cities", "-o", "csv")))
+    )
+    assert len(rows) == 7 and rows[0]["population"] == "1000"
+    schema = json.loads(ok(workspace, "inspect", "schema", "com.example.cities", "-o", "json"))
+    assert schema[0] == {"name": "offset", "type": "int64", "nullable": True}
+    assert [c["name"] for c in schema][-2:] == ["city", "population"]
+    assert "timestamp[ms, tz=UTC]" in ok(workspace, "inspect", "schema", "com.example.cities")
+    listed = json.loads(ok(workspace, "list", "-o", "json"))
+    assert [r["records"] for r in listed] == [0, 7]
+
+
+def test_bad_snapshot_names_file_and_field_and_adds_nothing(workspace: Path) -> None:
+    before = ok(workspace, "list", "-o", "json")
+    bad = workspace / "bad.yaml"
+    bad.write_text(
+        ROOT_SNAPSHOT.replace("name: com.example.cities", "name: other").replace(
+            "kind: Root", "kind: Rooot"
+        )
+    )
+    line = fails(workspace, "add", "bad.yaml")
+    assert "bad.yaml" in line and "kind" in line
+    bad.write_text("kind: DatasetSnapshot\nversion: 1\ncontent: [unclosed\n")
+    assert "bad.yaml" in fails(workspace, "add", "bad.yaml")
+    good = workspace / "good.yaml"
+    good.write_text(ROOT_SNAPSHOT.replace("com.example.cities", "com.example.new"))
+    # One bad file among good ones: nothing is added.
+    assert "bad.yaml" in fails(workspace, "add", "good.yaml", "bad.yaml")
+    assert "already exists" in fails(workspace, "add", "manifests/nested/b-cities.yaml")
+    missing = DERIVED_SNAPSHOT.replace("datasetRef: com.example.cities", "datasetRef: nope")
+    (workspace / "missing.yaml").write_text(missing.replace("big-cities", "other"))
+    line = fails(workspace, "add", "missing.yaml")
+    assert "inputs[0].datasetRef" in line and "'nope'" in line
+    assert "is a directory" in fails(workspace, "add", "manifests")
+    assert ok(workspace, "list", "-o", "json") == before
+
+
+def test_unknown_dataset_and_no_workspace(
+    workspace: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    for command in (
+        ["log", "nope"],
+        ["tail", "nope"],
+        ["inspect", "schema", "nope"],
+        ["delete", "nope"],
+    ):
+        assert fails(workspace, *command) == "error: dataset 'nope' not found in the workspace"
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    assert fails(elsewhere, "list") == "error: not inside an odf workspace (run `odf init`)"
+
+
+def test_delete(workspace: Path) -> None:
+    assert "is an input of com.example.big-cities" in fails(
+        workspace, "delete", "com.example.cities"
+    )
+    ok(workspace, "delete", "com.example.big-cities")
+    ok(workspace, "rm", "com.example.cities")
+    assert json.loads(ok(workspace, "list", "-o", "json")) == []
+    assert not list((workspace / ".odf" / "keys").iterdir())
