@@ -1,0 +1,48 @@
+"""Fetch steps of polling sources: where the raw data comes from.
+
+``fetch`` dispatches on the step kind and returns ``Fetched`` (a local file plus the source
+state to record) or ``UpToDate``; a missing source raises ``SourceNotFoundError``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from common.odf.fragments import (
+    FetchStep,
+    FetchStepContainer,
+    FetchStepFilesGlob,
+    FetchStepMqtt,
+    FetchStepUrl,
+)
+from coordinator.ingest.errors import FetchError
+from coordinator.ingest.fetch.container import ClientFactory, default_client, fetch_container
+from coordinator.ingest.fetch.files_glob import fetch_files_glob
+from coordinator.ingest.fetch.result import Fetched, FetchResult, UpToDate
+from coordinator.ingest.fetch.url import fetch_url
+from coordinator.ingest.progress import NO_PROGRESS, Progress
+from coordinator.ingest.source_state import PollingSourceState
+
+__all__ = ["ClientFactory", "FetchResult", "Fetched", "UpToDate", "default_client", "fetch"]
+
+
+def fetch(
+    step: FetchStep,
+    prev: PollingSourceState | None,
+    work_dir: Path,
+    *,
+    progress: Progress = NO_PROGRESS,
+    container_client: ClientFactory = default_client,
+) -> FetchResult:
+    """Fetch new data for a source whose recorded state is ``prev``, into ``work_dir``."""
+    match step:
+        case FetchStepUrl():
+            return fetch_url(step, prev, work_dir, progress=progress)
+        case FetchStepFilesGlob():
+            return fetch_files_glob(step, prev)
+        case FetchStepContainer():
+            return fetch_container(
+                step, prev, work_dir, client_factory=container_client, progress=progress
+            )
+        case FetchStepMqtt():
+            raise FetchError("FetchStep::Mqtt is not supported")
