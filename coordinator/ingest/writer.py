@@ -161,9 +161,7 @@ def _write_in_order(
         write_sorted(batches, keys[0], slice_file, spill_dir)
         return
     table = pa.Table.from_batches(list(batches), schema=slice_file.merged)
-    order = pc.sort_indices(
-        table, sort_keys=[(k, "ascending") for k in keys], null_placement="at_start"
-    )
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in keys])
     for batch in table.take(order).to_batches(max_chunksize=65536):
         slice_file.write(batch)
 

@@ -1,0 +1,182 @@
+"""``odf ingest NAME FILE...``: push data files into a root dataset's push source.
+
+Each file is ingested separately, in argument order, one commit each; ``-`` reads stdin.
+Long ingests show a progress bar on a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+
+from common.odf.errors import ValidationError
+from coordinator.ingest.context import IngestResult
+from coordinator.ingest.preprocess import RawQueryEngineProvider
+from coordinator.ingest.progress import NO_PROGRESS, ProgressTask
+from coordinator.ingest.progress import Progress as IngestProgress
+from coordinator.ingest.push import push_ingest
+from coordinator.ingest.readers import FORMATS
+from coordinator.ingest.source_state import parse_rfc3339
+from coordinator.workspace import Workspace
+
+STDIN = "-"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("ingest", help="push data files into a root dataset")
+    p.add_argument("name", metavar="NAME", help="the dataset")
+    p.add_argument("files", nargs="+", metavar="FILE", help="files to ingest; - reads stdin")
+    p.add_argument("--source-name", help="the push source to use when there are several")
+    p.add_argument(
+        "--input-format",
+        choices=sorted(FORMATS),
+        help="read the data as this format instead of the source's",
+    )
+    p.add_argument(
+        "--event-time",
+        metavar="RFC3339",
+        help="event time of records that have none (default: the time of the ingest)",
+    )
+    p.set_defaults(handler=cmd_ingest)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    event_time = _event_time(args.event_time)
+    dataset = Workspace.find().open_dataset(args.name)
+    if args.files.count(STDIN) > 1:
+        raise ValidationError("stdin (-) can be given only once", path="FILE")
+    with terminal_progress() as progress:
+        for file in args.files:
+            with _local_file(file) as (path, shown):
+                result = push_ingest(
+                    dataset,
+                    path,
+                    name=shown,
+                    source_name=args.source_name,
+                    input_format=args.input_format,
+                    event_time=event_time,
+                    engines=configured_engines(),
+                    progress=progress,
+                )
+            print(describe(result, shown))
+    return 0
+
+
+def configured_engines() -> RawQueryEngineProvider | None:
+    """The engines that run preprocess queries (none until engine provisioning is wired)."""
+    return None
+
+
+def describe(result: IngestResult, source: str) -> str:
+    if result.up_to_date:
+        why = f" ({result.message})" if result.message else ""
+        return f"{result.dataset}: up to date{why}"
+    return f"{result.dataset}: {result.num_records} records from {source} (head {result.new_head})"
+
+
+def _event_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return parse_rfc3339(text)
+    except ValueError:
+        raise ValidationError(
+            f"{text!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="--event-time"
+        ) from None
+
+
+@contextmanager
+def _local_file(file: str) -> Iterator[tuple[Path, str]]:
+    """The file to read: the given path, or stdin copied to a temporary file."""
+    if file != STDIN:
+        path = Path(file)
+        if not path.is_file():
+            raise ValidationError("no such file", path=file)
+        yield path, file
+        return
+    with tempfile.NamedTemporaryFile(prefix="odf-stdin-") as tmp:
+        shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
+        tmp.flush()
+        yield Path(tmp.name), "<stdin>"
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+
+class _RichTask:
+    def __init__(self, progress: Progress, task_id: Any) -> None:
+        self._progress = progress
+        self._task_id = task_id
+
+    def advance(self, amount: int) -> None:
+        self._progress.advance(self._task_id, amount)
+
+    def close(self) -> None:
+        self._progress.remove_task(self._task_id)
+
+
+class _RichProgress:
+    """Progress bars on stderr: bytes with speed for fetches, record counts for ingests."""
+
+    def __init__(self, console: Console) -> None:
+        self.bytes = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.records = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            MofNCompleteColumn(),
+            TextColumn("records"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+
+    def task(self, description: str, *, total: int | None = None, unit: str = "B") -> ProgressTask:
+        progress = self.bytes if unit == "B" else self.records
+        progress.start()
+        return _RichTask(progress, progress.add_task(description, total=total))
+
+    def stop(self) -> None:
+        self.bytes.stop()
+        self.records.stop()
+
+
+@contextmanager
+def terminal_progress() -> Iterator[IngestProgress]:
+    """Rich progress bars when stderr is a terminal, otherwise none."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield NO_PROGRESS
+        return
+    progress = _RichProgress(console)
+    try:
+        yield progress
+    finally:
+        progress.stop()
