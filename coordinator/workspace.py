@@ -21,7 +21,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
@@ -33,7 +33,7 @@ from common.odf.identity import DatasetID
 from common.odf.keys import generate_dataset_key
 from common.odf.snapshot import DatasetSnapshot
 from coordinator.dataset import AlreadyExistsError, Dataset, DatasetNotFoundError
-from coordinator.dataset.snapshot_events import snapshot_events
+from coordinator.dataset.snapshot_events import check_snapshot_chain, snapshot_events
 
 log = structlog.get_logger(__name__)
 
@@ -122,13 +122,13 @@ class Workspace:
         events = snapshot_events(snapshot, self._resolve_input)
         pem, dataset_id = generate_dataset_key()
         seed = Seed(dataset_id=dataset_id, dataset_kind=snapshot.kind)
+        when = system_time if system_time is not None else datetime.now(UTC)
+        check_snapshot_chain(seed, events, when)
         self.datasets_dir.mkdir(parents=True, exist_ok=True)
         staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{secrets.token_hex(6)}"
         key_path = self._key_path(dataset_id)
         try:
-            Dataset(staging).commit_events(
-                [seed, *events], expected_head=None, system_time=system_time
-            )
+            Dataset(staging).commit_events([seed, *events], expected_head=None, system_time=when)
             _write_private(key_path, pem)
             with self._lock():
                 if self._path_of_name(name) is not None:

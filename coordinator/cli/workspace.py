@@ -53,9 +53,13 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     ws = Workspace.find()
-    snapshots = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
-    for snapshot in creation_order(snapshots):
-        ds = ws.create_dataset(snapshot)
+    sources = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
+    origin = {id(s): f for f, s in sources}
+    for snapshot in creation_order([s for _, s in sources]):
+        try:
+            ds = ws.create_dataset(snapshot)
+        except ValidationError as e:
+            raise ValidationError(e.reason, path=f"{origin[id(snapshot)]}: {e.path}") from None
         print(f"added {ds.alias} ({ds.id})")
     return 0
 
@@ -77,12 +81,11 @@ def snapshot_files(paths: list[Path], *, recursive: bool) -> list[Path]:
     return files
 
 
-def read_snapshots(files: list[Path]) -> list[DatasetSnapshot]:
+def read_snapshots(files: list[Path]) -> list[tuple[Path, DatasetSnapshot]]:
     """Parse every file first, so that one bad file adds nothing."""
-    snapshots: list[DatasetSnapshot] = []
-    for f in files:
-        snapshots += load_snapshots(f.read_text(encoding="utf-8"), source=str(f))
-    return snapshots
+    return [
+        (f, s) for f in files for s in load_snapshots(f.read_text(encoding="utf-8"), source=str(f))
+    ]
 
 
 def creation_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:

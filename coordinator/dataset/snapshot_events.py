@@ -8,8 +8,9 @@ one-step ``queries``) and transform inputs are resolved to ``did:odf`` ids with 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from common.odf.errors import OdfError, ValidationError
 from common.odf.events import (
@@ -24,6 +25,8 @@ from common.odf.events import (
 from common.odf.fragments import DatasetKind, SqlQueryStep, TransformSql
 from common.odf.identity import DatasetID
 from common.odf.snapshot import DatasetSnapshot
+from coordinator.dataset.commit import build_blocks
+from coordinator.dataset.state import DatasetState
 
 Resolver = Callable[[str], tuple[DatasetID, str]]
 """A dataset reference -> (its id, its name); raises an ``OdfError`` for unknown ones."""
@@ -90,3 +93,15 @@ def _prepare_set_transform(event: SetTransform, resolve: Resolver) -> SetTransfo
     except ValidationError as e:
         raise e.at("transform") from None
     return replace(event, inputs=tuple(inputs), transform=transform)
+
+
+def check_snapshot_chain(
+    seed: Seed, events: Sequence[MetadataEvent], system_time: datetime
+) -> None:
+    """Check the chain rules for a new chain ``seed, *events``; errors name ``metadata[i]``."""
+    state = DatasetState()
+    for i, event in enumerate((seed, *events)):
+        try:
+            _, state = build_blocks(state, [event], system_time)
+        except ValidationError as e:
+            raise ValidationError(e.reason, path=f"metadata[{i - 1}] ({e.path})") from None

@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from common.odf.errors import NotFoundError, OdfError, ValidationError
-from common.odf.events import AddData, SetInfo, SetTransform
-from common.odf.fragments import DatasetKind, SqlQueryStep, TransformInput, TransformSql
+from common.odf.events import AddData, AddPushSource, SetInfo, SetTransform
+from common.odf.fragments import (
+    DatasetKind,
+    MergeStrategyAppend,
+    ReadStepCsv,
+    SqlQueryStep,
+    TransformInput,
+    TransformSql,
+)
 from common.odf.keys import dataset_id_of_private_key
 from common.odf.snapshot import DatasetSnapshot
 from coordinator.dataset import AlreadyExistsError, DatasetNotFoundError
@@ -131,3 +138,13 @@ def test_delete_refuses_while_used_as_input(ws: Workspace) -> None:
     assert ws.list_datasets() == []
     assert not key.exists()
     assert [p.name for p in ws.datasets_dir.iterdir()] == []
+
+
+def test_chain_rule_errors_name_the_snapshot_event(ws: Workspace) -> None:
+    bad = AddPushSource(source_name="s", read=ReadStepCsv(), merge=MergeStrategyAppend())
+    snapshot = DatasetSnapshot(
+        name="x", kind=DatasetKind.ROOT, metadata=(SetInfo(description="d"), bad)
+    )
+    with pytest.raises(ValidationError, match=r"^metadata\[1\] \(AddPushSource.read.schema\)"):
+        ws.create_dataset(snapshot)
+    assert ws.list_datasets() == []
