@@ -11,7 +11,7 @@ import yaml
 
 from coordinator.output import OutputFormat, render_document, render_rows
 
-ROWS = [
+ROWS: list[dict[str, object]] = [
     {"name": "a", "when": datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "n": 1, "extra": "x"},
     {"name": "b[red]", "when": None, "n": None, "extra": "y"},
 ]
