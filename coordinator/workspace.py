@@ -125,6 +125,7 @@ class Workspace:
         when = system_time if system_time is not None else datetime.now(UTC)
         check_snapshot_chain(seed, events, when)
         self.datasets_dir.mkdir(parents=True, exist_ok=True)
+        self.clean_leftovers()
         staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{secrets.token_hex(6)}"
         key_path = self._key_path(dataset_id)
         try:

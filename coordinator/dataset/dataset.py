@@ -75,8 +75,8 @@ class Dataset:
         head = self.head()
         if self._state is not None and self._state.head == head:
             return self._state
-        state = state_cache.compute(self.chain, head)
-        if state.head != (self._state.head if self._state else None):
+        state, cache_current = state_cache.compute(self.chain, head)
+        if not cache_current:
             state_cache.save(self.chain, state)
         self._state = state
         return state

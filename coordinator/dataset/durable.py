@@ -37,28 +37,34 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_and_sync(path: Path, data: bytes) -> None:
+def _write_file(path: Path, data: bytes, *, sync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
+def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; durably unless ``sync`` is false.
+
+    Without ``sync`` the file is still never seen half-written, but may be lost (or be
+    empty after a power loss): only for caches that are checked when read.
+    """
     tmp = pending_name(path)
     try:
-        _write_and_sync(tmp, data)
+        _write_file(tmp, data, sync=sync)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
 
 
 def write_new(path: Path, data: bytes) -> bool:

@@ -38,7 +38,7 @@ def save(chain: MetadataChain, state: DatasetState) -> None:
     }
     try:
         chain.layout.private_dir.mkdir(exist_ok=True)
-        durable.write_atomic(chain.layout.state_cache_path, json.dumps(doc).encode())
+        durable.write_atomic(chain.layout.state_cache_path, json.dumps(doc).encode(), sync=False)
     except OSError as e:
         log.debug("could not save the state cache", error=str(e))
 
@@ -73,13 +73,20 @@ def _replay(
     )
 
 
-def compute(chain: MetadataChain, head: Multihash | None) -> DatasetState:
-    """The state as of ``head``: from the cache plus newer blocks, or by a full fold."""
+def compute(chain: MetadataChain, head: Multihash | None) -> tuple[DatasetState, bool]:
+    """The state as of ``head`` and whether the saved cache was already at ``head``.
+
+    Uses the cache plus the blocks added since it was saved, or else folds the whole chain.
+    """
     if head is None:
-        return DatasetState()
+        return DatasetState(), True
     cached = load(chain)
     if cached is not None and cached.head == head:
-        return cached
+        return cached, True
+    return _catch_up(chain, head, cached), False
+
+
+def _catch_up(chain: MetadataChain, head: Multihash, cached: DatasetState | None) -> DatasetState:
     newer: list[tuple[Multihash, MetadataBlock]] = []
     for h, block in chain.iter_blocks(head):
         if cached is not None and block.sequence_number <= cached.sequence_number:
