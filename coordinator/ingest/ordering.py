@@ -47,9 +47,10 @@ def write_sorted(
     sink: RestartableSink,
     spill_dir: Path,
     *,
-    run_bytes: int = RUN_BYTES,
+    run_bytes: int | None = None,
 ) -> None:
     """Write ``batches`` to ``sink`` stably sorted by ``key`` (ascending, no NULLs)."""
+    run_bytes = RUN_BYTES if run_bytes is None else run_bytes
     it = iter(batches)
     last: int | None = None
     for batch in it:
