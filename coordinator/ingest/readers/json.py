@@ -112,7 +112,7 @@ class NdJsonReader:
         if self.schema is None:
             return self._inferred()
         read_schema = pa.schema(
-            [pa.field(f.name, pa.string()) if is_temporal(f.type) else f for f in self.schema]
+            [pa.field(f.name, pa.string() if is_temporal(f.type) else f.type) for f in self.schema]
         )
         parse = pajson.ParseOptions(explicit_schema=read_schema, unexpected_field_behavior="ignore")
         try:
