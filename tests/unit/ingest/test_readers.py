@@ -216,7 +216,8 @@ def test_ndjson_with_schema(tmp_path: Path) -> None:
         '{"city": "A", "population": 1000, "event_time": "2022-09-25 01:02:03", "extra": 1}\n'
         "\n"
         '{"city": "B", "population": 2000, "event_time": "2022-09-25T01:02:03-01:00"}\n'
-        '{"city": "C", "population": 3000, "event_time": "2022-09-25T01:02:03Z", "date": "2022-09-25"}\n'
+        '{"city": "C", "population": 3000, "event_time": "2022-09-25T01:02:03Z",'
+        ' "date": "2022-09-25"}\n'
     )
     step = ReadStepNdJson(
         schema=(
@@ -317,7 +318,7 @@ def test_json_bad_input(tmp_path: Path, doc: Any, sub_path: str | None, message:
     assert message in str(e.value)
 
 
-# --- GeoJson / NdGeoJson / Shapefile -----------------------------------------------------------------
+# --- GeoJson / NdGeoJson / Shapefile -------------------------------------------------------------
 
 SQUARE = {
     "type": "Polygon",
@@ -354,7 +355,8 @@ def test_geojson(tmp_path: Path) -> None:
         "id": 0,
         "zipcode": "00101",
         "name": "A",
-        "geometry": '{"coordinates":[[[0.0,0.0],[10.0,0.0],[10.0,10.0],[0.0,10.0],[0.0,0.0]]],"type":"Polygon"}',
+        "geometry": '{"coordinates":[[[0.0,0.0],[10.0,0.0],[10.0,10.0],[0.0,10.0],[0.0,0.0]]],'
+        '"type":"Polygon"}',
     }
     assert records[1]["geometry"] == '{"coordinates":[20.0,1],"type":"Point"}'
     schema, _ = read(ReadStepGeoJson(), doc)
@@ -428,7 +430,7 @@ def test_shapefile(tmp_path: Path) -> None:
 
 def test_shapefile_bad_input(tmp_path: Path) -> None:
     with pytest.raises(
-        ReadError, match="expected exactly one .shp file matching 'x/\\*.shp', found: none"
+        ReadError, match=re.escape("expected exactly one .shp file matching 'x/*.shp', found: none")
     ):
         read(ReadStepEsriShapefile(sub_path="x/*.shp"), make_shapefile_zip(tmp_path))
     with pytest.raises(ReadError, match="must be given as a ZIP archive"):
