@@ -63,7 +63,9 @@ class CommitItem:
 
 @dataclass(frozen=True, slots=True)
 class _Move:
-    src: Path
+    """Store ``src`` as ``dst``; with no ``src``, ``dst`` must already be stored."""
+
+    src: Path | None
     dst: Path
 
 
@@ -208,7 +210,7 @@ def _check_one(
 
     if src is None:
         if dst.exists():
-            return []
+            return [_Move(None, dst)]
         raise StagedFileError(f"no file given and {dst.name} is not stored yet", path=where)
     actual_size = src.stat().st_size
     if actual_size != size:
@@ -256,14 +258,18 @@ def write_transaction(
     moves: list[_Move],
 ) -> None:
     """Steps 4-8 of a commit: journal, objects, blocks, head, journal removal."""
-    for d in (layout.blocks_dir, layout.data_dir, layout.checkpoints_dir, layout.refs_dir):
+    for d in layout.public_dirs():
         d.mkdir(parents=True, exist_ok=True)
+    for m in moves:
+        if m.src is None and not m.dst.exists():  # e.g. an orphan that recovery removed
+            raise StagedFileError(f"{m.dst.name} is not stored and no file was given")
     new_head = blocks[-1][0]
-    created = {m.dst for m in moves if not m.dst.exists()}
+    created = {m.dst for m in moves if m.src is not None and not m.dst.exists()}
     created |= {layout.block_path(h) for h, _ in blocks if not layout.block_path(h).exists()}
     _write_journal(layout, new_head, sorted(created))
     for m in moves:
-        durable.move_in(m.src, m.dst)
+        if m.src is not None:
+            durable.move_in(m.src, m.dst)
     for h, data in blocks:
         durable.write_new(layout.block_path(h), data)
     durable.write_atomic(layout.head_ref_path, new_head.to_multibase().encode("ascii"))
