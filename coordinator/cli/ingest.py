@@ -29,8 +29,9 @@ from rich.progress import (
 )
 
 from common.odf.errors import ValidationError
+from coordinator.engine import EngineMounts, workspace_engines
+from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.ingest.context import IngestResult
-from coordinator.ingest.preprocess import RawQueryEngineProvider
 from coordinator.ingest.progress import NO_PROGRESS, ProgressTask
 from coordinator.ingest.progress import Progress as IngestProgress
 from coordinator.ingest.push import push_ingest
@@ -61,10 +62,12 @@ def register(subparsers: Any) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     event_time = _event_time(args.event_time)
-    dataset = Workspace.find().open_dataset(args.name)
+    ws = Workspace.find()
+    dataset = ws.open_dataset(args.name)
     if args.files.count(STDIN) > 1:
         raise ValidationError("stdin (-) can be given only once", path="FILE")
-    with terminal_progress() as progress:
+    mounts = EngineMounts.of([], [dataset.layout.staging_root])
+    with terminal_progress() as progress, workspace_engines(ws.odf_dir, mounts) as engines:
         for file in args.files:
             with _local_file(file) as (path, shown):
                 result = push_ingest(
@@ -74,16 +77,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                     source_name=args.source_name,
                     input_format=args.input_format,
                     event_time=event_time,
-                    engines=configured_engines(),
+                    engines=RawQueryEngines(engines),
                     progress=progress,
                 )
             print(describe(result, shown))
     return 0
-
-
-def configured_engines() -> RawQueryEngineProvider | None:
-    """The engines that run preprocess queries (none until engine provisioning is wired)."""
-    return None
 
 
 def describe(result: IngestResult, source: str) -> str:

@@ -1,8 +1,10 @@
 """``odf pull NAME... | --all``: bring datasets up to date.
 
-Root datasets run their polling source until it is exhausted (one commit per fetched slice).
-What pulling means depends on the dataset kind: ``PULLERS`` maps each kind to its function,
-so the derivative branch (running transformations) plugs in there.
+Root datasets run their polling source until it is exhausted (one commit per fetched slice);
+derivative datasets run transformations until their inputs are fully processed (bounded
+transactions). What pulling means depends on the dataset kind: ``PULLERS`` maps each kind to
+its function. Datasets are pulled in dependency order (inputs first); ``--recursive`` also
+pulls everything upstream. One engine serves the whole command (started on first use).
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ from typing import Any
 
 from common.odf.errors import OdfError, ValidationError
 from common.odf.fragments import DatasetKind
-from coordinator.cli.ingest import configured_engines, describe, terminal_progress
+from coordinator.cli.ingest import describe, terminal_progress
 from coordinator.dataset import Dataset
+from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.ingest.polling import pull_root
 from coordinator.ingest.progress import Progress
+from coordinator.transform.executor import TransactionResult
+from coordinator.transform.graph import dependency_order
+from coordinator.transform.plan import UpToDate
+from coordinator.transform.runner import Transformer, workspace_resolver, workspace_transformer
 from coordinator.workspace import Workspace
 
 
@@ -25,6 +32,8 @@ from coordinator.workspace import Workspace
 class PullOptions:
     fetch_uncacheable: bool
     progress: Progress
+    transformer: Transformer
+    """Runs transformations, and holds the command's engines (also for preprocess queries)."""
 
 
 Puller = Callable[[Dataset, PullOptions], Iterator[str]]
@@ -35,6 +44,12 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("pull", help="update datasets from their sources")
     p.add_argument("names", nargs="*", metavar="NAME", help="datasets to pull")
     p.add_argument("--all", action="store_true", help="pull every dataset in the workspace")
+    p.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="also pull the datasets the named ones depend on (inputs first)",
+    )
     p.add_argument(
         "--fetch-uncacheable",
         action="store_true",
@@ -47,10 +62,12 @@ def cmd_pull(args: argparse.Namespace) -> int:
     ws = Workspace.find()
     if args.all == bool(args.names):
         raise ValidationError("give dataset names or --all (not both)", path="NAME")
-    datasets = ws.list_datasets() if args.all else [ws.open_dataset(n) for n in args.names]
-    datasets.sort(key=lambda d: d.state().kind is not DatasetKind.ROOT)
-    with terminal_progress() as progress:
-        options = PullOptions(fetch_uncacheable=args.fetch_uncacheable, progress=progress)
+    selected = ws.list_datasets() if args.all else [ws.open_dataset(n) for n in args.names]
+    datasets = dependency_order(selected, workspace_resolver(ws), recursive=args.recursive)
+    with terminal_progress() as progress, workspace_transformer(ws, datasets) as transformer:
+        options = PullOptions(
+            fetch_uncacheable=args.fetch_uncacheable, progress=progress, transformer=transformer
+        )
         for dataset in datasets:
             for line in pull_dataset(dataset, options):
                 print(line)
@@ -69,17 +86,32 @@ def pull_root_dataset(dataset: Dataset, options: PullOptions) -> Iterator[str]:
     for result in pull_root(
         dataset,
         fetch_uncacheable=options.fetch_uncacheable,
-        engines=configured_engines(),
+        engines=RawQueryEngines(options.transformer.engines),
         progress=options.progress,
     ):
         yield describe(result, "the polling source")
 
 
 def pull_derivative_dataset(dataset: Dataset, options: PullOptions) -> Iterator[str]:
-    del options
-    raise OdfError(
-        f"dataset {dataset.alias!r} is derivative: pulling derivative datasets"
-        " (running transformations) is not available yet"
+    for step in options.transformer.steps(dataset):
+        if isinstance(step, UpToDate):
+            yield f"{dataset.alias}: {step.reason}"
+        else:
+            yield describe_transaction(dataset.alias, step)
+
+
+def describe_transaction(name: str, t: TransactionResult) -> str:
+    data = t.event.new_data
+    if data is None:
+        records = "no new records"
+    else:
+        o = data.offset_interval
+        records = f"{t.output_records} records (offsets {o.start}..{o.end})"
+    mark = t.event.new_watermark
+    watermark = mark.isoformat() if mark else "none"
+    return (
+        f"{name}: {records} from {t.input_records} input records,"
+        f" watermark {watermark} (head {t.head})"
     )
 
 

@@ -11,7 +11,9 @@ from common.odf.events import SetTransform
 from common.odf.snapshot import DatasetSnapshot
 from common.serde.yaml_codec import load_snapshots
 from coordinator.dataset import Dataset
+from coordinator.engine import workspace_engines
 from coordinator.output import add_output_format_argument, render_rows
+from coordinator.transform.creation import TransformCreation
 from coordinator.workspace import Workspace
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml")
@@ -55,12 +57,14 @@ def cmd_add(args: argparse.Namespace) -> int:
     ws = Workspace.find()
     sources = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
     origin = {id(s): f for f, s in sources}
-    for snapshot in creation_order([s for _, s in sources]):
-        try:
-            ds = ws.create_dataset(snapshot)
-        except ValidationError as e:
-            raise ValidationError(e.reason, path=f"{origin[id(snapshot)]}: {e.path}") from None
-        print(f"added {ds.alias} ({ds.id})")
+    with workspace_engines(ws.odf_dir) as engines:
+        creation = TransformCreation(ws, engines)  # pins and validates derivative transforms
+        for snapshot in creation_order([s for _, s in sources]):
+            try:
+                ds = ws.create_dataset(creation.prepare(snapshot))
+            except ValidationError as e:
+                raise ValidationError(e.reason, path=f"{origin[id(snapshot)]}: {e.path}") from None
+            print(f"added {ds.alias} ({ds.id})")
     return 0
 
 

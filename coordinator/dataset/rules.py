@@ -178,7 +178,9 @@ def _advances_something(state: DatasetState, event: DataEvent) -> bool:
         previous = state.last_data_event
         prev_source_state = previous.new_source_state if isinstance(previous, AddData) else None
         return event.new_source_state != prev_source_state
-    return False
+    # RFC-014: a transaction that consumed input blocks records that progress, even when the
+    # engine produced no records and no new watermark (e.g. every input row was filtered out).
+    return any(i.new_block_hash is not None for i in event.query_inputs)
 
 
 def _validate_query_inputs(state: DatasetState, event: ExecuteTransform) -> None:

@@ -1,0 +1,203 @@
+"""The workspace configuration file ``.odf/config.yaml``: which engine runs transformations.
+
+Every key is optional; a missing file means the defaults (the embedded engine)::
+
+    engine:
+      provider: embedded          # embedded | container | remote
+      image: localhost/odf-engine-spark:latest   # container: a tag or repo@sha256:<digest>
+      address: 127.0.0.1:2884     # remote: host:port, or unix:/path/to/socket
+      master: local[2]            # embedded and container: the Spark master
+      driverMemory: 2g            # embedded and container: Spark driver memory
+      startTimeout: 300           # seconds for an engine to become ready
+    transform:
+      exchange: arrow             # arrow (memory-mapped Arrow IPC files) | parquet
+      maxInputRecords: 1000000    # input records per transaction, per input (batches)
+
+Errors name the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common.odf.errors import ValidationError
+from common.serde import yaml_document
+
+CONFIG_FILE = "config.yaml"
+DEFAULT_IMAGE = "localhost/odf-engine-spark:latest"
+DEFAULT_START_TIMEOUT_S = 300.0
+DEFAULT_MAX_INPUT_RECORDS = 1_000_000
+
+
+class EngineProviderKind(enum.Enum):
+    EMBEDDED = "embedded"
+    """``python -m engine_spark`` started by the coordinator on a private Unix socket."""
+    CONTAINER = "container"
+    """The engine image, run through the ``docker`` SDK (Docker, or Podman's socket)."""
+    REMOTE = "remote"
+    """An engine already running at ``address``."""
+
+
+class ExchangeFormat(enum.Enum):
+    ARROW = "arrow"
+    """Input slices are written as Arrow IPC files, which the engine memory-maps."""
+    PARQUET = "parquet"
+    """The engine reads the inputs' Parquet data files directly."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    provider: EngineProviderKind = EngineProviderKind.EMBEDDED
+    image: str = DEFAULT_IMAGE
+    address: str | None = None
+    master: str = "local[2]"
+    driver_memory: str | None = None
+    start_timeout: float = DEFAULT_START_TIMEOUT_S
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformConfig:
+    exchange: ExchangeFormat = ExchangeFormat.ARROW
+    max_input_records: int = DEFAULT_MAX_INPUT_RECORDS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkspaceConfig:
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    transform: TransformConfig = field(default_factory=TransformConfig)
+
+
+def config_path(odf_dir: Path) -> Path:
+    return odf_dir / CONFIG_FILE
+
+
+def load_config(odf_dir: Path) -> WorkspaceConfig:
+    """The configuration of the workspace whose ``.odf`` directory is ``odf_dir``."""
+    path = config_path(odf_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return WorkspaceConfig()
+    return parse_config(text, source=str(path))
+
+
+def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
+    """Parse the YAML text of a configuration file (empty text: the defaults)."""
+    if not text.strip():
+        return WorkspaceConfig()
+    document = yaml_document.load_one(text, source)
+    try:
+        return _workspace_config(document.value)
+    except ValidationError as e:
+        raise document.locate(e) from None
+
+
+def _workspace_config(value: Any) -> WorkspaceConfig:
+    top = _mapping(value, "", ("engine", "transform"))
+    return WorkspaceConfig(
+        engine=_engine_config(top.get("engine")),
+        transform=_transform_config(top.get("transform")),
+    )
+
+
+_ENGINE_KEYS = ("provider", "image", "address", "master", "driverMemory", "startTimeout")
+
+
+def _engine_config(value: Any) -> EngineConfig:
+    if value is None:
+        return EngineConfig()
+    m = _mapping(value, "engine", _ENGINE_KEYS)
+    default = EngineConfig()
+    provider = _enum(m, "engine", "provider", EngineProviderKind, default.provider)
+    address = _string(m, "engine", "address", None)
+    if provider is EngineProviderKind.REMOTE and not address:
+        raise ValidationError("is required when provider is remote", path="engine.address")
+    return EngineConfig(
+        provider=provider,
+        image=_string(m, "engine", "image", default.image) or default.image,
+        address=address,
+        master=_string(m, "engine", "master", default.master) or default.master,
+        driver_memory=_string(m, "engine", "driverMemory", None),
+        start_timeout=_positive(m, "engine", "startTimeout", default.start_timeout),
+    )
+
+
+def _transform_config(value: Any) -> TransformConfig:
+    if value is None:
+        return TransformConfig()
+    m = _mapping(value, "transform", ("exchange", "maxInputRecords"))
+    default = TransformConfig()
+    return TransformConfig(
+        exchange=_enum(m, "transform", "exchange", ExchangeFormat, default.exchange),
+        max_input_records=int(
+            _positive(m, "transform", "maxInputRecords", default.max_input_records, integer=True)
+        ),
+    )
+
+
+# --- typed access to plain values ----------------------------------------------------------------
+
+
+def _mapping(value: Any, path: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValidationError(f"expected a mapping, got {_kind(value)}", path=path or None)
+    for key in value:
+        if key not in keys:
+            raise ValidationError(
+                f"unknown key (expected one of: {', '.join(keys)})", path=_join(path, key)
+            )
+    return value
+
+
+def _string(m: dict[str, Any], path: str, key: str, default: str | None) -> str | None:
+    value = m.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValidationError(f"expected a string, got {_kind(value)}", path=_join(path, key))
+    return value
+
+
+def _enum(m: dict[str, Any], path: str, key: str, cls: type[Any], default: Any) -> Any:
+    value = _string(m, path, key, None)
+    if value is None:
+        return default
+    try:
+        return cls(value)
+    except ValueError:
+        allowed = " | ".join(e.value for e in cls)
+        raise ValidationError(f"{value!r} is not one of {allowed}", path=_join(path, key)) from None
+
+
+def _positive(
+    m: dict[str, Any], path: str, key: str, default: float, *, integer: bool = False
+) -> float:
+    value = m.get(key)
+    if value is None:
+        return default
+    ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok_type:
+        wanted = "an integer" if integer else "a number"
+        raise ValidationError(f"expected {wanted}, got {_kind(value)}", path=_join(path, key))
+    if value <= 0:
+        raise ValidationError(f"must be positive, got {value}", path=_join(path, key))
+    return float(value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {value}"
+    if isinstance(value, int | float):
+        return f"number {value}"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key

@@ -1,0 +1,34 @@
+"""Engines for the coordinator: provisioning (embedded, container, remote) and the gRPC client.
+
+Public API: ``EngineProvider`` (and ``provider_from_config``), ``EngineSession`` (the engines
+of one command), ``EngineClient`` (``execute_transform``, ``execute_raw_query``,
+``validate_query``, ``migrate_query``), ``EngineMounts`` and the errors in
+``coordinator.engine.errors``.
+"""
+
+from coordinator.engine.client import EngineClient
+from coordinator.engine.errors import (
+    EngineContractError,
+    EngineError,
+    EngineInternalError,
+    EngineInvalidQueryError,
+    EngineUnavailableError,
+    EngineVersionError,
+)
+from coordinator.engine.factory import provider_from_config, workspace_engines
+from coordinator.engine.provider import EngineMounts, EngineProvider, EngineSession
+
+__all__ = [
+    "EngineClient",
+    "EngineContractError",
+    "EngineError",
+    "EngineInternalError",
+    "EngineInvalidQueryError",
+    "EngineMounts",
+    "EngineProvider",
+    "EngineSession",
+    "EngineUnavailableError",
+    "EngineVersionError",
+    "provider_from_config",
+    "workspace_engines",
+]

@@ -1,0 +1,250 @@
+"""``EngineClient``: the coordinator's side of the engine gRPC protocol.
+
+Every RPC is server-streaming and carries one FlatBuffers buffer per message. The client sends
+one request and reads the stream as the reference coordinator does: ``Progress`` messages are
+skipped, the first terminal message ends the call (the rest of the stream is not drained),
+``InvalidQuery`` and ``InternalError`` become ``EngineInvalidQueryError`` and
+``EngineInternalError``, and a stream that ends without a terminal message, an undecodable
+message or a gRPC error (the engine crashed, the connection broke) is an ``EngineError``.
+Calls have no deadline: a transaction may legitimately run for a long time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import grpc
+import structlog
+
+from common.engine_rpc import engine_pb2, engine_pb2_grpc
+from common.odf import engine_protocol as ep
+from common.odf.errors import OdfError
+from common.serde import flatbuffers_codec as codec
+from coordinator.engine.errors import (
+    EngineError,
+    EngineInternalError,
+    EngineInvalidQueryError,
+    EngineUnavailableError,
+)
+
+log = structlog.get_logger(__name__)
+
+Req = TypeVar("Req")
+Ok = TypeVar("Ok")
+
+_HEALTH_POLL_S = 0.2
+_ENGINE_SERVICE = "engine.Engine"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rpc(Generic[Req, Ok]):
+    """One RPC: its name, stub method, envelope and the classes of its responses."""
+
+    name: str
+    method: Callable[[engine_pb2_grpc.EngineStub], Any]
+    envelope: Callable[..., Any]
+    encode: Callable[[Req], bytes]
+    decode: Callable[[bytes], Any]
+    success: type[Ok]
+    progress: type | None
+    invalid_query: type
+    internal_error: type
+
+
+_TRANSFORM: _Rpc[ep.TransformRequest, ep.TransformResponseSuccess] = _Rpc(
+    "ExecuteTransform",
+    lambda s: s.ExecuteTransform,
+    engine_pb2.TransformRequest,
+    codec.encode_transform_request,
+    codec.decode_transform_response,
+    ep.TransformResponseSuccess,
+    ep.TransformResponseProgress,
+    ep.TransformResponseInvalidQuery,
+    ep.TransformResponseInternalError,
+)
+_RAW_QUERY: _Rpc[ep.RawQueryRequest, ep.RawQueryResponseSuccess] = _Rpc(
+    "ExecuteRawQuery",
+    lambda s: s.ExecuteRawQuery,
+    engine_pb2.RawQueryRequest,
+    codec.encode_raw_query_request,
+    codec.decode_raw_query_response,
+    ep.RawQueryResponseSuccess,
+    ep.RawQueryResponseProgress,
+    ep.RawQueryResponseInvalidQuery,
+    ep.RawQueryResponseInternalError,
+)
+_VALIDATE: _Rpc[ep.ValidateQueryRequest, ep.ValidateQueryResponseSuccess] = _Rpc(
+    "ValidateQuery",
+    lambda s: s.ValidateQuery,
+    engine_pb2.ValidateQueryRequest,
+    codec.encode_validate_query_request,
+    codec.decode_validate_query_response,
+    ep.ValidateQueryResponseSuccess,
+    None,
+    ep.ValidateQueryResponseInvalidQuery,
+    ep.ValidateQueryResponseInternalError,
+)
+_MIGRATE: _Rpc[ep.MigrateQueryRequest, ep.MigrateQueryResponseSuccess] = _Rpc(
+    "MigrateQuery",
+    lambda s: s.MigrateQuery,
+    engine_pb2.MigrateQueryRequest,
+    codec.encode_migrate_query_request,
+    codec.decode_migrate_query_response,
+    ep.MigrateQueryResponseSuccess,
+    None,
+    ep.MigrateQueryResponseInvalidQuery,
+    ep.MigrateQueryResponseInternalError,
+)
+
+
+class EngineClient:
+    """A connection to one engine (``target``: ``host:port`` or ``unix:/path``)."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        description: str | None = None,
+        after_call: Callable[[], None] | None = None,
+    ) -> None:
+        self.target = target
+        self.description = description or f"engine at {target}"
+        self._after_call = after_call
+        """Run after every call (a container engine hands its output files to the host user)."""
+        self._channel = grpc.insecure_channel(target)
+        self._stub = engine_pb2_grpc.EngineStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> EngineClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- operations ---------------------------------------------------------------------------
+
+    def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:
+        return self._call(_TRANSFORM, request)
+
+    def execute_raw_query(self, request: ep.RawQueryRequest) -> ep.RawQueryResponseSuccess:
+        return self._call(_RAW_QUERY, request)
+
+    def validate_query(self, request: ep.ValidateQueryRequest) -> ep.ValidateQueryResponseSuccess:
+        return self._call(_VALIDATE, request)
+
+    def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess:
+        return self._call(_MIGRATE, request)
+
+    # --- readiness ----------------------------------------------------------------------------
+
+    def wait_until_ready(
+        self, timeout: float, *, failed: Callable[[], str | None] = lambda: None
+    ) -> float:
+        """Wait until the engine serves (its SparkSession is up); returns the seconds waited.
+
+        ``failed`` reports why the engine can no longer become ready (its process or
+        container exited), which ends the wait at once. Uses the gRPC health service when
+        the engine has one, else waits for the channel to connect.
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        check = _health_check(self._channel)
+        while True:
+            reason = failed()
+            if reason is not None:
+                raise EngineUnavailableError(f"{self.description} {reason}")
+            if check():
+                return time.monotonic() - started
+            if time.monotonic() >= deadline:
+                raise EngineUnavailableError(
+                    f"{self.description} did not become ready within {timeout:.0f} s"
+                )
+            time.sleep(_HEALTH_POLL_S)
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _call(self, rpc: _Rpc[Req, Ok], request: Req) -> Ok:
+        envelope = rpc.envelope(flatbuffer=rpc.encode(request))
+        stream: Any = rpc.method(self._stub)(envelope)
+        try:
+            return self._read_stream(rpc, stream)
+        except grpc.RpcError as e:
+            raise EngineError(
+                f"{rpc.name} failed: {self.description}: {_status(e)}"
+                " (the engine crashed or the connection broke)"
+            ) from None
+        finally:
+            stream.cancel()
+            if self._after_call is not None:
+                self._after_call()
+
+    def _read_stream(self, rpc: _Rpc[Req, Ok], stream: Iterator[Any]) -> Ok:
+        for message in stream:
+            try:
+                response = rpc.decode(message.flatbuffer)
+            except OdfError as e:
+                raise EngineError(f"{rpc.name}: undecodable response from the engine: {e}") from e
+            if rpc.progress is not None and isinstance(response, rpc.progress):
+                continue
+            if isinstance(response, rpc.success):
+                return response
+            if isinstance(response, rpc.invalid_query):
+                raise EngineInvalidQueryError(_field(response, "message"))
+            if isinstance(response, rpc.internal_error):
+                backtrace = _field(response, "backtrace") or None
+                log.debug("engine.backtrace", rpc=rpc.name, backtrace=backtrace)
+                raise EngineInternalError(
+                    f"{rpc.name}: engine error: {_field(response, 'message')}", backtrace=backtrace
+                )
+            raise EngineError(f"{rpc.name}: unexpected response {type(response).__name__}")
+        raise EngineError(
+            f"{rpc.name}: {self.description} did not transmit Success or Error in the response"
+            " stream"
+        )
+
+
+def _field(response: object, name: str) -> str:
+    return str(getattr(response, name, None) or "")
+
+
+def _status(e: grpc.RpcError) -> str:
+    """``CODE: details`` of a failed call (gRPC errors raised by calls are also ``grpc.Call``)."""
+    call: Any = e
+    code = call.code() if hasattr(call, "code") else None
+    details = call.details() if hasattr(call, "details") else str(e)
+    name = code.name if code is not None else "error"
+    return f"{name}: {' '.join(str(details).split())}"
+
+
+def _health_check(channel: grpc.Channel) -> Callable[[], bool]:
+    """A function telling whether the engine serves: health SERVING, or a connected channel."""
+    try:
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+    except ImportError:  # the coordinator does not need the health package: connect only
+        return lambda: _channel_connects(channel)
+    stub = health_pb2_grpc.HealthStub(channel)
+    serving = health_pb2.HealthCheckResponse.SERVING
+
+    def check() -> bool:
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=_ENGINE_SERVICE), timeout=2.0)
+        except grpc.RpcError as e:
+            # An engine without the health service is ready once it answers at all.
+            call: Any = e
+            return hasattr(call, "code") and call.code() is grpc.StatusCode.UNIMPLEMENTED
+        return bool(reply.status == serving)
+
+    return check
+
+
+def _channel_connects(channel: grpc.Channel) -> bool:
+    try:
+        grpc.channel_ready_future(channel).result(timeout=1.0)
+    except grpc.FutureTimeoutError:
+        return False
+    return True

@@ -1,0 +1,249 @@
+"""The engine image in a container, through the ``docker`` SDK (Docker or Podman's socket).
+
+- The image is selected by digest: a configured tag is resolved to ``repository@sha256:...``
+  when a transform is created, that reference is pinned in ``SetTransform.version``, and every
+  transaction runs exactly the pinned image (never whatever the tag points to now).
+- One container per command, kept warm for all its transactions. It has no network at all
+  (``network_mode: none``): gRPC goes over a Unix socket in a mounted private directory.
+- Requests name files by their host paths, and each directory the engine needs is mounted at
+  the same path: inputs read-only, output (staging) directories writable.
+- Containers are labelled with the coordinator's pid; those of dead coordinators (killed
+  commands) are removed the next time an engine is started.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import structlog
+
+from common.odf.errors import OdfError
+from common.testing.containers import Runtime, connect
+from coordinator.engine.client import EngineClient
+from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
+from coordinator.engine.provider import EngineMounts
+
+log = structlog.get_logger(__name__)
+
+SOCKET_DIR_IN_CONTAINER = "/run/odf-engine"
+SOCKET_NAME = "engine.sock"
+STOP_TIMEOUT_S = 20
+LABEL = "io.odf-py.engine"
+LABEL_PID = "io.odf-py.coordinator-pid"
+LABEL_HOST = "io.odf-py.coordinator-host"
+DIGEST_MARK = "@sha256:"
+_LOG_TAIL_LINES = 30
+
+
+def is_pinned_reference(ref: str) -> bool:
+    """Whether ``ref`` names an image by digest (``repo@sha256:...`` or an image id)."""
+    return DIGEST_MARK in ref or ref.startswith("sha256:")
+
+
+def pinned_reference(ref: str, attrs: dict[str, Any]) -> str:
+    """The digest reference of an image found as ``ref`` (pure, from its inspect data)."""
+    if is_pinned_reference(ref):
+        return ref
+    repository = _repository(ref)
+    digests = [str(d) for d in attrs.get("RepoDigests") or ()]
+    for d in digests:
+        if d.split("@", 1)[0] == repository:
+            return d
+    if digests:
+        return digests[0]
+    image_id = str(attrs.get("Id") or "")
+    if not image_id.startswith("sha256:"):
+        raise EngineUnavailableError(f"engine image {ref!r} has no digest and no image id")
+    return image_id
+
+
+def _repository(ref: str) -> str:
+    """``host/repo:tag`` -> ``host/repo`` (a port in the host part is not a tag)."""
+    name, _, tag = ref.rpartition(":")
+    return name if name and "/" not in tag else ref
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContainerEngineProvider:
+    image: str
+    master: str = "local[2]"
+    driver_memory: str | None = None
+    start_timeout: float = 300.0
+
+    @property
+    def kind(self) -> str:
+        return "container"
+
+    @cached_property
+    def runtime(self) -> Runtime:
+        try:
+            return connect()
+        except OdfError as e:
+            raise EngineUnavailableError(f"container engine: {e}") from None
+
+    def resolve_version(self) -> str:
+        """The configured image as ``repository@sha256:<digest>``."""
+        return pinned_reference(self.image, self._inspect(self.image))
+
+    def check_version(self, version: str | None) -> None:
+        if version is not None and not is_pinned_reference(version):
+            raise EngineVersionError(
+                f"the transform is pinned to engine {version!r}, which is not an image digest;"
+                " it was created with the embedded engine (provider: embedded)"
+            )
+
+    @contextmanager
+    def engine(self, version: str | None, mounts: EngineMounts) -> Iterator[EngineClient]:
+        self.check_version(version)
+        ref = version if version is not None else self.resolve_version()
+        self._inspect(ref)
+        _remove_orphans(self.runtime.client)
+        socket_dir = Path(tempfile.mkdtemp(prefix="odf-engine-"))
+        os.chmod(socket_dir, 0o777)  # the engine may run as another user than the coordinator
+        try:
+            with self._container(ref, mounts, socket_dir) as container:
+                client = EngineClient(
+                    f"unix:{socket_dir / SOCKET_NAME}",
+                    description=f"engine container {container.name} ({ref})",
+                    after_call=_chown_outputs(container, mounts),
+                )
+                with client:
+                    waited = client.wait_until_ready(
+                        self.start_timeout, failed=lambda: _exited(container)
+                    )
+                    log.info("engine.ready", provider="container", image=ref, seconds=waited)
+                    yield client
+        finally:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _inspect(self, ref: str) -> dict[str, Any]:
+        try:
+            attrs: dict[str, Any] = self.runtime.client.images.get(ref).attrs
+        except docker.errors.ImageNotFound:
+            raise EngineUnavailableError(
+                f"engine image {ref!r} is not in the container runtime at"
+                f" {self.runtime.base_url} (build it with scripts/build-images.sh, or pull it)"
+            ) from None
+        except docker.errors.DockerException as e:
+            raise EngineUnavailableError(f"cannot inspect engine image {ref!r}: {e}") from None
+        return attrs
+
+    @contextmanager
+    def _container(self, ref: str, mounts: EngineMounts, socket_dir: Path) -> Iterator[Any]:
+        for path in (*mounts.read_only, *mounts.read_write):
+            path.mkdir(parents=True, exist_ok=True)
+        volumes = {str(p): {"bind": str(p), "mode": "ro"} for p in mounts.read_only}
+        volumes |= {str(p): {"bind": str(p), "mode": "rw"} for p in mounts.read_write}
+        volumes[str(socket_dir)] = {"bind": SOCKET_DIR_IN_CONTAINER, "mode": "rw"}
+        command = [
+            "python",
+            "-m",
+            "engine_spark",
+            "--ports",
+            "",
+            "--unix-socket",
+            f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}",
+            "--master",
+            self.master,
+            *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
+        ]
+        name = f"odf-engine-{secrets.token_hex(5)}"
+        try:
+            container = self.runtime.client.containers.run(
+                ref,
+                command,
+                name=name,
+                detach=True,
+                network_mode="none",
+                volumes=volumes,
+                labels={
+                    LABEL: "1",
+                    LABEL_PID: str(os.getpid()),
+                    LABEL_HOST: socket.gethostname(),
+                },
+            )
+        except docker.errors.DockerException as e:
+            raise EngineUnavailableError(f"cannot start engine container from {ref}: {e}") from None
+        log.info("engine.started", provider="container", container=name, image=ref)
+        try:
+            yield container
+        finally:
+            _stop(container)
+
+
+def _exited(container: Any) -> str | None:
+    try:
+        container.reload()
+    except docker.errors.NotFound:
+        return "was removed before it was ready"
+    if container.status not in ("exited", "dead"):
+        return None
+    tail = container.logs(tail=_LOG_TAIL_LINES).decode(errors="replace")
+    code = container.attrs.get("State", {}).get("ExitCode")
+    return f"exited with code {code} before it was ready: {' '.join(tail.split())[-1500:]}"
+
+
+def _chown_outputs(container: Any, mounts: EngineMounts) -> Any:
+    """After each call, hand the engine's files to the coordinator's user (root engines)."""
+    if os.geteuid() == 0 or not mounts.read_write:
+        return None
+    owner = f"{os.geteuid()}:{os.getegid()}"
+    paths = [str(p) for p in mounts.read_write]
+
+    def chown() -> None:
+        container.exec_run(["chown", "-R", owner, *paths])
+
+    return chown
+
+
+def _stop(container: Any) -> None:
+    try:
+        container.stop(timeout=STOP_TIMEOUT_S)
+    except docker.errors.DockerException as e:
+        log.warning("engine.stop_failed", container=container.name, error=str(e))
+    try:
+        container.remove(force=True)
+    except docker.errors.DockerException as e:
+        log.warning("engine.remove_failed", container=container.name, error=str(e))
+    log.info("engine.stopped", provider="container", container=container.name)
+
+
+def _remove_orphans(client: docker.DockerClient) -> None:
+    """Remove engine containers left by coordinators on this host that no longer run."""
+    host = socket.gethostname()
+    try:
+        containers = client.containers.list(all=True, filters={"label": LABEL})
+    except docker.errors.DockerException:
+        return
+    for c in containers:
+        labels = c.labels or {}
+        pid = labels.get(LABEL_PID, "")
+        if labels.get(LABEL_HOST) != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        log.info("engine.remove_orphan", container=c.name, coordinator_pid=pid)
+        with suppress(docker.errors.DockerException):
+            c.remove(force=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,150 @@
+"""The embedded engine: ``python -m engine_spark`` as a child process of the coordinator.
+
+It listens on a Unix socket in a private temporary directory only (no TCP port), so no
+container runtime and no network are needed. The process is started once per command, is
+ready when its health service reports SERVING (its SparkSession is up), gets SIGTERM at the
+end (SIGKILL if it does not stop in time), and is killed by the kernel if the coordinator
+dies first (``PR_SET_PDEATHSIG``), so a killed command leaves no engine behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from coordinator.engine.client import EngineClient
+from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
+from coordinator.engine.provider import EngineMounts
+from coordinator.engine.version import embedded_engine_version, engine_package_dir
+
+log = structlog.get_logger(__name__)
+
+SOCKET_NAME = "engine.sock"
+LOG_NAME = "engine.log"
+STOP_TIMEOUT_S = 30.0
+_PR_SET_PDEATHSIG = 1
+_LOG_TAIL_CHARS = 1500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddedEngineProvider:
+    master: str = "local[2]"
+    driver_memory: str | None = None
+    start_timeout: float = 300.0
+
+    @property
+    def kind(self) -> str:
+        return "embedded"
+
+    def resolve_version(self) -> str:
+        return embedded_engine_version()
+
+    def check_version(self, version: str | None) -> None:
+        if version is None:
+            return
+        own = embedded_engine_version()
+        if version != own:
+            raise EngineVersionError(
+                f"the transform is pinned to engine {version!r}, but the embedded engine is"
+                f" {own!r}; run it with the engine it was pinned to (provider: container for"
+                " an image digest)"
+            )
+
+    @contextmanager
+    def engine(self, version: str | None, mounts: EngineMounts) -> Iterator[EngineClient]:
+        self.check_version(version)
+        workdir = Path(tempfile.mkdtemp(prefix="odf-engine-"))
+        try:
+            with self._process(workdir) as process:
+                client = EngineClient(
+                    f"unix:{workdir / SOCKET_NAME}",
+                    description=f"embedded engine (pid {process.pid})",
+                )
+                with client:
+                    waited = client.wait_until_ready(
+                        self.start_timeout, failed=lambda: _exited(process, workdir)
+                    )
+                    log.info("engine.ready", provider="embedded", pid=process.pid, seconds=waited)
+                    yield client
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    @contextmanager
+    def _process(self, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
+        args = [
+            sys.executable,
+            "-m",
+            "engine_spark",
+            "--ports",
+            "",
+            "--unix-socket",
+            str(workdir / SOCKET_NAME),
+            "--master",
+            self.master,
+            *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
+        ]
+        source_root = engine_package_dir().parent
+        path = os.pathsep.join(p for p in (str(source_root), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONPATH": path}
+        with open(workdir / LOG_NAME, "wb") as out:
+            try:
+                process = subprocess.Popen(
+                    args,
+                    cwd=workdir,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    preexec_fn=_die_with_parent,
+                )
+            except OSError as e:
+                raise EngineUnavailableError(f"cannot start the embedded engine: {e}") from e
+        log.info("engine.started", provider="embedded", pid=process.pid)
+        try:
+            yield process
+        finally:
+            _stop(process)
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL when the coordinator dies (Linux; a no-op elsewhere)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _exited(process: subprocess.Popen[bytes], workdir: Path) -> str | None:
+    if process.poll() is None:
+        return None
+    try:
+        tail = (workdir / LOG_NAME).read_text(errors="replace")[-_LOG_TAIL_CHARS:]
+    except OSError:
+        tail = ""
+    detail = f": {' '.join(tail.split())}" if tail.strip() else ""
+    return f"exited with code {process.returncode} before it was ready{detail}"
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        log.warning("engine.kill", pid=process.pid)
+        process.kill()
+        process.wait()
+    log.info("engine.stopped", provider="embedded", pid=process.pid, code=process.returncode)

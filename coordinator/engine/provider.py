@@ -1,0 +1,120 @@
+"""Engine provisioning behind one interface, and the engines of one command.
+
+An ``EngineProvider`` knows how to obtain an engine of a given (pinned) version: start it as
+a local process (embedded), run its image in a container, or connect to one that is already
+running (remote). ``EngineSession`` holds the engines of one command: each is started on first
+use, kept warm for every transaction of the command, and stopped when the command ends, so a
+command with nothing to do starts no engine at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import structlog
+
+from coordinator.engine.client import EngineClient
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineMounts:
+    """Host directories the engine reads (inputs) and writes (outputs).
+
+    Requests name files by their host paths; an engine in a container sees each directory at
+    the same path, read-only or writable. Local and remote engines ignore this.
+    """
+
+    read_only: tuple[Path, ...] = ()
+    read_write: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, read_only: Iterable[Path], read_write: Iterable[Path]) -> EngineMounts:
+        rw = _unique(read_write)
+        ro = tuple(p for p in _unique(read_only) if p not in rw)
+        return cls(read_only=ro, read_write=rw)
+
+
+def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(dict.fromkeys(p.resolve() for p in paths))
+
+
+class EngineProvider(Protocol):
+    """How to obtain an engine; see the module docstring."""
+
+    @property
+    def kind(self) -> str:
+        """``embedded``, ``container`` or ``remote``."""
+        ...
+
+    def resolve_version(self) -> str | None:
+        """The exact engine version new transforms are pinned to (``SetTransform.version``).
+
+        An image reference with its digest for containers, the engine build for the embedded
+        engine, ``None`` when it cannot be known (a remote engine).
+        """
+        ...
+
+    def check_version(self, version: str | None) -> None:
+        """Raise ``EngineVersionError`` unless this provider can run the pinned ``version``."""
+        ...
+
+    def engine(
+        self, version: str | None, mounts: EngineMounts
+    ) -> AbstractContextManager[EngineClient]:
+        """A ready engine of ``version`` (``None``: the provider's own), stopped on exit."""
+        ...
+
+
+class EngineSession:
+    """The engines of one command, started on demand (one per pinned version).
+
+    ``with EngineSession(provider, mounts) as engines: engines.get(version)``.
+    """
+
+    def __init__(self, provider: EngineProvider, mounts: EngineMounts | None = None) -> None:
+        self.provider = provider
+        self.mounts = mounts or EngineMounts()
+        self._stack = ExitStack()
+        self._engines: dict[str | None, EngineClient] = {}
+        self._default: str | None = None
+        self._default_resolved = False
+
+    def __enter__(self) -> EngineSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every engine this session started."""
+        self._engines.clear()
+        self._stack.close()
+
+    @property
+    def started(self) -> int:
+        """How many engines this session has started so far."""
+        return len(self._engines)
+
+    def get(self, version: str | None) -> EngineClient:
+        """The engine for transforms pinned to ``version`` (``None``: the provider's own)."""
+        if version is None:
+            version = self.default_version()
+        self.provider.check_version(version)
+        client = self._engines.get(version)
+        if client is None:
+            client = self._stack.enter_context(self.provider.engine(version, self.mounts))
+            self._engines[version] = client
+        return client
+
+    def default_version(self) -> str | None:
+        """The version the provider runs when none is pinned (resolved once per session)."""
+        if not self._default_resolved:
+            self._default = self.provider.resolve_version()
+            self._default_resolved = True
+        return self._default

@@ -1,0 +1,51 @@
+"""A remote engine: one already running at an address (for example next to a Spark cluster).
+
+The coordinator neither starts nor stops it. Requests name files by the coordinator's paths,
+so the engine must see the workspace at the same paths (a shared file system). What version
+it runs cannot be verified from here: new transforms are not pinned, and pinned ones run
+with a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import structlog
+
+from coordinator.engine.client import EngineClient
+from coordinator.engine.provider import EngineMounts
+
+log = structlog.get_logger(__name__)
+
+
+def grpc_target(address: str) -> str:
+    """A gRPC target: ``host:port`` and ``unix:/path`` as they are, a bare path as a socket."""
+    if address.startswith(("unix:", "dns:", "ipv4:", "ipv6:")) or not address.startswith("/"):
+        return address
+    return f"unix:{address}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteEngineProvider:
+    address: str
+    start_timeout: float = 300.0
+
+    @property
+    def kind(self) -> str:
+        return "remote"
+
+    def resolve_version(self) -> None:
+        return None
+
+    def check_version(self, version: str | None) -> None:
+        if version is not None:
+            log.warning("engine.version_unverified", pinned=version, address=self.address)
+
+    @contextmanager
+    def engine(self, version: str | None, mounts: EngineMounts) -> Iterator[EngineClient]:
+        target = grpc_target(self.address)
+        with EngineClient(target, description=f"remote engine at {self.address}") as client:
+            client.wait_until_ready(self.start_timeout)
+            yield client

@@ -1,0 +1,68 @@
+"""The exact version of the embedded engine, for pinning transforms without containers.
+
+The embedded engine is ``python -m engine_spark`` from this installation, so its version is
+what that process runs: the project's release, a digest of the engine package's source files
+(a changed line changes the version) and the versions of the libraries that compute the data.
+Nothing is imported: reading ``engine_spark`` files and package metadata is enough.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+from functools import cache
+from pathlib import Path
+
+from coordinator.engine.errors import EngineUnavailableError
+
+ENGINE_PACKAGE = "engine_spark"
+ENGINE_NAME = "odf-engine-spark"
+DISTRIBUTION = "odf-py"
+LIBRARIES = ("pyspark", "pyarrow")
+_DIGEST_HEX_CHARS = 16
+
+
+def engine_package_dir() -> Path:
+    """The directory of the ``engine_spark`` package this interpreter would run."""
+    spec = importlib.util.find_spec(ENGINE_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise EngineUnavailableError(
+            f"the embedded engine is not installed: no {ENGINE_PACKAGE!r} package "
+            "(install the project with its `engine` extra, or use provider: container)"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def source_digest(package_dir: Path) -> str:
+    """SHA-256 over the package's ``*.py`` files (relative names and contents, sorted)."""
+    h = hashlib.sha256()
+    for path in sorted(package_dir.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        h.update(path.relative_to(package_dir).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:_DIGEST_HEX_CHARS]
+
+
+def _installed_version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@cache
+def embedded_engine_version() -> str:
+    """E.g. ``odf-engine-spark/0.1.0+src.0123456789abcdef pyspark/4.0.0 pyarrow/26.0.1``."""
+    digest = source_digest(engine_package_dir())
+    if _installed_version("pyspark") == "unknown":
+        raise EngineUnavailableError(
+            "the embedded engine needs pyspark, which is not installed "
+            "(install the project with its `engine` extra, or use provider: container)"
+        )
+    parts = [f"{ENGINE_NAME}/{_installed_version(DISTRIBUTION)}+src.{digest}"]
+    parts += [f"{lib}/{_installed_version(lib)}" for lib in LIBRARIES]
+    return " ".join(parts)

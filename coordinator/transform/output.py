@@ -1,0 +1,140 @@
+"""What the engine wrote for a transaction: contract checks, hashes, and the events to commit.
+
+The engine contract (as the reference coordinator enforces it): a data file exactly when the
+response has an output interval, a single regular file, starting at the requested next
+offset, with as many records as the interval says; a checkpoint, if any, is one regular file.
+The data gets its logical hash (``arrow0-sha3-256`` over the records) and physical hash
+(SHA3-256 of the bytes), the checkpoint its physical hash.
+
+The events: a ``SetDataSchema`` first when the output schema is new (the first data) or has
+gained columns, then the ``ExecuteTransform`` with the inputs' progress (RFC-014). Both are
+committed together, so a schema never appears without its data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from common.hashing import logical_hash_parquet, physical_hash_file
+from common.odf import engine_protocol as ep
+from common.odf.events import ExecuteTransform, SetDataSchema
+from common.odf.fragments import Checkpoint, DataSlice
+from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
+from coordinator.dataset import CommitItem
+from coordinator.dataset.rules import schema_change_problem
+from coordinator.engine.errors import EngineContractError
+from coordinator.transform.errors import OutputSchemaError
+from coordinator.transform.plan import TransformPlan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineOutput:
+    """The checked and hashed result of one engine call."""
+
+    data_file: Path | None
+    new_data: DataSlice | None
+    schema: pa.Schema | None
+    checkpoint_file: Path | None
+    new_checkpoint: Checkpoint | None
+
+
+def collect_output(
+    response: ep.TransformResponseSuccess, plan: TransformPlan, data: Path, checkpoint: Path
+) -> EngineOutput:
+    """Check the engine's files against its response and the contract, and hash them."""
+    interval = response.new_offset_interval
+    data_exists = _exists(data, "data")
+    if interval is None and data_exists:
+        raise EngineContractError("the engine wrote a data file while the output slice is empty")
+    if interval is not None and not data_exists:
+        raise EngineContractError(
+            f"the engine reported output offsets {interval.start}..{interval.end} but wrote no"
+            " data file"
+        )
+    new_data, schema = None, None
+    if interval is not None:
+        if interval.start != plan.next_offset or interval.end < interval.start:
+            raise EngineContractError(
+                f"the engine's output offsets {interval.start}..{interval.end} do not start at"
+                f" the next offset {plan.next_offset}"
+            )
+        parquet = pq.ParquetFile(data)
+        rows = parquet.metadata.num_rows
+        if rows != interval.end - interval.start + 1:
+            raise EngineContractError(
+                f"the engine's data file has {rows} records, its output offsets"
+                f" {interval.start}..{interval.end} say {interval.end - interval.start + 1}"
+            )
+        schema = parquet.schema_arrow.remove_metadata()
+        new_data = DataSlice(
+            logical_hash=logical_hash_parquet(data),
+            physical_hash=physical_hash_file(data),
+            offset_interval=interval,
+            size=data.stat().st_size,
+        )
+    new_checkpoint = None
+    if _exists(checkpoint, "checkpoint"):
+        new_checkpoint = Checkpoint(
+            physical_hash=physical_hash_file(checkpoint), size=checkpoint.stat().st_size
+        )
+    return EngineOutput(
+        data_file=data if new_data else None,
+        new_data=new_data,
+        schema=schema,
+        checkpoint_file=checkpoint if new_checkpoint else None,
+        new_checkpoint=new_checkpoint,
+    )
+
+
+def _exists(path: Path, what: str) -> bool:
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise EngineContractError(f"the engine's {what} output {path} is not a regular file")
+    return path.is_file()
+
+
+def commit_items(
+    plan: TransformPlan, output: EngineOutput, response: ep.TransformResponseSuccess
+) -> list[CommitItem]:
+    """The events of the transaction, with the staged files they name."""
+    items = []
+    schema_event = _schema_event(plan.output_schema, output.schema)
+    if schema_event is not None:
+        items.append(CommitItem(schema_event))
+    watermark = response.new_watermark
+    if watermark is None:
+        watermark = plan.prev_watermark  # an engine that returns none keeps the last one
+    event = ExecuteTransform(
+        query_inputs=plan.query_inputs(),
+        prev_checkpoint=plan.prev_checkpoint,
+        prev_offset=plan.prev_offset,
+        new_data=output.new_data,
+        new_checkpoint=output.new_checkpoint,
+        new_watermark=watermark,
+    )
+    items.append(CommitItem(event, output.data_file, output.checkpoint_file))
+    return items
+
+
+def _schema_event(current: bytes | None, output: pa.Schema | None) -> SetDataSchema | None:
+    if output is None:
+        return None
+    if current is None:
+        return SetDataSchema(schema=encode_arrow_schema(output))
+    old = decode_arrow_schema(current)
+    if same_columns(old, output):
+        return None
+    problem = schema_change_problem(old, output)
+    if problem is not None:
+        raise OutputSchemaError(f"the transformation's output schema changed: {problem}")
+    return SetDataSchema(schema=encode_arrow_schema(output))
+
+
+def same_columns(a: pa.Schema, b: pa.Schema) -> bool:
+    """Same column names and types in the same order (nullability and metadata aside)."""
+    return len(a) == len(b) and all(
+        x.name == y.name and x.type.equals(y.type) for x, y in zip(a, b, strict=True)
+    )
