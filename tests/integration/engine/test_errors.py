@@ -1,0 +1,130 @@
+"""Each error class ends the stream with one InvalidQuery or InternalError naming the problem."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from common.engine_rpc import engine_pb2, engine_pb2_grpc
+from common.odf import engine_protocol as ep
+from common.serde import flatbuffers_codec as codec
+from tests.integration.engine import client
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
+
+pytestmark = [pytest.mark.spark, pytest.mark.grpc]
+
+CITIES = pa.schema([("city", pa.string()), ("population", pa.int64())])
+
+
+@pytest.fixture
+def cities(workdir: Path) -> ep.TransformRequestInput:
+    src = InputDataset(workdir / "in", "cities", CITIES)
+    src.append([{"event_time": at(0), "city": "A", "population": 10}], watermark=at(0))
+    return src.take()
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        pytest.param("selec event_time from cities", ["PARSE_SYNTAX_ERROR", "selec"], id="syntax"),
+        pytest.param(
+            "select event_time from nowhere",
+            ["TABLE_OR_VIEW_NOT_FOUND", "nowhere"],
+            id="unknown-table",
+        ),
+        pytest.param(
+            "select event_time, nope from cities",
+            ["UNRESOLVED_COLUMN", "nope"],
+            id="unknown-column",
+        ),
+        pytest.param(
+            "select event_time, population + array(1) as x from cities",
+            ["DATATYPE_MISMATCH"],
+            id="type-error",
+        ),
+        pytest.param(
+            "select event_time, population div 0 as x from cities",
+            ["DIVIDE_BY_ZERO"],
+            id="ansi-divide-by-zero",
+        ),
+        pytest.param(
+            "select event_time, cast(city as int) as x from cities",
+            ["CAST_INVALID_INPUT", "'A'"],
+            id="ansi-cast",
+        ),
+        pytest.param("select city from cities", ["no 'event_time' column"], id="no-event-time"),
+        pytest.param(
+            "select cast(event_time as string) as event_time, city from cities",
+            ["'event_time' must be TIMESTAMP or DATE", "STRING"],
+            id="event-time-type",
+        ),
+        pytest.param(
+            "select * from cities",
+            ["'offset'", "collides with the system column"],
+            id="system-column",
+        ),
+        pytest.param(
+            "select event_time, city as SYSTEM_TIME from cities",
+            ["'SYSTEM_TIME'", "collides with the system column 'system_time'"],
+            id="system-column-case",
+        ),
+        pytest.param("select event_time, 7 as op from cities", ["operation type 7"], id="bad-op"),
+        pytest.param("drop view cities", ["only queries"], id="not-a-query"),
+    ],
+)
+def test_invalid_query(
+    engine_stub: engine_pb2_grpc.EngineStub,
+    workdir: Path,
+    cities: ep.TransformRequestInput,
+    query: str,
+    words: list[str],
+) -> None:
+    out = OutputDataset(workdir / "out", "bad", sql(query))
+    req = out.request([cities])
+    response = client.transform(engine_stub, req)
+    assert isinstance(response, ep.TransformResponseInvalidQuery), response
+    for word in words:
+        assert word in response.message
+    assert "\n+- " not in response.message, "no logical plan dump in the message"
+    assert not Path(req.new_data_path).exists()
+
+
+def test_invalid_step_is_named(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path, cities: ep.TransformRequestInput
+) -> None:
+    out = OutputDataset(
+        workdir / "out",
+        "bad",
+        sql(
+            ("first", "select event_time from cities"),
+            ("second", "select event_time, missing_col from first"),
+            "select * from second",
+        ),
+    )
+    response = client.transform(engine_stub, out.request([cities]))
+    assert isinstance(response, ep.TransformResponseInvalidQuery)
+    assert response.message.startswith("query step 'second': ")
+    assert "missing_col" in response.message
+
+
+def test_internal_error_has_a_backtrace_and_the_server_keeps_serving(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path, cities: ep.TransformRequestInput
+) -> None:
+    out = OutputDataset(workdir / "out", "ok", sql("select event_time, city from cities"))
+    missing = dataclasses.replace(cities, data_paths=(str(workdir / "gone"),))
+    response = client.transform(engine_stub, out.request([missing]))
+    assert isinstance(response, ep.TransformResponseInternalError), response
+    assert "gone" in response.message
+    assert response.backtrace and "Traceback" in response.backtrace
+
+    garbage = engine_pb2.TransformRequest(flatbuffer=b"\x00not a flatbuffer")
+    (message,) = list(engine_stub.ExecuteTransform(garbage, timeout=60))
+    decoded = codec.decode_transform_response(message.flatbuffer)
+    assert isinstance(decoded, ep.TransformResponseInternalError)
+    assert "cannot decode the TransformRequest" in decoded.message
+
+    response = client.transform(engine_stub, out.request([cities]))
+    assert isinstance(response, ep.TransformResponseSuccess)

@@ -1,0 +1,67 @@
+"""The server around the engine: health, reflection, Unix socket, start-up and SIGTERM."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import grpc
+import pyarrow as pa
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from common.engine_rpc import engine_pb2_grpc
+from common.odf import engine_protocol as ep
+from common.testing.engine_server import engine_server_process, health_status, wait_until_serving
+from engine_spark.server import EngineServer
+from tests.integration.engine import client
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
+
+pytestmark = [pytest.mark.spark, pytest.mark.grpc]
+
+
+def test_health_and_reflection(engine_channel: grpc.Channel) -> None:
+    health = health_pb2_grpc.HealthStub(engine_channel)
+    for service in ("", "engine.Engine"):
+        reply = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+    stub = reflection_pb2_grpc.ServerReflectionStub(engine_channel)
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    (reply,) = list(stub.ServerReflectionInfo(iter([request]), timeout=10))
+    names = {s.name for s in reply.list_services_response.service}
+    assert {"engine.Engine", "grpc.health.v1.Health"} <= names
+
+
+def test_transform_over_the_unix_socket(engine_server: EngineServer, workdir: Path) -> None:
+    assert engine_server.settings.unix_socket is not None
+    src = InputDataset(workdir / "in", "a", pa.schema([("v", pa.int64())]))
+    src.append([{"event_time": at(0), "v": 1}])
+    out = OutputDataset(workdir / "out", "b", sql("select event_time, v + 1 as w from a"))
+    with grpc.insecure_channel(f"unix:{engine_server.settings.unix_socket}") as channel:
+        response = client.transform(engine_pb2_grpc.EngineStub(channel), out.request([src.take()]))
+    assert isinstance(response, ep.TransformResponseSuccess)
+    assert response.new_offset_interval is not None
+
+
+def test_server_process_listens_at_once_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """``python -m engine_spark``: ports first, Spark in the background, clean SIGTERM."""
+    started = time.monotonic()
+    with engine_server_process(wait=False, log_path=tmp_path / "engine.log") as server:
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", server.port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() - started < 20, "port not accepting connections"
+                time.sleep(0.05)
+        assert health_status(server.target) in (
+            health_pb2.HealthCheckResponse.NOT_SERVING,
+            health_pb2.HealthCheckResponse.SERVING,
+        )
+        wait_until_serving(server.target, process=server.process)
+        stop_started = time.monotonic()
+        assert server.terminate(timeout=30) == 0
+        assert time.monotonic() - stop_started < 15

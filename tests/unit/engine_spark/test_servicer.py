@@ -1,0 +1,69 @@
+"""The servicer's error mapping, with a stand-in backend (no JVM, no network)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from common.engine_rpc import engine_pb2
+from common.odf import engine_protocol as ep
+from common.odf.fragments import DatasetVocabulary, TransformSql
+from common.odf.identity import DatasetID
+from common.serde import flatbuffers_codec as codec
+from engine_spark.errors import InvalidQueryError
+from engine_spark.server import BackendSlot, EngineServicer
+
+REQUEST = ep.TransformRequest(
+    dataset_id=DatasetID.new_seeded(b"x"),
+    dataset_alias="x",
+    system_time=datetime(2024, 1, 1, tzinfo=UTC),
+    vocab=DatasetVocabulary(),
+    transform=TransformSql(engine="spark", query="select 1"),
+    query_inputs=(),
+    next_offset=0,
+    new_checkpoint_path="/out/checkpoint",
+    new_data_path="/out/data",
+)
+
+
+class Backend:
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+
+    def execute_transform(self, request: ep.TransformRequest) -> Any:
+        if self.error:
+            raise self.error
+        return ep.TransformResponseSuccess()
+
+
+def call(servicer: EngineServicer, data: bytes) -> ep.TransformResponse:
+    messages = list(servicer.ExecuteTransform(engine_pb2.TransformRequest(flatbuffer=data), None))
+    assert len(messages) == 1
+    return codec.decode_transform_response(messages[0].flatbuffer)
+
+
+def test_each_outcome_is_one_terminal_message() -> None:
+    data = codec.encode_transform_request(REQUEST)
+    ok = EngineServicer(lambda: Backend())
+    assert call(ok, data) == ep.TransformResponseSuccess()
+
+    invalid = EngineServicer(lambda: Backend(InvalidQueryError("no event_time")))
+    assert call(invalid, data) == ep.TransformResponseInvalidQuery(message="no event_time")
+
+    broken = EngineServicer(lambda: Backend(KeyError("boom")))
+    response = call(broken, data)
+    assert isinstance(response, ep.TransformResponseInternalError)
+    assert response.message == "KeyError: 'boom'"
+    assert response.backtrace is not None and "KeyError" in response.backtrace
+
+    garbage = call(ok, b"\x01\x02")
+    assert isinstance(garbage, ep.TransformResponseInternalError)
+    assert garbage.message.startswith("cannot decode the TransformRequest")
+
+
+def test_a_backend_that_failed_to_start_answers_internal_error() -> None:
+    slot = BackendSlot()
+    slot.fail(RuntimeError("no java"))
+    response = call(EngineServicer(slot.get), codec.encode_transform_request(REQUEST))
+    assert isinstance(response, ep.TransformResponseInternalError)
+    assert "the engine failed to start: RuntimeError: no java" in response.message

@@ -1,0 +1,84 @@
+"""Watermark rules and the checkpoint format (pure)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from datetime import UTC, datetime
+
+import pytest
+
+from common.odf.fragments import Watermark
+from common.odf.identity import DatasetID
+from engine_spark.checkpoint import (
+    EngineCheckpoint,
+    decode_checkpoint,
+    encode_checkpoint,
+)
+from engine_spark.errors import InputDataError
+from engine_spark.watermark import input_watermark, output_watermark
+
+
+def t(h: int) -> datetime:
+    return datetime(2024, 1, 1, h, tzinfo=UTC)
+
+
+def wm(h: int) -> Watermark:
+    return Watermark(system_time=t(0), event_time=t(h))
+
+
+def test_input_watermark_is_the_newest_and_never_moves_back() -> None:
+    assert input_watermark([wm(3), wm(5), wm(4)], None) == t(5)
+    assert input_watermark([wm(3)], t(6)) == t(6)
+    assert input_watermark([], t(2)) == t(2)
+    assert input_watermark([], None) is None
+
+
+def test_output_watermark_is_the_minimum_and_monotonic() -> None:
+    assert output_watermark([t(4), t(2), None], None) == t(2)
+    assert output_watermark([t(4), t(2)], t(3)) == t(3)
+    assert output_watermark([None], t(3)) == t(3)
+    assert output_watermark([None, None], None) is None
+
+
+A, B = DatasetID.new_seeded(b"a"), DatasetID.new_seeded(b"b")
+
+
+def test_checkpoint_round_trips_and_is_deterministic() -> None:
+    one = EngineCheckpoint(input_watermarks={A: t(1), B: t(2)}, output_watermark=t(1))
+    other = EngineCheckpoint(input_watermarks={B: t(2), A: t(1)}, output_watermark=t(1))
+    data = encode_checkpoint(one)
+    assert data == encode_checkpoint(other)
+    assert decode_checkpoint(data) == one
+    assert b'"watermark":"2024-01-01T01:00:00.000000Z"' in data
+
+
+def test_reference_spark_checkpoint_tar_is_read() -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        content = b"2024-01-01T05:00:00.123456789Z"
+        info = tarfile.TarInfo(f"{A.to_did()[len('did:odf:') :]}.watermark")
+        info.size = len(content)
+        tar.addfile(info, io.BytesIO(content))
+    state = decode_checkpoint(buf.getvalue())
+    assert state.input_watermarks == {A: t(5).replace(microsecond=123456)}
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"garbage", "not an engine checkpoint"),
+        (b'{"format": "other"}', "checkpoint format"),
+        (b'{"format": "odf-py/engine-spark/checkpoint", "version": 9}', "version 9"),
+        (
+            b'{"format": "odf-py/engine-spark/checkpoint", "version": 1, '
+            b'"inputs": [{"datasetId": "did:odf:zz", "watermark": "x"}]}',
+            "inputs[0]",
+        ),
+    ],
+)
+def test_bad_checkpoints_are_named(data: bytes, words: str) -> None:
+    with pytest.raises(InputDataError, match=r".*") as info:
+        decode_checkpoint(data, path="/in/cp")
+    assert words in str(info.value)
+    assert str(info.value).startswith("/in/cp")
