@@ -77,7 +77,7 @@ def http_server() -> Iterator[Server]:
     state = Server(port=0)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state

@@ -113,7 +113,7 @@ def test_url_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = touch(tmp_path / "data.csv")
     step = FetchStepUrl(url=str(tmp_path) + "/${{ env.ODF_TEST_FILE_1 }}")
     monkeypatch.delenv("ODF_TEST_FILE_1", raising=False)
-    with pytest.raises(ParameterError, match="fetch.url: environment variable ODF_TEST_FILE_1"):
+    with pytest.raises(ParameterError, match=r"fetch\.url: environment variable ODF_TEST_FILE_1"):
         fetch(step, None, tmp_path)
     monkeypatch.setenv("ODF_TEST_FILE_1", "data.csv")
     result = fetch(step, None, tmp_path)

@@ -58,7 +58,7 @@ def test_zip_member_selection(tmp_path: Path, sub_path: str | None, content: str
 def test_zip_sub_path_must_match_one_member(tmp_path: Path) -> None:
     archive = zip_of(tmp_path, {"a.csv": "1", "b.csv": "2"})
     step = PrepStepDecompress(format=CompressionFormat.ZIP, sub_path="*.csv")
-    with pytest.raises(ReadError, match="matched: a.csv, b.csv"):
+    with pytest.raises(ReadError, match=r"matched: a\.csv, b\.csv"):
         prepare((step,), archive, tmp_path, name="in.zip")
     with pytest.raises(ReadError, match="not a valid zip file"):
         prepare((step,), _garbage(tmp_path), tmp_path, name="x")
