@@ -92,13 +92,14 @@ build_engine() {
   drop_stale_tags "$ref"
 }
 
-# Untag engine images of older inputs; shared layers (and the layer cache) stay.
+# Remove engine images of older inputs (unless a container still uses one); layers shared
+# with the new image, and the intermediate images that serve as the layer cache, stay.
 drop_stale_tags() {
   local keep=$1 tag
   podman images --format '{{.Repository}}:{{.Tag}}' "$ENGINE_REPO" | while read -r tag; do
     case "$tag" in
       "$keep" | "$ENGINE_REPO:latest" | *"<none>"*) ;;
-      *) podman untag "$tag" "$tag" 2>/dev/null || true ;;
+      *) podman rmi "$tag" >/dev/null 2>&1 || true ;;
     esac
   done
 }

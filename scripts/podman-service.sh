@@ -53,7 +53,7 @@ configure_podman() {
 }
 
 service_answers() {
-  curl -fsS --max-time 2 --unix-socket "$1" http://d/_ping >/dev/null 2>&1
+  timeout 5 podman --remote --url "unix://$1" version >/dev/null 2>&1
 }
 
 start_service() {
