@@ -21,10 +21,17 @@ from coordinator.dataset import Dataset
 from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.ingest.polling import pull_root
 from coordinator.ingest.progress import Progress
+from coordinator.ingest.source_state import parse_rfc3339
 from coordinator.transform.executor import TransactionResult
 from coordinator.transform.graph import dependency_order
 from coordinator.transform.plan import UpToDate
-from coordinator.transform.runner import Transformer, workspace_resolver, workspace_transformer
+from coordinator.transform.runner import (
+    Clock,
+    Transformer,
+    utc_now,
+    workspace_resolver,
+    workspace_transformer,
+)
 from coordinator.workspace import Workspace
 
 
@@ -51,6 +58,12 @@ def register(subparsers: Any) -> None:
         help="also pull the datasets the named ones depend on (inputs first)",
     )
     p.add_argument(
+        "--system-time",
+        metavar="RFC3339",
+        help="system time of the transformations' blocks and records (default: now);"
+        " makes a pull reproducible",
+    )
+    p.add_argument(
         "--fetch-uncacheable",
         action="store_true",
         help="fetch sources that keep no state (no ETag/Last-Modified) again",
@@ -64,7 +77,11 @@ def cmd_pull(args: argparse.Namespace) -> int:
         raise ValidationError("give dataset names or --all (not both)", path="NAME")
     selected = ws.list_datasets() if args.all else [ws.open_dataset(n) for n in args.names]
     datasets = dependency_order(selected, workspace_resolver(ws), recursive=args.recursive)
-    with terminal_progress() as progress, workspace_transformer(ws, datasets) as transformer:
+    clock = fixed_clock(args.system_time)
+    with (
+        terminal_progress() as progress,
+        workspace_transformer(ws, datasets, clock=clock) as transformer,
+    ):
         options = PullOptions(
             fetch_uncacheable=args.fetch_uncacheable, progress=progress, transformer=transformer
         )
@@ -72,6 +89,18 @@ def cmd_pull(args: argparse.Namespace) -> int:
             for line in pull_dataset(dataset, options):
                 print(line)
     return 0
+
+
+def fixed_clock(text: str | None) -> Clock:
+    if text is None:
+        return utc_now
+    try:
+        when = parse_rfc3339(text)
+    except ValueError:
+        raise ValidationError(
+            f"{text!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="--system-time"
+        ) from None
+    return lambda: when
 
 
 def pull_dataset(dataset: Dataset, options: PullOptions) -> Iterator[str]:

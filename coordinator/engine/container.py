@@ -27,6 +27,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests.exceptions
 import structlog
 
 from common.odf.errors import OdfError
@@ -45,6 +46,8 @@ LABEL_PID = "io.odf-py.coordinator-pid"
 LABEL_HOST = "io.odf-py.coordinator-host"
 DIGEST_MARK = "@sha256:"
 _LOG_TAIL_LINES = 30
+_RUNTIME_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+"""What a call to the runtime raises (the SDK lets connection errors through)."""
 
 
 def is_pinned_reference(ref: str) -> bool:
@@ -75,7 +78,7 @@ def _repository(ref: str) -> str:
     return name if name and "/" not in tag else ref
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)  # no slots: ``runtime`` is a cached property
 class ContainerEngineProvider:
     image: str
     master: str = "local[2]"
@@ -138,7 +141,7 @@ class ContainerEngineProvider:
                 f"engine image {ref!r} is not in the container runtime at"
                 f" {self.runtime.base_url} (build it with scripts/build-images.sh, or pull it)"
             ) from None
-        except docker.errors.DockerException as e:
+        except _RUNTIME_ERRORS as e:
             raise EngineUnavailableError(f"cannot inspect engine image {ref!r}: {e}") from None
         return attrs
 
@@ -176,7 +179,7 @@ class ContainerEngineProvider:
                     LABEL_HOST: socket.gethostname(),
                 },
             )
-        except docker.errors.DockerException as e:
+        except _RUNTIME_ERRORS as e:
             raise EngineUnavailableError(f"cannot start engine container from {ref}: {e}") from None
         log.info("engine.started", provider="container", container=name, image=ref)
         try:
@@ -190,6 +193,8 @@ def _exited(container: Any) -> str | None:
         container.reload()
     except docker.errors.NotFound:
         return "was removed before it was ready"
+    except _RUNTIME_ERRORS as e:
+        return f"cannot be watched: the container runtime failed ({e})"
     if container.status not in ("exited", "dead"):
         return None
     tail = container.logs(tail=_LOG_TAIL_LINES).decode(errors="replace")
@@ -213,11 +218,11 @@ def _chown_outputs(container: Any, mounts: EngineMounts) -> Any:
 def _stop(container: Any) -> None:
     try:
         container.stop(timeout=STOP_TIMEOUT_S)
-    except docker.errors.DockerException as e:
+    except _RUNTIME_ERRORS as e:
         log.warning("engine.stop_failed", container=container.name, error=str(e))
     try:
         container.remove(force=True)
-    except docker.errors.DockerException as e:
+    except _RUNTIME_ERRORS as e:
         log.warning("engine.remove_failed", container=container.name, error=str(e))
     log.info("engine.stopped", provider="container", container=container.name)
 
@@ -227,7 +232,7 @@ def _remove_orphans(client: docker.DockerClient) -> None:
     host = socket.gethostname()
     try:
         containers = client.containers.list(all=True, filters={"label": LABEL})
-    except docker.errors.DockerException:
+    except _RUNTIME_ERRORS:
         return
     for c in containers:
         labels = c.labels or {}
@@ -235,7 +240,7 @@ def _remove_orphans(client: docker.DockerClient) -> None:
         if labels.get(LABEL_HOST) != host or not pid.isdigit() or _alive(int(pid)):
             continue
         log.info("engine.remove_orphan", container=c.name, coordinator_pid=pid)
-        with suppress(docker.errors.DockerException):
+        with suppress(*_RUNTIME_ERRORS):
             c.remove(force=True)
 
 

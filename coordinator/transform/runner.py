@@ -139,6 +139,7 @@ def workspace_transformer(
     *,
     provider: EngineProvider | None = None,
     options: TransformConfig | None = None,
+    clock: Clock = utc_now,
 ) -> Iterator[Transformer]:
     """A ``Transformer`` for ``datasets`` of ``ws`` (and the preprocess queries of its root
     datasets), with the engine and options of the workspace's configuration by default."""
@@ -146,4 +147,4 @@ def workspace_transformer(
     provider = provider or provider_from_config(config.engine)
     resolve = workspace_resolver(ws)
     with EngineSession(provider, engine_mounts(datasets, resolve)) as engines:
-        yield Transformer(resolve, engines, options or config.transform)
+        yield Transformer(resolve, engines, options or config.transform, clock=clock)
