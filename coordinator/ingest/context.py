@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import structlog
+
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import DatasetKind
 from common.odf.multihash import Multihash
-from coordinator.dataset import CommitItem, Dataset, DatasetState
+from coordinator.dataset import CommitItem, ConflictError, Dataset, DatasetState
 from coordinator.ingest.errors import SourceNotFoundError
 from coordinator.ingest.history import History
 from coordinator.ingest.writer import ChainContext, StagedWrite
+
+log = structlog.get_logger(__name__)
+
+CONFLICT_ATTEMPTS = 3
+"""How often an ingest is prepared again when another writer committed first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +92,16 @@ def commit_staged(
     items.append(CommitItem(staged.add_data, staged.data_file))
     hashes = dataset.commit_events(items, expected_head=state.head, system_time=system_time)
     return hashes[-1]
+
+
+def retrying_conflicts(dataset: Dataset, attempt: Callable[[], IngestResult]) -> IngestResult:
+    """Run ``attempt``; when another writer committed first (nothing of ours was committed),
+    prepare and run it again from the new head, up to ``CONFLICT_ATTEMPTS`` times."""
+    for remaining in range(CONFLICT_ATTEMPTS - 1, -1, -1):
+        try:
+            return attempt()
+        except ConflictError:
+            if remaining == 0:
+                raise
+            log.info("another writer committed first; retrying", dataset=dataset.alias)
+    raise AssertionError("unreachable")

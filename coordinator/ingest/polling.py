@@ -24,6 +24,7 @@ from coordinator.ingest.context import (
     chain_context,
     commit_staged,
     ingest_system_time,
+    retrying_conflicts,
 )
 from coordinator.ingest.fetch import ClientFactory, UpToDate, default_client, fetch
 from coordinator.ingest.fetch.result import Fetched
@@ -49,7 +50,20 @@ def poll_once(
     progress: Progress = NO_PROGRESS,
     container_client: ClientFactory = default_client,
 ) -> IngestResult:
-    """One polling iteration: at most one commit."""
+    """One polling iteration: at most one commit (prepared again after a conflict)."""
+    return retrying_conflicts(
+        dataset,
+        lambda: _poll(dataset, fetch_uncacheable, engines, progress, container_client),
+    )
+
+
+def _poll(
+    dataset: Dataset,
+    fetch_uncacheable: bool,
+    engines: RawQueryEngineProvider | None,
+    progress: Progress,
+    container_client: ClientFactory,
+) -> IngestResult:
     state, context = chain_context(dataset)
     source = state.polling_source
     if source is None:

@@ -19,6 +19,7 @@ from coordinator.ingest.context import (
     chain_context,
     commit_staged,
     ingest_system_time,
+    retrying_conflicts,
 )
 from coordinator.ingest.errors import SourceNotFoundError
 from coordinator.ingest.preprocess import RawQueryEngineProvider, preprocess
@@ -66,8 +67,29 @@ def push_ingest(
     engines: RawQueryEngineProvider | None = None,
     progress: Progress = NO_PROGRESS,
 ) -> IngestResult:
-    """Ingest the file at ``path`` (``name`` is how errors and logs call it)."""
+    """Ingest the file at ``path`` (``name`` is how errors and logs call it).
+
+    Prepared again if another writer commits first (see ``retrying_conflicts``).
+    """
     shown = name or str(path)
+    return retrying_conflicts(
+        dataset,
+        lambda: _push_once(
+            dataset, path, shown, source_name, input_format, event_time, engines, progress
+        ),
+    )
+
+
+def _push_once(
+    dataset: Dataset,
+    path: Path,
+    shown: str,
+    source_name: str | None,
+    input_format: str | None,
+    event_time: datetime | None,
+    engines: RawQueryEngineProvider | None,
+    progress: Progress,
+) -> IngestResult:
     state, context = chain_context(dataset)
     source = choose_push_source(state, dataset.alias, source_name)
     step = read_step_for_format(source.read, input_format)

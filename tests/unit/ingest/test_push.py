@@ -18,6 +18,7 @@ from common.odf.fragments import (
     SqlQueryStep,
     TransformSql,
 )
+from coordinator.dataset import Dataset
 from coordinator.ingest.errors import PreprocessError, ReadError, SourceNotFoundError
 from coordinator.ingest.push import push_ingest
 from tests.unit.ingest.helpers import add_data_events, all_data, new_dataset, rows, utc
@@ -184,3 +185,34 @@ def test_derivative_datasets_take_no_pushed_data(tmp_path: Path) -> None:
     ds = ws.create_dataset(DatasetSnapshot(name="d", kind=DatasetKind.DERIVATIVE, metadata=()))
     with pytest.raises(OdfError, match="not a root dataset"):
         push_ingest(ds, write(tmp_path, "a.csv", "x\n"))
+
+
+class _CommitsOnce:
+    """A progress listener that pushes another file the first time records are read: a real
+    commit by another writer between this ingest's read of the head and its commit."""
+
+    def __init__(self, ds: Dataset, other: Path) -> None:
+        self.ds, self.other, self.done = ds, other, False
+
+    def task(
+        self, description: str, *, total: int | None = None, unit: str = "B"
+    ) -> _CommitsOnce:
+        return self
+
+    def advance(self, amount: int) -> None:
+        if not self.done:
+            self.done = True
+            push_ingest(self.ds, self.other)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_concurrent_commit_makes_the_ingest_start_over(tmp_path: Path) -> None:
+    ds = new_dataset(tmp_path, csv_source())
+    mine = write(tmp_path, "mine.csv", "date,city,population\n2020-01-01,M,1\n2020-01-02,N,2\n")
+    other = write(tmp_path, "other.csv", "date,city,population\n2020-01-01,O,3\n")
+    result = push_ingest(ds, mine, progress=_CommitsOnce(ds, other))
+    assert result.num_records == 2
+    assert rows(all_data(ds), "offset", "city") == [(0, "O"), (1, "M"), (2, "N")]
+    assert len(add_data_events(ds)) == 2
