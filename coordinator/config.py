@@ -85,10 +85,15 @@ def load_config(odf_dir: Path) -> WorkspaceConfig:
 
 
 def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
-    """Parse the YAML text of a configuration file (empty text: the defaults)."""
-    if not text.strip():
+    """Parse the YAML text of a configuration file (no document: the defaults)."""
+    documents = yaml_document.load_all(text, source)
+    if not documents:  # empty, or only comments
         return WorkspaceConfig()
-    document = yaml_document.load_one(text, source)
+    if len(documents) > 1:
+        raise ValidationError(f"expected one YAML document, found {len(documents)}", path=source)
+    document = documents[0]
+    if document.value is None:
+        return WorkspaceConfig()
     try:
         return _workspace_config(document.value)
     except ValidationError as e:

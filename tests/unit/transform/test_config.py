@@ -1,0 +1,124 @@
+"""The workspace configuration ``.odf/config.yaml`` and the engine references it leads to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from common.odf.errors import ValidationError
+from coordinator.config import (
+    EngineProviderKind,
+    ExchangeFormat,
+    WorkspaceConfig,
+    load_config,
+    parse_config,
+)
+from coordinator.engine.container import is_pinned_reference, pinned_reference
+from coordinator.engine.embedded import EmbeddedEngineProvider
+from coordinator.engine.errors import EngineVersionError
+from coordinator.engine.factory import provider_from_config
+from coordinator.engine.remote import RemoteEngineProvider, grpc_target
+from coordinator.engine.version import embedded_engine_version, source_digest
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_missing_or_empty_file_means_the_embedded_defaults(tmp_path: Path) -> None:
+    assert load_config(tmp_path) == WorkspaceConfig()
+    (tmp_path / "config.yaml").write_text("# nothing yet\n")
+    config = load_config(tmp_path)
+    assert config.engine.provider is EngineProviderKind.EMBEDDED
+    assert config.transform.exchange is ExchangeFormat.ARROW
+
+
+def test_every_key() -> None:
+    config = parse_config(
+        "engine:\n"
+        "  provider: container\n"
+        "  image: localhost/odf-engine-spark:1\n"
+        "  master: local[1]\n"
+        "  driverMemory: 1g\n"
+        "  startTimeout: 90\n"
+        "transform:\n"
+        "  exchange: parquet\n"
+        "  maxInputRecords: 5000\n"
+    )
+    e, t = config.engine, config.transform
+    assert (e.provider, e.image, e.master, e.driver_memory, e.start_timeout) == (
+        EngineProviderKind.CONTAINER,
+        "localhost/odf-engine-spark:1",
+        "local[1]",
+        "1g",
+        90.0,
+    )
+    assert (t.exchange, t.max_input_records) == (ExchangeFormat.PARQUET, 5000)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("engine:\n  provider: docker\n", "cfg.yaml:2: engine.provider: 'docker' is not one of"),
+        ("engine:\n  provider: remote\n", "engine.address: is required when provider is remote"),
+        ("engine:\n  imagee: x\n", "cfg.yaml:2: engine.imagee: unknown key"),
+        ("transform:\n  maxInputRecords: 0\n", "transform.maxInputRecords: must be positive"),
+        ("transform:\n  maxInputRecords: 1.5\n", "expected an integer, got number 1.5"),
+        ("engine:\n  startTimeout: soon\n", "engine.startTimeout: expected a number"),
+        ("engine: [1]\n", "engine: expected a mapping, got a list"),
+        ("engine:\n  provider: [x\n", "cfg.yaml:3:1: invalid YAML"),
+    ],
+)
+def test_errors_name_file_line_and_key(text: str, message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        parse_config(text, source="cfg.yaml")
+    assert message in str(info.value)
+
+
+def test_providers_from_config() -> None:
+    remote = provider_from_config(
+        parse_config("engine:\n  provider: remote\n  address: /run/e.sock\n").engine
+    )
+    assert isinstance(remote, RemoteEngineProvider)
+    assert remote.resolve_version() is None
+    assert isinstance(provider_from_config(WorkspaceConfig().engine), EmbeddedEngineProvider)
+
+
+def test_grpc_targets() -> None:
+    assert grpc_target("/run/engine.sock") == "unix:/run/engine.sock"
+    assert grpc_target("unix:/x.sock") == "unix:/x.sock"
+    assert grpc_target("10.0.0.5:2884") == "10.0.0.5:2884"
+
+
+def test_tags_resolve_to_the_repository_digest() -> None:
+    attrs = {
+        "Id": "sha256:" + "cd" * 32,
+        "RepoDigests": [f"other/repo@{DIGEST}", f"localhost/odf-engine-spark@{DIGEST}"],
+    }
+    assert (
+        pinned_reference("localhost/odf-engine-spark:latest", attrs)
+        == f"localhost/odf-engine-spark@{DIGEST}"
+    )
+    assert pinned_reference("registry:5000/odf:1", {"RepoDigests": [f"registry:5000/odf@{DIGEST}"]})
+    # Locally built Docker images have no repository digest: the image id pins them.
+    assert pinned_reference("odf:dev", {"Id": attrs["Id"], "RepoDigests": []}) == attrs["Id"]
+    assert pinned_reference(f"x@{DIGEST}", {}) == f"x@{DIGEST}"
+    assert is_pinned_reference(f"x@{DIGEST}") and not is_pinned_reference("x:latest")
+
+
+def test_embedded_version_names_the_build_and_refuses_other_pins(tmp_path: Path) -> None:
+    version = embedded_engine_version()
+    assert version.startswith("odf-engine-spark/") and "+src." in version and "pyspark/" in version
+    provider = EmbeddedEngineProvider()
+    provider.check_version(None)
+    provider.check_version(version)
+    with pytest.raises(EngineVersionError, match="pinned to engine"):
+        provider.check_version(f"localhost/odf-engine-spark@{DIGEST}")
+
+
+def test_source_digest_changes_with_any_source_file(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    before = source_digest(tmp_path)
+    (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+    assert source_digest(tmp_path) != before
