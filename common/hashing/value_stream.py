@@ -11,10 +11,11 @@ Row by row, in order:
   their own validity);
 - every row of a ``null``-typed column is null.
 
-A *blank* row is one the reference treats as valid although the array marks it null (a struct
-quirk, see ``validity``). The reference then reads the slot's memory, which Arrow leaves
-undefined; we hash the zero value of the type (zero bytes, false, empty value or list), which
-is what arrow-rs's readers leave there for everything but stale primitive slots.
+A row the reference treats as valid although the array marks it null (a struct quirk, see
+``validity``) is hashed from the slot's contents, as the reference does: for binary, utf8 and
+lists the offsets define them. A fixed-size or boolean slot holds memory that Arrow leaves
+undefined; such a *blank* row is hashed as the zero value (zero bytes, false), which is what
+Arrow writers usually leave there.
 
 Nothing loops over values in Python: fixed-size values are hashed straight from the Arrow
 buffer, and the length-prefixed layout of variable-size values is built by Arrow compute
@@ -64,7 +65,7 @@ def emit_values(array: pa.Array, valid: Mask, blank: Mask, update: Update) -> No
     """Feed the rows of a dictionary-decoded leaf ``array`` to ``update``.
 
     ``valid`` marks the rows that are not null (``None``: all), ``blank`` the valid rows to
-    hash as the zero value of the type.
+    hash as the zero value of the type (used only by fixed-size and boolean columns).
     """
     for start in range(0, len(array), CHUNK_ROWS):
         stop = min(start + CHUNK_ROWS, len(array))
@@ -85,7 +86,7 @@ def _emit_chunk(array: pa.Array, valid: Mask, blank: Mask, update: Update) -> No
     elif layout.layout is Layout.BOOL:
         update(_bool_bytes(array, valid, blank).data)
     else:
-        update(_variable_rows(array, layout.layout, valid, blank).stream().data)
+        update(_variable_rows(array, layout.layout, valid).stream().data)
 
 
 def encode_rows(array: pa.Array) -> Rows:
@@ -101,7 +102,7 @@ def encode_rows(array: pa.Array) -> Rows:
         return Rows(np.arange(n + 1, dtype=np.int64), np.zeros(n, dtype=np.uint8))
     if layout.layout is Layout.BOOL:
         return Rows(np.arange(n + 1, dtype=np.int64), _bool_bytes(array, valid, None))
-    return _variable_rows(array, layout.layout, valid, None)
+    return _variable_rows(array, layout.layout, valid)
 
 
 def _present(valid: Mask, blank: Mask) -> Mask:
@@ -190,14 +191,14 @@ def _bool_bytes(array: pa.Array, valid: Mask, blank: Mask) -> npt.NDArray[np.uin
 # -- variable-size values: binary, utf8 and lists ---------------------------------------
 
 
-def _variable_rows(array: pa.Array, layout: Layout, valid: Mask, blank: Mask) -> Rows:
+def _variable_rows(array: pa.Array, layout: Layout, valid: Mask) -> Rows:
     if len(array) == 0:
         return Rows(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8))
     if layout is Layout.LIST:
         offsets, data, prefixes = _list_segments(array)
     else:
         offsets, data, prefixes = _binary_segments(array)
-    return _length_prefixed(offsets, data, prefixes, valid, blank)
+    return _length_prefixed(offsets, data, prefixes, valid)
 
 
 def _binary_segments(
@@ -254,27 +255,25 @@ def _length_prefixed(
     data: pa.Buffer,
     prefixes: npt.NDArray[np.uint64],
     valid: Mask,
-    blank: Mask,
 ) -> Rows:
-    """Rows of ``u64 prefix ‖ segment`` for present rows, filled for null and blank rows."""
+    """Rows of ``u64 prefix ‖ segment`` for valid rows, a null marker for the others."""
     n = len(prefixes)
-    present = _present(valid, blank)
-    bitmap = None if present is None else pack_bits(present)
+    bitmap = None if valid is None else pack_bits(valid)
     segments = pa.Array.from_buffers(pa.large_binary(), n, [bitmap, pa.py_buffer(offsets), data])
-    # Arrow inserts 8 zero bytes in front of every present value (null slots come out empty,
+    # Arrow inserts 8 zero bytes in front of every valid value (null slots come out empty,
     # whatever their offsets say), then we write the prefixes into those bytes in place.
     prefixed = pc.binary_replace_slice(segments, start=0, stop=0, replacement=_ZERO_PREFIX)
     rows = _rows_of(prefixed)
     starts = rows.offsets[:-1]
-    if present is not None:
-        starts, prefixes = starts[present], prefixes[present]
+    if valid is not None:
+        starts, prefixes = starts[valid], prefixes[valid]
     _write_u64_le(rows.data, starts, prefixes)
-    if present is None:
+    if valid is None:
         return rows
     patched = pa.Array.from_buffers(
         pa.large_binary(), n, [bitmap, pa.py_buffer(rows.offsets), pa.py_buffer(rows.data)]
     )
-    return _rows_of(_fill_absent(patched, present, blank, U64_BYTES))
+    return _rows_of(_fill_absent(patched, valid, None, 0))
 
 
 def _write_u64_le(

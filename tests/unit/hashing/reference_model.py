@@ -89,7 +89,7 @@ def maybe_combine(a: Bits, b: Bits) -> Bits:
 def value_bytes(array: pa.Array, width: int, i: int) -> bytes:
     buf = array.buffers()[1]
     start = (array.offset + i) * width
-    return buf[start : start + width].to_pybytes()
+    return bytes(buf[start : start + width].to_pybytes())
 
 
 class ArrayDigest:
