@@ -217,3 +217,22 @@ def test_commit_waits_for_the_lock(tmp_path: Path) -> None:
         commit_lock(ds.layout, timeout=0.05),
     ):
         pass
+
+
+def test_state_is_prepared_without_scanning_the_chain(tmp_path: Path) -> None:
+    ds = new_dataset(tmp_path)
+    for i in range(40):
+        ds.commit(watermark_only(None, at(i)), expected_head=ds.head(), system_time=at(i))
+    reopened = Dataset(ds.layout.root)
+    reads: list[Multihash] = []
+    original = reopened.chain.get_block
+
+    def counting(h: Multihash) -> object:
+        reads.append(h)
+        return original(h)
+
+    reopened.chain.get_block = counting  # type: ignore[method-assign,assignment]
+    state = reopened.state()
+    assert state.sequence_number == 41 and state.last_watermark == at(39)
+    # The head, the Seed, SetDataSchema and the last AddData: not the 42 blocks.
+    assert len(reads) <= 4
