@@ -1,0 +1,110 @@
+"""Data and checkpoint files against what their block says about them.
+
+Reading a file (``data_file_facts``, ``checkpoint_facts``) is separate from judging it
+(``data_slice_problems``, ``checkpoint_problems``, pure): the facts of one file are computed
+once even when several blocks name it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.hashing import logical_hash_parquet, physical_hash_file
+from common.hashing.logical import open_parquet
+from common.odf.errors import OdfError
+from common.odf.fragments import Checkpoint, DataSlice
+from common.odf.multihash import Multihash
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileFacts:
+    """What a stored file actually is."""
+
+    path: str
+    """Relative to the dataset directory (``data/<hash>``)."""
+    size: int | None = None
+    """``None``: the file is missing."""
+    physical_hash: Multihash | None = None
+    logical_hash: Multihash | None = None
+    records: int | None = None
+    unreadable: str | None = None
+    """Why the records could not be read (data files only)."""
+
+
+def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
+    """Size, physical hash, record count and logical hash of ``data/<physical_hash>``."""
+    rel = f"data/{physical_hash}"
+    facts = _raw_facts(root / rel, rel)
+    if facts.size is None:
+        return facts
+    try:
+        with open_parquet(root / rel) as parquet:
+            records = parquet.metadata.num_rows
+        logical = logical_hash_parquet(root / rel)
+    except OdfError as e:
+        return FileFacts(
+            path=rel,
+            size=facts.size,
+            physical_hash=facts.physical_hash,
+            unreadable=" ".join(str(e).split()),
+        )
+    return FileFacts(
+        path=rel,
+        size=facts.size,
+        physical_hash=facts.physical_hash,
+        logical_hash=logical,
+        records=records,
+    )
+
+
+def checkpoint_facts(root: Path, physical_hash: Multihash) -> FileFacts:
+    """Size and physical hash of ``checkpoints/<physical_hash>``."""
+    rel = f"checkpoints/{physical_hash}"
+    return _raw_facts(root / rel, rel)
+
+
+def _raw_facts(path: Path, rel: str) -> FileFacts:
+    if not path.is_file():
+        return FileFacts(path=rel)
+    return FileFacts(path=rel, size=path.stat().st_size, physical_hash=physical_hash_file(path))
+
+
+def data_slice_problems(expected: DataSlice, facts: FileFacts) -> list[str]:
+    """How the stored data file differs from the block's ``newData`` (empty: it does not)."""
+    o = expected.offset_interval
+    what = f"data file {facts.path} (offsets {o.start}..{o.end})"
+    if facts.size is None:
+        return [f"{what} is missing"]
+    problems = _raw_problems(what, expected.size, expected.physical_hash, facts)
+    if facts.unreadable is not None:
+        return [*problems, f"{what} cannot be read as Parquet: {facts.unreadable}"]
+    if facts.logical_hash != expected.logical_hash:
+        problems.append(
+            f"{what} has logical hash {facts.logical_hash}, the block says"
+            f" {expected.logical_hash}: its records differ"
+        )
+    wanted = o.end - o.start + 1
+    if facts.records is not None and facts.records != wanted:
+        problems.append(f"{what} has {facts.records} records, the block's offsets say {wanted}")
+    return problems
+
+
+def checkpoint_problems(expected: Checkpoint, facts: FileFacts) -> list[str]:
+    """How the stored checkpoint differs from the block's ``newCheckpoint``."""
+    what = f"checkpoint {facts.path}"
+    if facts.size is None:
+        return [f"{what} is missing"]
+    return _raw_problems(what, expected.size, expected.physical_hash, facts)
+
+
+def _raw_problems(what: str, size: int, physical: Multihash, facts: FileFacts) -> list[str]:
+    problems = []
+    if facts.size != size:
+        problems.append(f"{what} has {facts.size} bytes, the block says {size}")
+    if facts.physical_hash != physical:
+        problems.append(
+            f"{what} hashes to {facts.physical_hash}, not to the physical hash the block"
+            " records: the file was modified"
+        )
+    return problems

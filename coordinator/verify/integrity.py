@@ -1,0 +1,129 @@
+"""Integrity verification: everything that can be checked from a dataset's stored bytes alone.
+
+- ``refs/head`` names a stored block and was not moved back (``stored_chain``);
+- every block file hashes to its name, as stored, and decodes; links reach the Seed;
+- sequence numbers, links and every chain rule hold, block after block from the Seed
+  (``coordinator.dataset.rules``, the same rules commits are checked with);
+- every data file named by a block exists with its size, physical hash, record count and
+  logical hash; every checkpoint with its size and physical hash (``files``).
+
+Nothing is re-encoded and nothing needs an engine. Problems are collected, not raised, so one
+run names every damaged block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.odf.block import MetadataBlock
+from common.odf.errors import ValidationError
+from common.odf.events import AddData, ExecuteTransform
+from common.odf.multihash import Multihash
+from coordinator.dataset.layout import DatasetLayout
+from coordinator.dataset.rules import validate_append
+from coordinator.dataset.state import DatasetState, advance
+from coordinator.verify.files import (
+    FileFacts,
+    checkpoint_facts,
+    checkpoint_problems,
+    data_file_facts,
+    data_slice_problems,
+)
+from coordinator.verify.report import BlockRef, Check, Problem
+from coordinator.verify.stored_chain import ReadBlock, StoredChain, hidden_blocks, walk_chain
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBlock:
+    """A block of the chain with the dataset's state just before it."""
+
+    name: Multihash
+    block: MetadataBlock
+    state_before: DatasetState
+
+    @property
+    def ref(self) -> BlockRef:
+        return BlockRef(self.name, self.block.sequence_number)
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityResult:
+    chain: StoredChain
+    blocks: tuple[StoredBlock, ...]
+    """The blocks reached from the head, oldest first."""
+    problems: tuple[Problem, ...]
+
+    @property
+    def complete(self) -> bool:
+        """Whether the whole chain, from the head to the Seed, could be read."""
+        return self.chain.complete
+
+
+def verify_integrity(layout: DatasetLayout) -> IntegrityResult:
+    """Check the dataset at ``layout`` from its stored bytes; see the module docstring."""
+    chain = walk_chain(layout)
+    problems = [*chain.problems, *hidden_blocks(layout, chain)]
+    blocks, rule_problems = check_rules(chain.blocks, validate=chain.complete)
+    problems += rule_problems
+    problems += file_problems(layout.root, chain.blocks)
+    return IntegrityResult(chain, blocks, tuple(sorted_problems(problems)))
+
+
+def check_rules(
+    blocks: Sequence[ReadBlock], *, validate: bool = True
+) -> tuple[tuple[StoredBlock, ...], list[Problem]]:
+    """Fold the chain (oldest first) through every chain rule, as if appending each block.
+
+    Without ``validate`` (a chain that does not reach its Seed) the states are folded but
+    the rules are not checked: every block would break the first one.
+    """
+    state = DatasetState()
+    stored, problems = [], []
+    for read in blocks:
+        if validate:
+            try:
+                validate_append(state, read.block)
+            except ValidationError as e:
+                problems.append(
+                    Problem(check=Check.CHAIN, block=read.ref, message=f"breaks a chain rule: {e}")
+                )
+        stored.append(StoredBlock(read.name, read.block, state))
+        state = advance(state, read.name, read.block)
+    return tuple(stored), problems
+
+
+def file_problems(root: Path, blocks: Sequence[ReadBlock]) -> list[Problem]:
+    """Every data file and checkpoint named by a data event, against what the event says."""
+    data_cache: dict[Multihash, FileFacts] = {}
+    checkpoint_cache: dict[Multihash, FileFacts] = {}
+    problems = []
+    for read in blocks:
+        event = read.block.event
+        if not isinstance(event, AddData | ExecuteTransform):
+            continue
+        if event.new_data is not None:
+            h = event.new_data.physical_hash
+            if h not in data_cache:
+                data_cache[h] = data_file_facts(root, h)
+            for message in data_slice_problems(event.new_data, data_cache[h]):
+                problems.append(Problem(check=Check.DATA, block=read.ref, message=message))
+        if event.new_checkpoint is not None:
+            h = event.new_checkpoint.physical_hash
+            if h not in checkpoint_cache:
+                checkpoint_cache[h] = checkpoint_facts(root, h)
+            for message in checkpoint_problems(event.new_checkpoint, checkpoint_cache[h]):
+                problems.append(Problem(check=Check.CHECKPOINT, block=read.ref, message=message))
+    return problems
+
+
+def sorted_problems(problems: Sequence[Problem]) -> list[Problem]:
+    """``refs/head`` first, then by block sequence number (stable otherwise)."""
+
+    def key(p: Problem) -> int:
+        if p.block is None:
+            return -2
+        return -1 if p.block.sequence_number is None else p.block.sequence_number
+
+    return sorted(problems, key=key)

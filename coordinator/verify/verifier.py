@@ -1,0 +1,199 @@
+"""Verifying datasets of a workspace: integrity, input links, replay, one report each.
+
+``Verifier.verify`` runs, for one dataset:
+
+1. integrity (``integrity.verify_integrity``): the stored bytes alone;
+2. for a derivative dataset, its ``queryInputs`` against its inputs' chains
+   (``input_links``);
+3. unless ``integrity_only``, for a derivative dataset whose chain could be read whole, the
+   replay of every transaction with its pinned engine (``replay``).
+
+Datasets verified earlier by the same ``Verifier`` (``--recursive``: inputs first) lend their
+already read chains to the datasets downstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from common.odf.errors import OdfError
+from common.odf.events import AddData, ExecuteTransform, Seed, SetTransform
+from common.odf.fragments import DatasetKind
+from common.odf.identity import DatasetID
+from coordinator.config import ExchangeFormat, load_config
+from coordinator.dataset import Dataset, DatasetNotFoundError
+from coordinator.engine import EngineMounts, EngineSession, provider_from_config
+from coordinator.transform.runner import engine_mounts, workspace_resolver
+from coordinator.verify.input_history import InputHistory, load_input_history
+from coordinator.verify.input_links import input_link_problems
+from coordinator.verify.integrity import IntegrityResult, StoredBlock, sorted_problems
+from coordinator.verify.integrity import verify_integrity as check_integrity
+from coordinator.verify.replay import Replayer, ReplayResult
+from coordinator.verify.report import (
+    Check,
+    DatasetReport,
+    Outcome,
+    Problem,
+    TransactionResult,
+)
+from coordinator.workspace import Workspace
+
+Resolver = Callable[[DatasetID], Dataset]
+ReplayProgress = Callable[[Dataset, ReplayResult], None]
+
+
+class Verifier:
+    """Verifies datasets; ``engines`` (``None`` for ``--integrity``) replays transactions."""
+
+    def __init__(
+        self,
+        resolve: Resolver,
+        engines: EngineSession | None,
+        exchange: ExchangeFormat = ExchangeFormat.ARROW,
+        *,
+        on_replay: ReplayProgress | None = None,
+    ) -> None:
+        self.resolve = resolve
+        self.engines = engines
+        self.exchange = exchange
+        self.on_replay = on_replay
+        self._verified: dict[DatasetID, InputHistory] = {}
+
+    def verify(self, dataset: Dataset) -> DatasetReport:
+        integrity = check_integrity(dataset.layout)
+        problems = list(integrity.problems)
+        seed = _seed(integrity)
+        kind = seed.dataset_kind if seed else None
+        replays: dict[int, ReplayResult] = {}
+        if kind is DatasetKind.DERIVATIVE:
+            inputs = self._inputs(integrity)
+            problems += input_link_problems(integrity.blocks, inputs)
+            if self.engines is not None and integrity.complete:
+                replayer = Replayer(dataset, inputs, self.engines, self.exchange)
+                for result in replayer.replay(integrity.blocks):
+                    replays[result.block.sequence_number or 0] = result
+                    if self.on_replay is not None:
+                        self.on_replay(dataset, result)
+        problems += [p for r in replays.values() for p in _replay_problems(r)]
+        problems = sorted_problems(problems)
+        if seed is not None and not problems:
+            self._verified[seed.dataset_id] = InputHistory.of(dataset, integrity.chain.blocks)
+        return DatasetReport(
+            dataset=dataset.alias,
+            kind=kind.value if kind else None,
+            head=integrity.chain.head,
+            blocks=len(integrity.blocks),
+            transactions=tuple(_transactions(integrity.blocks, problems, replays, self.engines)),
+            problems=tuple(problems),
+            replayed=bool(replays),
+        )
+
+    def _inputs(self, integrity: IntegrityResult) -> dict[DatasetID, InputHistory | str]:
+        """Every input any SetTransform of the chain declares, read (or why not)."""
+        found: dict[DatasetID, InputHistory | str] = {}
+        for stored in integrity.blocks:
+            event = stored.block.event
+            if not isinstance(event, SetTransform):
+                continue
+            for entry in event.inputs:
+                try:
+                    dataset_id = DatasetID.from_did(entry.dataset_ref)
+                except OdfError:
+                    continue  # a chain rule problem already
+                if dataset_id not in found:
+                    found[dataset_id] = self._input(dataset_id)
+        return found
+
+    def _input(self, dataset_id: DatasetID) -> InputHistory | str:
+        verified = self._verified.get(dataset_id)
+        if verified is not None:
+            return verified
+        try:
+            dataset = self.resolve(dataset_id)
+        except DatasetNotFoundError:
+            return "not in the workspace: its links cannot be checked nor its data read"
+        return load_input_history(dataset)
+
+
+def _seed(integrity: IntegrityResult) -> Seed | None:
+    """The chain's Seed, when the chain could be read back to it."""
+    if not integrity.complete or not integrity.blocks:
+        return None
+    first = integrity.blocks[0].block.event
+    return first if isinstance(first, Seed) else None
+
+
+def _replay_problems(result: ReplayResult) -> list[Problem]:
+    if result.error is not None:
+        return [
+            Problem(
+                check=Check.REPLAY, block=result.block, message=f"cannot replay: {result.error}"
+            )
+        ]
+    return [
+        Problem(check=Check.REPLAY, block=result.block, message=f"replay differs: {d}")
+        for d in result.differences
+    ]
+
+
+def _transactions(
+    blocks: tuple[StoredBlock, ...],
+    problems: list[Problem],
+    replays: dict[int, ReplayResult],
+    engines: EngineSession | None,
+) -> Iterator[TransactionResult]:
+    for stored in blocks:
+        event = stored.block.event
+        if not isinstance(event, AddData | ExecuteTransform):
+            continue
+        mine = tuple(p for p in problems if p.block is not None and p.block.hash == stored.name)
+        integrity_failed = any(p.check is not Check.REPLAY for p in mine)
+        replay = replays.get(stored.block.sequence_number)
+        if isinstance(event, AddData):
+            replay_outcome = Outcome.NOT_APPLICABLE
+        elif replay is None:
+            replay_outcome = Outcome.SKIPPED if engines is None else Outcome.NOT_APPLICABLE
+        else:
+            replay_outcome = Outcome.OK if replay.ok else Outcome.FAILED
+        yield TransactionResult(
+            block=stored.ref,
+            event=type(event).__name__,
+            offsets=event.new_data.offset_interval if event.new_data else None,
+            integrity=Outcome.FAILED if integrity_failed else Outcome.OK,
+            replay=replay_outcome,
+            problems=mine,
+        )
+
+
+@contextmanager
+def workspace_verifier(
+    ws: Workspace,
+    targets: list[Dataset],
+    *,
+    integrity_only: bool,
+    on_replay: ReplayProgress | None = None,
+) -> Iterator[Verifier]:
+    """A ``Verifier`` for ``targets`` of ``ws``; engines start only when a replay needs one."""
+    resolve = workspace_resolver(ws)
+    config = load_config(ws.odf_dir)
+    if integrity_only:
+        yield Verifier(resolve, None, config.transform.exchange, on_replay=on_replay)
+        return
+    provider = provider_from_config(config.engine)
+    with EngineSession(provider, _mounts(targets, resolve)) as engines:
+        yield Verifier(resolve, engines, config.transform.exchange, on_replay=on_replay)
+
+
+def _mounts(targets: list[Dataset], resolve: Resolver) -> EngineMounts:
+    """What a container engine needs to replay ``targets`` (damaged datasets are left out:
+    their replay fails on its own)."""
+    usable = []
+    for ds in targets:
+        try:
+            engine_mounts([ds], resolve)
+        except OdfError:
+            continue
+        if ds.state().kind is DatasetKind.DERIVATIVE:
+            usable.append(ds)
+    return engine_mounts(usable, resolve)
