@@ -1,0 +1,8 @@
+"""Verification of datasets (the spec's "Dataset Validation"), for ``odf verify``.
+
+- ``integrity``: the stored bytes alone: blocks hashed as stored, links, chain rules,
+  ``refs/head``, data files (size, physical and logical hash), checkpoints;
+- ``input_links``: a derivative dataset's ``queryInputs`` against its inputs' chains;
+- ``replay``: every transaction run again with its pinned engine, results compared;
+- ``verifier``: all of it for the datasets of a workspace, one ``DatasetReport`` each.
+"""
