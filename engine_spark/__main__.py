@@ -50,6 +50,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="Spark master: local[*] (default), local[N] or a cluster URL",
     )
     p.add_argument("--driver-memory", default=env.get("SPARK_DRIVER_MEMORY"))
+    p.add_argument(
+        "--no-warm-up", action="store_true", help="skip the start-up warm-up transaction"
+    )
     p.add_argument("--max-workers", type=int, default=8, help="gRPC worker threads")
     p.add_argument("-v", "--verbose", action="count", default=0, help="-v info, -vv debug")
     p.add_argument("--log-json", action="store_true", help="JSON log lines")
@@ -74,7 +77,10 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
         driver_memory=args.driver_memory,
         log_level="WARN" if args.verbose >= 2 else "FATAL",
     )
-    return SparkEngine(build_session(settings))
+    engine = SparkEngine(build_session(settings))
+    if not args.no_warm_up:
+        engine.warm_up()
+    return engine
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,11 +10,13 @@ memory use stays bounded. Methods return the protocol's Success messages and rai
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import structlog
@@ -32,6 +34,7 @@ from engine_spark.queries import run_steps
 from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.spark_errors import query_errors
+from engine_spark.warm_up import warm_up_request
 from engine_spark.watermark import input_watermark, output_watermark
 
 log = structlog.get_logger("engine_spark.engine")
@@ -50,6 +53,13 @@ class SparkEngine:
     @property
     def session(self) -> SparkSession:
         return self._session
+
+    def warm_up(self) -> None:
+        """Run one small transaction end to end, so the first real request finds the JVM's
+        classes loaded and Spark's code generation cache populated."""
+        with tempfile.TemporaryDirectory(prefix="odf-engine-warm-up-") as tmp:
+            execute = self.execute_transform(warm_up_request(Path(tmp)))
+            log.info("engine.warmed_up", records=execute.new_offset_interval)
 
     def close(self) -> None:
         """Stop the SparkSession (after the server stopped taking requests)."""

@@ -15,12 +15,13 @@ from functools import reduce
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import OffsetInterval
 from engine_spark.exchange import DataFormat, detect_format, read_arrow, read_schema
-from engine_spark.schema_mapping import spark_input_table
+from engine_spark.schema_mapping import spark_input_schema, spark_input_table
 
 
 def quote_identifier(name: str) -> str:
@@ -57,10 +58,12 @@ def empty_input(session: SparkSession, schema: pa.Schema) -> DataFrame:
 
 
 def file_schema(session: SparkSession, path: str) -> StructType:
-    """The Spark schema of a data file (Parquet footer or Arrow IPC schema), reading no rows."""
-    if detect_format(path) is DataFormat.PARQUET:
-        return session.read.parquet(path).schema
-    return empty_input(session, read_schema(path)).schema
+    """The Spark schema of a data file (Parquet footer or Arrow IPC schema), reading no rows.
+
+    pyarrow reads the footer in microseconds where Spark's schema inference takes a job-like
+    round trip; the Arrow-to-Spark type mapping is PySpark's own.
+    """
+    return from_arrow_schema(spark_input_schema(read_schema(path)))
 
 
 def read_file(session: SparkSession, path: str, schema: StructType) -> DataFrame:

@@ -41,12 +41,16 @@ def spark_input_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def spark_input_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field's type replaced by its ``spark_input_type``."""
+    return pa.schema(
+        [f.with_type(spark_input_type(f.type)) for f in schema], metadata=schema.metadata
+    )
+
+
 def spark_input_table(table: pa.Table) -> pa.Table:
     """``table`` with every column cast to ``spark_input_type``."""
-    target = pa.schema(
-        [f.with_type(spark_input_type(f.type)) for f in table.schema],
-        metadata=table.schema.metadata,
-    )
+    target = spark_input_schema(table.schema)
     if target.equals(table.schema):
         return table
     columns = [

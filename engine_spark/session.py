@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -64,6 +65,8 @@ def build_session(settings: SessionSettings) -> SparkSession:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for name in _QUIET_PYTHON_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    # PySpark warns about the pandas version on import of its Arrow helpers; we use no pandas.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     builder = SparkSession.builder
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)
