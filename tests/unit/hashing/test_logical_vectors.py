@@ -93,6 +93,14 @@ STREAMS = [
         u16(6) + u64(256) + u64(40) + u64(0) + b"\xff" * 32,
     ),
     (
+        pa.array([decimal.Decimal("1.23")], pa.decimal32(5, 2)),
+        u16(6) + u64(32) + u64(5) + u64(2) + (123).to_bytes(4, "little"),
+    ),
+    (
+        pa.array([decimal.Decimal("1.23")], pa.decimal64(12, 2)),
+        u16(6) + u64(64) + u64(12) + u64(2) + (123).to_bytes(8, "little"),
+    ),
+    (
         pa.array([None], pa.decimal128(5, -2)),  # a negative scale is sign-extended to u64
         u16(6) + u64(128) + u64(5) + b"\xfe" + b"\xff" * 7 + b"\x00",
     ),

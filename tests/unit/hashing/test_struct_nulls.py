@@ -7,8 +7,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.hashing import logical_hash
+from common.hashing import LogicalHasher, logical_hash
 from common.hashing.validity import REFERENCE_BATCH_ROWS
+from common.odf.errors import ValidationError
 
 from .reference_model import reference_digest
 from .test_logical_vectors import INT32, expected, name
@@ -74,3 +75,24 @@ def test_windows_of_the_reference_reader(child: str) -> None:
     for batch_rows in (3_333, 10_001, 65_536):
         batches = table.to_batches(max_chunksize=batch_rows)
         assert logical_hash(batches).digest == expected
+
+
+def test_a_window_split_across_batches_is_decided_as_a_whole() -> None:
+    """Struct nulls in a later batch of the same window still combine with the child's."""
+    table = struct_table(pa.array([None] * 11, pa.int16()), [True] + [False] * 10)
+    expected = reference_digest(table)
+    assert logical_hash(table).digest == expected
+    assert (
+        logical_hash([table.slice(0, 1).to_batches()[0], *table.slice(1).to_batches()]).digest
+        == expected
+    )
+
+
+def test_no_rows_can_be_added_after_the_digest() -> None:
+    table = struct_table(pa.array([1], pa.int16()), [True])
+    hasher = LogicalHasher(table.schema)
+    hasher.update(table.to_batches()[0])
+    first = hasher.digest()
+    assert hasher.digest() == first
+    with pytest.raises(ValidationError, match="finished"):
+        hasher.update(table.to_batches()[0])

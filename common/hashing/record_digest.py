@@ -1,0 +1,203 @@
+"""The record hasher: arrow-digest ``RecordDigestV0<Sha3_256>``.
+
+1. Fields are walked depth-first (a struct, then its children one level deeper). For each
+   field its name (``u64`` LE byte length, then the UTF-8 bytes) and its nesting level
+   (``u64`` LE) go into the record hasher. Nullability and metadata are not hashed.
+2. Every non-struct field is a leaf column with its own SHA3-256 hasher, seeded with the bytes
+   of its data type (``data_types``) and fed its rows batch after batch (``value_stream``).
+   Structs are flattened: a leaf inherits its parents' validity (``validity``).
+3. The digest is the record hasher fed with each leaf column's digest, in walk order.
+
+Columns are hashed incrementally, so the result does not depend on how rows are split into
+batches. With structs, validity is decided over whole reference batches (``validity``): rows
+are held back until their 10,000-row window is complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from common.hashing.data_types import data_type_bytes
+from common.hashing.validity import (
+    REFERENCE_BATCH_ROWS,
+    Mask,
+    combine_with_parent,
+    own_validity,
+)
+from common.hashing.value_stream import emit_values
+from common.odf.errors import ValidationError
+from common.odf.multihash import ARROW0_SHA3_256, Multihash
+
+
+class _ColumnDigest:
+    """The hasher of one leaf column (``ArrayDigestV0``)."""
+
+    def __init__(self, path: str, data_type: pa.DataType) -> None:
+        self.path = path
+        self._hasher = hashlib.sha3_256(data_type_bytes(data_type, path))
+
+    def update(self, pieces: Sequence[pa.Array], parent: Mask, first_row: int) -> None:
+        """Hash consecutive ``pieces`` of the column; ``parent`` covers all their rows."""
+        decoded = [p.dictionary_decode() if pa.types.is_dictionary(p.type) else p for p in pieces]
+        own = _concat_validity(decoded)
+        valid = combine_with_parent(parent, own, first_row)
+        blank = None if own is None or parent is None else _blank_rows(valid, own)
+        start = 0
+        for piece in decoded:
+            stop = start + len(piece)
+            piece_valid = None if valid is None else valid[start:stop]
+            piece_blank = None if blank is None else blank[start:stop]
+            emit_values(piece, piece_valid, piece_blank, self._hasher.update)
+            start = stop
+
+    def digest(self) -> bytes:
+        return self._hasher.digest()
+
+
+def _blank_rows(valid: Mask, own: npt.NDArray[np.bool_]) -> Mask:
+    """Rows that hash as valid although the array marks them null (struct quirk)."""
+    blank = ~own if valid is None else valid & ~own
+    return blank if bool(blank.any()) else None
+
+
+def _concat_validity(pieces: Sequence[pa.Array]) -> Mask:
+    masks = [own_validity(p) for p in pieces]
+    if all(m is None for m in masks):
+        return None
+    if len(masks) == 1:
+        return masks[0]
+    return np.concatenate(
+        [
+            np.ones(len(p), dtype=np.bool_) if m is None else m
+            for p, m in zip(pieces, masks, strict=True)
+        ]
+    )
+
+
+def _u64(value: int) -> bytes:
+    return struct.pack("<Q", value)
+
+
+def walk_fields(
+    fields: Iterable[pa.Field], level: int = 0, prefix: str = ""
+) -> Iterator[tuple[pa.Field, int, str]]:
+    """Fields depth-first with their nesting level and dotted path."""
+    for field in fields:
+        path = f"{prefix}{field.name}"
+        yield field, level, path
+        if pa.types.is_struct(field.type):
+            yield from walk_fields(field.type.fields, level + 1, f"{path}.")
+
+
+class LogicalHasher:
+    """Incremental logical hash of record batches that share one schema.
+
+    ``digest()`` ends the stream: no batch can be added after it.
+    """
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._schema = schema
+        self._names = hashlib.sha3_256()
+        self._columns: list[_ColumnDigest] = []
+        for field, level, path in walk_fields(schema):
+            name = field.name.encode()
+            self._names.update(_u64(len(name)) + name + _u64(level))
+            if not pa.types.is_struct(field.type):
+                self._columns.append(_ColumnDigest(path, field.type))
+        self._signature = _signature(schema)
+        self._has_structs = any(pa.types.is_struct(f.type) for f in schema)
+        self._rows = 0  # rows hashed so far
+        self._pending: list[pa.RecordBatch] = []  # rows of an incomplete window (structs)
+        self._pending_rows = 0
+        self._digest: bytes | None = None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        if self._digest is not None:
+            raise ValidationError("records cannot be added to a finished logical hash")
+        if not batch.schema.equals(self._schema) and _signature(batch.schema) != self._signature:
+            raise ValidationError(
+                f"record batch schema {_describe(batch.schema)} does not match the hashed "
+                f"schema {_describe(self._schema)}"
+            )
+        if self._has_structs:
+            self._add_by_windows(batch)
+        else:
+            self._hash([batch])
+
+    def digest(self) -> bytes:
+        if self._digest is None:
+            self._flush()
+            final = self._names.copy()
+            for column in self._columns:
+                final.update(column.digest())
+            self._digest = final.digest()
+        return self._digest
+
+    def multihash(self) -> Multihash:
+        return Multihash(ARROW0_SHA3_256, self.digest())
+
+    def _add_by_windows(self, batch: pa.RecordBatch) -> None:
+        """Hash whole reference windows; hold back the rows of an incomplete one."""
+        start, rows = 0, batch.num_rows
+        while start < rows:
+            position = self._rows + self._pending_rows
+            if not self._pending and rows - start >= REFERENCE_BATCH_ROWS:
+                whole = (rows - start) // REFERENCE_BATCH_ROWS * REFERENCE_BATCH_ROWS
+                self._hash([batch.slice(start, whole)])
+                start += whole
+                continue
+            take = min(REFERENCE_BATCH_ROWS - position % REFERENCE_BATCH_ROWS, rows - start)
+            self._pending.append(batch.slice(start, take))
+            self._pending_rows += take
+            start += take
+            if (position + take) % REFERENCE_BATCH_ROWS == 0:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            pending, self._pending, self._pending_rows = self._pending, [], 0
+            self._hash(pending)
+
+    def _hash(self, batches: list[pa.RecordBatch]) -> None:
+        """Hash consecutive batches whose rows start at ``self._rows``."""
+        columns = [[b.column(i) for b in batches] for i in range(len(self._schema))]
+        leaves = iter(self._columns)
+        self._hash_fields(self._schema, columns, None, leaves)
+        self._rows += sum(b.num_rows for b in batches)
+
+    def _hash_fields(
+        self,
+        fields: Iterable[pa.Field],
+        columns: list[list[pa.Array]],
+        parent: Mask,
+        leaves: Iterator[_ColumnDigest],
+    ) -> None:
+        for field, pieces in zip(fields, columns, strict=True):
+            if pa.types.is_struct(field.type):
+                combined = combine_with_parent(parent, _concat_validity(pieces), self._rows)
+                children = [[p.field(i) for p in pieces] for i in range(field.type.num_fields)]
+                self._hash_fields(field.type.fields, children, combined, leaves)
+            else:
+                next(leaves).update(pieces, parent, self._rows)
+
+
+def _signature(schema: pa.Schema) -> list[tuple[str, int, bytes]]:
+    """What the hash sees of a schema: field names, levels and leaf type bytes."""
+    return [
+        (path, level, b"" if pa.types.is_struct(f.type) else data_type_bytes(f.type, path))
+        for f, level, path in walk_fields(schema)
+    ]
+
+
+def _describe(schema: pa.Schema) -> str:
+    return "(" + ", ".join(f"{f.name}: {f.type}" for f in schema) + ")"
