@@ -34,12 +34,11 @@ def server() -> Iterator[Server]:
 
 
 def test_unreachable_port(tmp_path: Path) -> None:
-    with socket.socket() as s:
+    with socket.socket() as s:  # bound, never listening: connections are refused
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/data.csv"
-    with pytest.raises(UnreachableError) as e:
-        fetch(FetchStepUrl(url=url), None, tmp_path)
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/data.csv"
+        with pytest.raises(UnreachableError) as e:
+            fetch(FetchStepUrl(url=url), None, tmp_path)
     assert str(e.value).startswith(url + ": ")
     assert "refused" in str(e.value).lower()
     assert "\n" not in str(e.value)

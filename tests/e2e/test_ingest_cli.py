@@ -1,0 +1,185 @@
+"""``odf ingest`` and ``odf pull`` run as real processes on a real workspace."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from common.serde.yaml_codec import load_snapshots
+from coordinator.ingest.context import data_files
+from coordinator.workspace import Workspace
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CITIES = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: cities
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: main
+      read:
+        kind: Csv
+        header: true
+        schema: ["date TIMESTAMP NOT NULL", "city STRING", "population BIGINT"]
+      merge:
+        kind: Ledger
+        primaryKey: [date, city]
+    - kind: AddPushSource
+      sourceName: plus
+      read:
+        kind: NdJson
+        schema: ["date TIMESTAMP NOT NULL", "city STRING", "population BIGINT"]
+      merge:
+        kind: Ledger
+        primaryKey: [date, city]
+    - kind: SetVocab
+      eventTimeColumn: date
+"""
+
+POLLED = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: polled
+  kind: Root
+  metadata:
+    - kind: SetPollingSource
+      fetch:
+        kind: FilesGlob
+        path: {inbox}/day-*.csv
+        eventTime:
+          kind: FromPath
+          pattern: 'day-(\\d{{4}}-\\d{{2}}-\\d{{2}})\\.csv'
+      read:
+        kind: Csv
+        schema: ["city STRING", "population BIGINT"]
+      merge:
+        kind: Snapshot
+        primaryKey: [city]
+"""
+
+UNREACHABLE = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: remote
+  kind: Root
+  metadata:
+    - kind: SetPollingSource
+      fetch:
+        kind: Url
+        url: http://127.0.0.1:{port}/data.csv
+      read:
+        kind: Csv
+        schema: ["city STRING"]
+      merge:
+        kind: Append
+"""
+
+
+def odf(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+
+
+def records(ws: Path, name: str) -> list[dict[str, object]]:
+    ds = Workspace(ws).open_dataset(name)
+    return [r for f in data_files(ds, ds.head()) for r in pq.read_table(f).to_pylist()]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[Path]:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    with socket.socket() as closed_port:  # bound, never listening: connections are refused
+        closed_port.bind(("127.0.0.1", 0))
+        port = closed_port.getsockname()[1]
+        ws = Workspace.init(tmp_path)  # `odf init` and `odf add` are tested elsewhere
+        for text in (CITIES, POLLED.format(inbox=inbox), UNREACHABLE.format(port=port)):
+            for snapshot in load_snapshots(text):
+                ws.create_dataset(snapshot)
+        yield tmp_path
+
+
+def test_ingest_files_and_stdin(workspace: Path) -> None:
+    (workspace / "a.csv").write_text("date,city,population\n2020-01-02,B,2\n2020-01-01,A,1\n")
+    (workspace / "b.csv").write_text("date,city,population\n2020-01-01,A,1\n2020-01-03,C,3\n")
+    result = odf(workspace, "ingest", "cities", "a.csv", "b.csv", "--source-name", "main")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("cities: 2 records from a.csv (head f1620")
+    assert lines[1].startswith("cities: 1 records from b.csv")
+
+    ndjson = '{"date": "2020-01-04", "city": "D", "population": 4}\n'
+    result = odf(workspace, "ingest", "cities", "-", "--source-name", "plus", stdin=ndjson)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("cities: 1 records from <stdin>")
+    assert [(r["offset"], r["city"]) for r in records(workspace, "cities")] == [
+        (0, "A"),
+        (1, "B"),
+        (2, "C"),
+        (3, "D"),
+    ]
+
+
+def test_ingest_errors_are_one_line_and_change_nothing(workspace: Path) -> None:
+    (workspace / "bad.csv").write_text("date,city,population\n2020-01-01,A,1\n2020-01-02,B,lots\n")
+    cases = [
+        (
+            ("ingest", "cities", "bad.csv", "--source-name", "main"),
+            "error: bad.csv:3: column 'population': invalid int64 value 'lots'",
+        ),
+        (
+            ("ingest", "cities", "bad.csv"),
+            "error: dataset 'cities' has several push sources (main, plus): choose one",
+        ),
+        (("ingest", "nope", "bad.csv"), "error: dataset 'nope' not found in the workspace"),
+        (("ingest", "cities", "missing.csv"), "error: missing.csv: no such file"),
+        (
+            ("ingest", "cities", "bad.csv", "--event-time", "yesterday"),
+            "error: --event-time: 'yesterday' is not an RFC 3339 time",
+        ),
+        (("pull", "remote"), "error: http://127.0.0.1:"),
+    ]
+    for args, message in cases:
+        result = odf(workspace, *args)
+        assert result.returncode == 1, args
+        assert result.stderr.startswith(message), (args, result.stderr)
+        assert result.stderr.count("\n") == 1, result.stderr
+    assert records(workspace, "cities") == []
+
+
+def test_pull_runs_the_polling_source_to_exhaustion(workspace: Path) -> None:
+    (workspace / "inbox" / "day-2020-01-01.csv").write_text("A,1\nB,2\n")
+    (workspace / "inbox" / "day-2020-01-02.csv").write_text("A,1\nB,3\n")
+    result = odf(workspace, "pull", "polled")
+    assert result.returncode == 0, result.stderr
+    assert [line.split(" (")[0] for line in result.stdout.splitlines()] == [
+        "polled: 2 records from the polling source",
+        "polled: 2 records from the polling source",
+    ]
+    assert [(r["op"], r["city"], r["population"]) for r in records(workspace, "polled")][2:] == [
+        (2, "B", 2),
+        (3, "B", 3),
+    ]
+    again = odf(workspace, "pull", "polled")
+    assert again.stdout == "polled: up to date\n"
