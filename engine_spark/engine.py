@@ -31,6 +31,7 @@ from engine_spark.inputs import empty_input, load_files, load_input, register_vi
 from engine_spark.ordering import RowOrder, result_order, sort_by_values
 from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
 from engine_spark.queries import run_steps
+from engine_spark.sandbox import restrict_functions
 from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.spark_errors import query_errors
@@ -96,7 +97,10 @@ class SparkEngine:
             register_view(load_files(session, request.input_data_paths), RAW_QUERY_INPUT_VIEW)
             result = run_steps(session, request.transform)
             with query_errors(None, in_step=False):
+                order = result_order(result)
                 table = result.toArrow()
+            if order is RowOrder.VALUES:
+                table = sort_by_values(table, [], [])
             table = pa.table(
                 {name: output_column(table.column(name)) for name in table.column_names}
             )
@@ -146,6 +150,7 @@ class SparkEngine:
             started = time.monotonic()
             log.info(f"{operation}.start", subject=subject)
             session = self._session.newSession()
+            restrict_functions(session)
             try:
                 yield session
             finally:

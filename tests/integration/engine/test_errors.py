@@ -73,6 +73,21 @@ def cities(workdir: Path) -> ep.TransformRequestInput:
         ),
         pytest.param("select event_time, 7 as op from cities", ["operation type 7"], id="bad-op"),
         pytest.param("drop view cities", ["only queries"], id="not-a-query"),
+        pytest.param(
+            "select event_time, rand() as r from cities",
+            ["function rand() is not allowed", "random"],
+            id="nondeterministic",
+        ),
+        pytest.param(
+            "select event_time, reflect('java.lang.System', 'getenv', 'HOME') as h from cities",
+            ["function reflect() is not allowed"],
+            id="java-call",
+        ),
+        pytest.param(
+            "select event_time, value as city from text.`/etc/hostname`",
+            ["TABLE_OR_VIEW_NOT_FOUND"],
+            id="sql-on-files",
+        ),
     ],
 )
 def test_invalid_query(
