@@ -20,7 +20,7 @@ ENGINE_REPO=${ENGINE_IMAGE_REPO:-localhost/odf-engine-spark}
 ENGINE_DIR=images/engine-spark
 BUILT=$ENGINE_DIR/.built
 # What the engine image is built from; keep in step with the Containerfile's COPY lines.
-ENGINE_INPUTS=("$ENGINE_DIR/Containerfile" .dockerignore pyproject.toml README.md common engine_spark)
+ENGINE_INPUTS=("$ENGINE_DIR/Containerfile" "$ENGINE_DIR/requirements.py" .dockerignore pyproject.toml README.md common engine_spark)
 
 bash scripts/podman-service.sh install
 
