@@ -12,6 +12,7 @@ import pytest
 
 from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
+from common.hashing.logical import logical_hash
 from common.odf.fragments import OffsetInterval
 from tests.integration.engine import client
 from tests.integration.engine.datasets import TS, InputDataset, OutputDataset, at, sql
@@ -139,6 +140,7 @@ def test_replaying_a_transaction_gives_identical_output(
     assert client.transform(engine_stub, replay) == response
     original, replayed = pq.read_table(first.new_data_path), pq.read_table(replay.new_data_path)
     assert replayed.equals(original)
+    assert logical_hash(replayed) == logical_hash(original)
     assert (
         Path(replay.new_checkpoint_path).read_bytes()
         == Path(first.new_checkpoint_path).read_bytes()
