@@ -25,7 +25,7 @@ kernels and numpy over whole offset/data buffers.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,15 +38,18 @@ from common.hashing.validity import Mask, own_validity, pack_bits, unpack_bits
 
 Update = Callable[[memoryview], object]
 
+Offsets = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+
 U64_BYTES = 8
-NULL_MARKER = pa.scalar(b"\x00", pa.large_binary())
+_NULL_MARKER = b"\x00"
 _ZERO_PREFIX = b"\x00" * U64_BYTES
+_MAX_INT32_OFFSET = 2**31 - 1
 _BOOL_FALSE = 1
 
 # Rows encoded per step: bounds the memory of intermediates and keeps them in cache.
 CHUNK_ROWS = 1 << 16
-# A fixed-size column is hashed run by run (no copy) when it has at most this many
-# runs of nulls per row.
+# A column with nulls is hashed run by run (runs of valid rows straight from the buffer)
+# when it has at most this many runs per row; otherwise null markers are put in place.
 _MAX_RUNS_PER_ROW = 1 / 64
 
 
@@ -54,7 +57,7 @@ _MAX_RUNS_PER_ROW = 1 / 64
 class Rows:
     """Encoded rows: row ``i`` is ``data[offsets[i]:offsets[i + 1]]``."""
 
-    offsets: npt.NDArray[np.int64]
+    offsets: Offsets
     data: npt.NDArray[np.uint8]
 
     def stream(self) -> npt.NDArray[np.uint8]:
@@ -67,6 +70,10 @@ def emit_values(array: pa.Array, valid: Mask, blank: Mask, update: Update) -> No
     ``valid`` marks the rows that are not null (``None``: all), ``blank`` the valid rows to
     hash as the zero value of the type (used only by fixed-size and boolean columns).
     """
+    layout = leaf_layout(array.type)
+    if layout.layout is Layout.FIXED and valid is None and blank is None:
+        update(_fixed_values(array, layout.width).data)  # straight from the Arrow buffer
+        return
     for start in range(0, len(array), CHUNK_ROWS):
         stop = min(start + CHUNK_ROWS, len(array))
         _emit_chunk(
@@ -86,7 +93,7 @@ def _emit_chunk(array: pa.Array, valid: Mask, blank: Mask, update: Update) -> No
     elif layout.layout is Layout.BOOL:
         update(_bool_bytes(array, valid, blank).data)
     else:
-        update(_variable_rows(array, layout.layout, valid).stream().data)
+        _emit_variable(array, layout.layout, valid, update)
 
 
 def encode_rows(array: pa.Array) -> Rows:
@@ -103,6 +110,16 @@ def encode_rows(array: pa.Array) -> Rows:
     if layout.layout is Layout.BOOL:
         return Rows(np.arange(n + 1, dtype=np.int64), _bool_bytes(array, valid, None))
     return _variable_rows(array, layout.layout, valid)
+
+
+def _few_run_edges(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp] | None:
+    """Where runs of equal values start (after the first), if there are few runs."""
+    edges = np.flatnonzero(mask[1:] != mask[:-1]) + 1
+    return edges if len(edges) <= len(mask) * _MAX_RUNS_PER_ROW + 2 else None
+
+
+def _runs(edges: npt.NDArray[np.intp], length: int) -> Iterator[tuple[int, int]]:
+    return itertools.pairwise([0, *edges.tolist(), length])
 
 
 def _present(valid: Mask, blank: Mask) -> Mask:
@@ -129,11 +146,11 @@ def _emit_fixed(array: pa.Array, width: int, valid: Mask, blank: Mask, update: U
     if present is None:
         update(values.data)
         return
-    edges = np.flatnonzero(present[1:] != present[:-1]) + 1
-    if len(edges) <= len(array) * _MAX_RUNS_PER_ROW + 2:
-        _emit_fixed_runs(values, width, present, blank, edges, update)
-    else:
+    edges = _few_run_edges(present)
+    if edges is None:
         update(_fixed_with_absent(values, width, present, blank).stream().data)
+    else:
+        _emit_fixed_runs(values, width, present, blank, edges, update)
 
 
 def _emit_fixed_runs(
@@ -145,8 +162,7 @@ def _emit_fixed_runs(
     update: Update,
 ) -> None:
     """Few runs of absent rows: hash the present runs straight from the buffer."""
-    bounds = [0, *edges.tolist(), len(present)]
-    for start, stop in itertools.pairwise(bounds):
+    for start, stop in _runs(edges, len(present)):
         if present[start]:
             update(values[start * width : stop * width].data)
         else:
@@ -169,8 +185,13 @@ def _fixed_with_absent(
     n = len(present)
     as_binary = pa.Array.from_buffers(
         pa.binary(width), n, [pack_bits(present), pa.py_buffer(values)]
-    ).cast(pa.large_binary())
+    ).cast(_binary_type(n * width))
     return _rows_of(_fill_absent(as_binary, present, blank, width))
+
+
+def _binary_type(total_bytes: int) -> pa.DataType:
+    """``binary`` (32-bit offsets, less to write) when ``total_bytes`` fits."""
+    return pa.binary() if total_bytes <= _MAX_INT32_OFFSET else pa.large_binary()
 
 
 # -- booleans ---------------------------------------------------------------------------
@@ -192,18 +213,31 @@ def _bool_bytes(array: pa.Array, valid: Mask, blank: Mask) -> npt.NDArray[np.uin
 
 
 def _variable_rows(array: pa.Array, layout: Layout, valid: Mask) -> Rows:
+    return _with_null_markers(_prefixed_rows(array, layout, valid), valid)
+
+
+def _emit_variable(array: pa.Array, layout: Layout, valid: Mask, update: Update) -> None:
+    rows = _prefixed_rows(array, layout, valid)
+    edges = None if valid is None else _few_run_edges(valid)
+    if valid is None or edges is None:
+        update(_with_null_markers(rows, valid).stream().data)
+        return
+    for start, stop in _runs(edges, len(valid)):
+        if valid[start]:
+            update(rows.data[rows.offsets[start] : rows.offsets[stop]].data)
+        else:
+            update(memoryview(bytes(stop - start)))
+
+
+def _prefixed_rows(array: pa.Array, layout: Layout, valid: Mask) -> Rows:
     if len(array) == 0:
         return Rows(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8))
     if layout is Layout.LIST:
-        offsets, data, prefixes = _list_segments(array)
-    else:
-        offsets, data, prefixes = _binary_segments(array)
-    return _length_prefixed(offsets, data, prefixes, valid)
+        return _prefixed(*_list_segments(array), valid)
+    return _prefixed(*_binary_segments(array), valid)
 
 
-def _binary_segments(
-    array: pa.Array,
-) -> tuple[npt.NDArray[np.int64], pa.Buffer, npt.NDArray[np.uint64]]:
+def _binary_segments(array: pa.Array) -> tuple[Offsets, pa.Buffer, Offsets]:
     """Offsets into a data buffer of each value, and the value lengths."""
     t = pa.types
     n = len(array)
@@ -219,13 +253,10 @@ def _binary_segments(
     else:
         offsets = _offsets(array, buffers[1])
         data = buffers[2]
-    lengths = np.diff(offsets).astype(np.uint64)
-    return offsets, data if data is not None else pa.py_buffer(b""), lengths
+    return offsets, data if data is not None else pa.py_buffer(b""), np.diff(offsets)
 
 
-def _list_segments(
-    array: pa.Array,
-) -> tuple[npt.NDArray[np.int64], pa.Buffer, npt.NDArray[np.uint64]]:
+def _list_segments(array: pa.Array) -> tuple[Offsets, pa.Buffer, Offsets]:
     """Each list's segment of its items' encoded rows, and the item counts."""
     n = len(array)
     if pa.types.is_fixed_size_list(array.type):
@@ -235,31 +266,30 @@ def _list_segments(
         offsets = _offsets(array, array.buffers()[1])
     first = int(offsets[0])
     items = encode_rows(array.values.slice(first, int(offsets[-1]) - first))
-    segments = items.offsets[offsets - first]
-    counts = np.diff(offsets).astype(np.uint64)
-    return segments, pa.py_buffer(items.data), counts
+    segments: Offsets = items.offsets[offsets - first]
+    return segments, pa.py_buffer(items.data), np.diff(offsets)
 
 
-def _offsets(array: pa.Array, buffer: pa.Buffer) -> npt.NDArray[np.int64]:
-    n = len(array)
-    large = pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type)
-    large = large or pa.types.is_large_list(array.type)
-    dtype = np.int64 if large else np.int32
-    size = np.dtype(dtype).itemsize
-    raw = np.frombuffer(buffer, dtype=dtype, count=n + 1, offset=array.offset * size)
-    return raw.astype(np.int64, copy=False)
+def _offsets(array: pa.Array, buffer: pa.Buffer) -> Offsets:
+    t = pa.types
+    large = t.is_large_binary(array.type) or t.is_large_string(array.type)
+    count = len(array) + 1
+    if large or t.is_large_list(array.type):
+        return np.frombuffer(buffer, dtype=np.int64, count=count, offset=array.offset * 8)
+    return np.frombuffer(buffer, dtype=np.int32, count=count, offset=array.offset * 4)
 
 
-def _length_prefixed(
-    offsets: npt.NDArray[np.int64],
-    data: pa.Buffer,
-    prefixes: npt.NDArray[np.uint64],
-    valid: Mask,
-) -> Rows:
-    """Rows of ``u64 prefix ‖ segment`` for valid rows, a null marker for the others."""
+def _prefixed(offsets: Offsets, data: pa.Buffer, prefixes: Offsets, valid: Mask) -> Rows:
+    """Rows of ``u64 prefix ‖ segment`` for valid rows; null rows are empty."""
     n = len(prefixes)
     bitmap = None if valid is None else pack_bits(valid)
-    segments = pa.Array.from_buffers(pa.large_binary(), n, [bitmap, pa.py_buffer(offsets), data])
+    # The output is at most the segments' end plus the prefixes: small enough for int32?
+    binary_type = _binary_type(int(offsets[-1]) + U64_BYTES * n)
+    if binary_type == pa.large_binary():
+        offsets = offsets.astype(np.int64, copy=False)
+    else:
+        offsets = offsets.astype(np.int32, copy=False)
+    segments = pa.Array.from_buffers(binary_type, n, [bitmap, pa.py_buffer(offsets), data])
     # Arrow inserts 8 zero bytes in front of every valid value (null slots come out empty,
     # whatever their offsets say), then we write the prefixes into those bytes in place.
     prefixed = pc.binary_replace_slice(segments, start=0, stop=0, replacement=_ZERO_PREFIX)
@@ -268,23 +298,27 @@ def _length_prefixed(
     if valid is not None:
         starts, prefixes = starts[valid], prefixes[valid]
     _write_u64_le(rows.data, starts, prefixes)
+    return rows
+
+
+def _with_null_markers(rows: Rows, valid: Mask) -> Rows:
+    """``rows`` (null rows empty) with a null marker in each null row."""
     if valid is None:
         return rows
-    patched = pa.Array.from_buffers(
-        pa.large_binary(), n, [bitmap, pa.py_buffer(rows.offsets), pa.py_buffer(rows.data)]
-    )
-    return _rows_of(_fill_absent(patched, valid, None, 0))
+    binary_type = pa.large_binary() if rows.offsets.dtype == np.int64 else pa.binary()
+    buffers = [pack_bits(valid), pa.py_buffer(rows.offsets), pa.py_buffer(rows.data)]
+    with_nulls = pa.Array.from_buffers(binary_type, len(valid), buffers)
+    return _rows_of(_fill_absent(with_nulls, valid, None, 0))
 
 
-def _write_u64_le(
-    data: npt.NDArray[np.uint8], positions: npt.NDArray[np.int64], values: npt.NDArray[np.uint64]
-) -> None:
-    """Write ``values`` as u64 LE at ``positions`` over zero bytes (only non-zero bytes)."""
+def _write_u64_le(data: npt.NDArray[np.uint8], positions: Offsets, values: Offsets) -> None:
+    """Write non-negative ``values`` as u64 LE at ``positions`` over zero bytes (only the
+    bytes that can be non-zero)."""
     if len(values) == 0:
         return
     significant = (int(values.max()).bit_length() + 7) // 8
     for k in range(significant):
-        data[positions + k] = (values >> np.uint64(8 * k)).astype(np.uint8)
+        data[positions + k] = (values >> (8 * k)).astype(np.uint8)
 
 
 def _fill_absent(
@@ -292,22 +326,20 @@ def _fill_absent(
 ) -> pa.Array:
     """Replace the null slots of ``array``: a null marker, or ``blank_width`` zero bytes."""
     if blank is None:
-        return pc.fill_null(array, NULL_MARKER)
+        return pc.fill_null(array, pa.scalar(_NULL_MARKER, array.type))
     lengths = np.where(present, 0, np.where(blank, blank_width, 1))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    dtype = np.int64 if array.type == pa.large_binary() else np.int32
+    offsets = np.zeros(len(lengths) + 1, dtype=dtype)
     np.cumsum(lengths, out=offsets[1:])
     zeros = pa.py_buffer(np.zeros(int(offsets[-1]), dtype=np.uint8))
-    fill = pa.Array.from_buffers(
-        pa.large_binary(), len(lengths), [None, pa.py_buffer(offsets), zeros]
-    )
+    fill = pa.Array.from_buffers(array.type, len(lengths), [None, pa.py_buffer(offsets), zeros])
     return pc.coalesce(array, fill)
 
 
 def _rows_of(array: pa.Array) -> Rows:
-    """The rows of a null-free ``large_binary`` array, with a writable view of its data."""
-    n = len(array)
+    """The rows of a null-free binary array, with a writable view of its data."""
     _, offsets_buffer, data_buffer = array.buffers()
-    offsets = np.frombuffer(offsets_buffer, dtype=np.int64, count=n + 1, offset=array.offset * 8)
+    offsets = _offsets(array, offsets_buffer)
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else None
     if data is None or len(data) == 0:
         data = np.zeros(0, dtype=np.uint8)

@@ -6,8 +6,10 @@ import itertools
 from collections.abc import Callable
 from unittest import mock
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -191,3 +193,33 @@ def test_changes_when_the_type_changes(column: tuple[pa.DataType, list[object]])
     before = pa.table({"c": build_array(data_type, values)})
     after = before.cast(pa.schema([pa.field("c", _WIDER[data_type])]))
     assert logical_hash(before) != logical_hash(after)
+
+
+def _null_mask(pattern: str, rows: int) -> np.ndarray:
+    index = np.arange(rows)
+    if pattern == "clustered":  # few runs: valid runs are hashed straight from the buffers
+        return (index > rows // 3) & (index < rows // 2)
+    return np.random.default_rng(5).random(rows) < 0.3  # many runs: markers put in place
+
+
+@pytest.mark.parametrize("pattern", ["clustered", "scattered"])
+@pytest.mark.parametrize(
+    "data_type", [pa.int64(), pa.decimal128(22, 2), pa.string(), pa.list_(pa.int8()), pa.bool_()]
+)
+def test_null_layouts_match_the_reference_model(pattern: str, data_type: pa.DataType) -> None:
+    rows = 3_000
+    rng = np.random.default_rng(11)
+    values = rng.integers(0, 100, rows)
+    builders = {
+        pa.int64(): lambda: pa.array(values),
+        pa.decimal128(22, 2): lambda: pa.array(values).cast(pa.decimal128(22, 2)),
+        pa.string(): lambda: pa.array(values.astype(str)),
+        pa.list_(pa.int8()): lambda: pa.array(
+            [[v % 7] * (v % 3) for v in values], pa.list_(pa.int8())
+        ),
+        pa.bool_(): lambda: pa.array(values % 2 == 0),
+    }
+    nulls = pa.array(_null_mask(pattern, rows))
+    column = pc.if_else(nulls, pa.scalar(None, data_type), builders[data_type]())
+    table = pa.table({"c": column})
+    assert logical_hash(table).digest == reference_digest(table)
