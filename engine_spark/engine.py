@@ -161,13 +161,13 @@ class SparkEngine:
                 )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Output:
     """A collected query result in its final row order, plus where its system columns are."""
 
-    def __init__(self, table: pa.Table, columns: OutputColumns, order: RowOrder) -> None:
-        self.table = table
-        self.columns = columns
-        self.order = order
+    table: pa.Table
+    columns: OutputColumns
+    order: RowOrder
 
 
 def _register_inputs(session: SparkSession, inputs: Sequence[ep.TransformRequestInput]) -> None:

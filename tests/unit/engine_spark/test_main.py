@@ -1,0 +1,46 @@
+"""Command line and Spark configuration of the engine (no JVM)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_spark.__main__ import parse_args, parse_ports
+from engine_spark.session import SessionSettings, session_conf
+
+
+def test_defaults_listen_on_the_spec_and_the_reference_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("ODF_ENGINE_PORTS", "SPARK_MASTER", "ODF_ENGINE_UNIX_SOCKET"):
+        monkeypatch.delenv(name, raising=False)
+    args = parse_args([])
+    assert parse_ports(args.ports) == (5544, 2884)
+    assert args.master == "local[*]"
+    assert args.unix_socket is None
+
+
+def test_environment_and_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_MASTER", "spark://spark:7077")
+    monkeypatch.setenv("ODF_ENGINE_PORTS", "2884")
+    args = parse_args(["--unix-socket", "/run/e.sock"])
+    assert (args.master, parse_ports(args.ports), args.unix_socket) == (
+        "spark://spark:7077",
+        (2884,),
+        "/run/e.sock",
+    )
+    assert parse_ports("") == ()
+    with pytest.raises(SystemExit, match="70000"):
+        parse_ports("70000")
+
+
+def test_session_conf_is_utc_ansi_and_quiet() -> None:
+    conf = session_conf(SessionSettings(master="local[2]", driver_memory="1g"))
+    assert conf["spark.sql.session.timeZone"] == "UTC"
+    assert conf["spark.sql.ansi.enabled"] == "true"
+    assert conf["spark.ui.enabled"] == "false"
+    assert conf["spark.sql.runSQLOnFiles"] == "false"
+    assert conf["spark.driver.memory"] == "1g"
+    assert conf["spark.driver.bindAddress"] == "127.0.0.1"
+    cluster = session_conf(SessionSettings(master="spark://spark:7077"))
+    assert "spark.driver.bindAddress" not in cluster
+    assert cluster["spark.master"] == "spark://spark:7077"
