@@ -68,13 +68,19 @@ def preprocess(
             file = pq.ParquetFile(output_path)
             return DataStream(file.schema_arrow, _batches(file))
         case RawQueryResponseInvalidQuery():
-            raise PreprocessError(f"the preprocess query is invalid: {response.message}")
+            raise PreprocessError(f"the preprocess query is invalid: {_line(response.message)}")
         case RawQueryResponseInternalError():
             raise PreprocessError(
-                f"the engine failed to run the preprocess query: {response.message}"
+                f"the engine failed to run the preprocess query: {_line(response.message)}"
             )
         case _:
             raise PreprocessError(f"the engine gave no final response ({type(response).__name__})")
+
+
+def _line(message: str) -> str:
+    """The first line of an engine's message (errors are shown on one line)."""
+    lines = message.strip().splitlines()
+    return lines[0] if lines else "(no message)"
 
 
 def _write_parquet(data: DataStream, path: Path) -> None:

@@ -47,7 +47,13 @@ def parse_timestamps(strings: pa.Array, target: pa.DataType) -> pa.Array:
 
 
 def _parse_timestamps_fast(strings: pa.Array, unit: str, tz: str) -> pa.Array:
+    """All with a zone, all without one (one cast each), else split by a regex."""
     aware_type = pa.timestamp(unit, tz)
+    for direct in (aware_type, pa.timestamp(unit)):
+        try:
+            return pc.cast(pc.cast(strings, direct), aware_type)
+        except pa.ArrowInvalid:
+            pass
     has_zone = pc.match_substring_regex(strings, _HAS_ZONE)
     zoned = pc.cast(pc.if_else(has_zone, strings, None), aware_type)
     naive = pc.cast(pc.if_else(has_zone, None, strings), pa.timestamp(unit))
