@@ -99,16 +99,16 @@ def _decode_base64(body: str, *, url: bool, padded: bool) -> bytes:
     return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
 
 
-# Multibase encodings in final status (multibase.csv): decoded natively.
-_FINAL_DECODERS: dict[str, Callable[[str], bytes]] = {
-    "f": _decode_base16,
-    "F": _decode_base16,
-    "b": _decode_base32,
-    "B": _decode_base32,
-    "z": _decode_base58btc,
-    "m": lambda body: _decode_base64(body, url=False, padded=False),
-    "u": lambda body: _decode_base64(body, url=True, padded=False),
-    "U": lambda body: _decode_base64(body, url=True, padded=True),
+# Multibase encodings in final status (multibase.csv), decoded natively: prefix -> (name, decoder).
+_FINAL_DECODERS: dict[str, tuple[str, Callable[[str], bytes]]] = {
+    "f": ("base16", _decode_base16),
+    "F": ("base16upper", _decode_base16),
+    "b": ("base32", _decode_base32),
+    "B": ("base32upper", _decode_base32),
+    "z": ("base58btc", _decode_base58btc),
+    "m": ("base64", lambda body: _decode_base64(body, url=False, padded=False)),
+    "u": ("base64url", lambda body: _decode_base64(body, url=True, padded=False)),
+    "U": ("base64urlpad", lambda body: _decode_base64(body, url=True, padded=True)),
 }
 
 
@@ -118,12 +118,13 @@ def multibase_decode(text: str) -> bytes:
     draft and experimental encodings through the ``multiformats`` library."""
     if not text:
         raise DecodeError("empty multibase string")
-    decoder = _FINAL_DECODERS.get(text[0])
-    if decoder is not None:
+    final = _FINAL_DECODERS.get(text[0])
+    if final is not None:
+        name, decoder = final
         try:
             return decoder(text[1:])
         except (ValueError, binascii.Error) as e:
-            raise DecodeError(f"invalid multibase string {text!r}: {e}") from None
+            raise DecodeError(f"invalid {name} multibase string {text!r}: {e}") from None
     from multiformats import multibase  # imported lazily: only for rare encodings
 
     try:
