@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 
 from common.logs import configure_logging
 from common.odf.errors import OdfError
-from coordinator.cli import block, data, ingest, inspect, pull, verify, workspace
+from coordinator.cli import block, data, ingest, inspect, pull, transform, verify, workspace
 
 Handler = Callable[[argparse.Namespace], int]
-COMMAND_MODULES = [block, data, workspace, inspect, ingest, pull, verify]
+COMMAND_MODULES = [block, data, workspace, inspect, ingest, pull, transform, verify]
 
 
 def build_parser() -> argparse.ArgumentParser:

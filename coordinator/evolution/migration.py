@@ -44,15 +44,16 @@ class MigrationResult:
         )
 
 
-def is_migration(event: ExecuteTransform, prev: TransformSql | None, current: TransformSql) -> bool:
-    """Whether ``event`` records a MigrateQuery: no new input blocks, right after a new query.
+def is_migration(event: ExecuteTransform, replaced: TransformSql | None) -> bool:
+    """Whether ``event`` records a MigrateQuery: it reads no new input blocks.
 
     A regular transaction always reads new blocks of some input (else there is nothing to
-    run), so an event that reads none, under a transform that differs from the one of the
-    previous transaction, can only be the switch.
+    run), so an event that reads none can only be a switch of queries; ``replaced`` is the
+    transform the latest ``SetTransform`` before ``event`` replaced (``None``: it was the
+    first one, there is nothing to migrate from).
     """
     reads_nothing = all(i.new_block_hash is None for i in event.query_inputs)
-    return reads_nothing and prev is not None and prev != current
+    return reads_nothing and replaced is not None
 
 
 def run_migration(

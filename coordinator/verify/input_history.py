@@ -48,9 +48,9 @@ class InputHistory:
         i = self.positions.get(block)
         return None if i is None else self.states[i]
 
-    def last_offset_at(self, block: Multihash) -> int | None:
-        state = self.state_at(block)
-        return None if state is None else state.last_offset
+    def first_schema_state(self) -> DatasetState | None:
+        """The input's state at its first ``SetDataSchema`` (``None``: it has no data yet)."""
+        return next((s for s in self.states if s.schema is not None), None)
 
     def window(self, prev: Multihash | None, new: Multihash | None) -> tuple[ReadBlock, ...]:
         """The blocks in (``prev``, ``new``], oldest first."""
@@ -88,13 +88,16 @@ def recorded_input_plan(
 
     The same ``InputPlan`` the planner made when the transaction ran: the data files and
     explicit watermarks of the data blocks in (``prevBlockHash``, ``newBlockHash``], and the
-    input's schema and vocabulary as of the last block read.
+    input's schema and vocabulary as of the last block read. An entry that has read nothing
+    yet (a migration adding an input) gets the input's first schema: the one its data starts
+    with, which stays the same however far the input advances.
     """
     window = history.window(entry.prev_block_hash, entry.new_block_hash)
     last = entry.new_block_hash or entry.prev_block_hash
-    state = history.state_at(last) if last is not None else None
+    state = history.state_at(last) if last is not None else history.first_schema_state()
     if state is None or state.schema_bytes is None:
-        raise ReplayError(f"input {history.alias!r} has no data schema as of block {last}")
+        where = f"as of block {last}" if last is not None else "yet"
+        raise ReplayError(f"input {history.alias!r} has no data schema {where}")
     files, watermarks = [], []
     for read in window:
         event = read.block.event

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from common.odf.errors import OdfError
-from common.odf.events import ExecuteTransform, SetDataSchema
+from common.odf.events import ExecuteTransform, SetDataSchema, SetTransform
 from common.odf.fragments import TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
@@ -77,26 +77,25 @@ class Replayer:
 
     def replay(self, blocks: Sequence[StoredBlock]) -> Iterator[ReplayResult]:
         """One result per ``ExecuteTransform`` of ``blocks`` (the chain, oldest first)."""
-        previous: TransformSql | None = None
+        replaced: TransformSql | None = None
         for stored in blocks:
             event = stored.block.event
-            if not isinstance(event, ExecuteTransform):
-                continue
-            current = stored.state_before.transform
-            yield self._replay_one(stored, event, previous)
-            previous = current.transform if current else None
+            if isinstance(event, SetTransform):
+                prior = stored.state_before.transform
+                replaced = prior.transform if prior else None
+            elif isinstance(event, ExecuteTransform):
+                yield self._replay_one(stored, event, replaced)
 
     def _replay_one(
-        self, stored: StoredBlock, event: ExecuteTransform, previous: TransformSql | None
+        self, stored: StoredBlock, event: ExecuteTransform, replaced: TransformSql | None
     ) -> ReplayResult:
         started = time.perf_counter()
-        transform = stored.state_before.transform
-        migration = transform is not None and is_migration(event, previous, transform.transform)
+        migration = is_migration(event, replaced)
         kind = MIGRATION if migration else TRANSACTION
         try:
             if migration:
-                assert previous is not None
-                items = self._migrate(stored, event, previous)
+                assert replaced is not None
+                items = self._migrate(stored, event, replaced)
             else:
                 items = self._transform(stored, event)
             differences = event_differences(event, items)

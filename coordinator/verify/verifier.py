@@ -158,7 +158,7 @@ def _transactions(
             replay_outcome = Outcome.OK if replay.ok else Outcome.FAILED
         yield TransactionResult(
             block=stored.ref,
-            event=type(event).__name__,
+            event=_event_label(event),
             offsets=event.new_data.offset_interval if event.new_data else None,
             integrity=Outcome.FAILED if integrity_failed else Outcome.OK,
             replay=replay_outcome,
@@ -197,3 +197,12 @@ def _mounts(targets: list[Dataset], resolve: Resolver) -> EngineMounts:
         if ds.state().kind is DatasetKind.DERIVATIVE:
             usable.append(ds)
     return engine_mounts(usable, resolve)
+
+
+def _event_label(event: AddData | ExecuteTransform) -> str:
+    """The event's name; a query switch's ``ExecuteTransform`` is marked as the migration."""
+    if isinstance(event, ExecuteTransform) and all(
+        i.new_block_hash is None for i in event.query_inputs
+    ):
+        return "ExecuteTransform (migration)"
+    return type(event).__name__
