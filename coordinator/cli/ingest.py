@@ -16,17 +16,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     DownloadColumn,
-    MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TransferSpeedColumn,
 )
+from rich.text import Text
 
 from common.odf.errors import ValidationError
 from coordinator.engine import EngineMounts, workspace_engines
@@ -120,8 +123,22 @@ def _local_file(file: str) -> Iterator[tuple[Path, str]]:
 # --- progress ------------------------------------------------------------------------------------
 
 
+class _AmountColumn(ProgressColumn):
+    """Bytes (with speed) for fetches, a record count for ingests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._bytes = DownloadColumn()
+        self._speed = TransferSpeedColumn()
+
+    def render(self, task: Task) -> RenderableType:
+        if task.fields.get("unit") == "B":
+            return Text.assemble(self._bytes.render(task), " ", self._speed.render(task))
+        return Text(f"{int(task.completed):,} records")
+
+
 class _RichTask:
-    def __init__(self, progress: Progress, task_id: Any) -> None:
+    def __init__(self, progress: Progress, task_id: TaskID) -> None:
         self._progress = progress
         self._task_id = task_id
 
@@ -133,43 +150,31 @@ class _RichTask:
 
 
 class _RichProgress:
-    """Progress bars on stderr: bytes with speed for fetches, record counts for ingests."""
+    """One live display on stderr whose tasks are fetches (bytes) and ingests (records)."""
 
     def __init__(self, console: Console) -> None:
-        self.bytes = Progress(
+        self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
+            _AmountColumn(),
             TimeElapsedColumn(),
             console=console,
             transient=True,
         )
-        self.records = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            MofNCompleteColumn(),
-            TextColumn("records"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
+        self.progress.start()
 
     def task(self, description: str, *, total: int | None = None, unit: str = "B") -> ProgressTask:
-        progress = self.bytes if unit == "B" else self.records
-        progress.start()
-        return _RichTask(progress, progress.add_task(description, total=total))
+        return _RichTask(self.progress, self.progress.add_task(description, total=total, unit=unit))
 
     def stop(self) -> None:
-        self.bytes.stop()
-        self.records.stop()
+        self.progress.stop()
 
 
 @contextmanager
-def terminal_progress() -> Iterator[IngestProgress]:
-    """Rich progress bars when stderr is a terminal, otherwise none."""
-    console = Console(stderr=True)
+def terminal_progress(console: Console | None = None) -> Iterator[IngestProgress]:
+    """Rich progress bars when the console (default: stderr) is a terminal, otherwise none."""
+    console = console or Console(stderr=True)
     if not console.is_terminal:
         yield NO_PROGRESS
         return

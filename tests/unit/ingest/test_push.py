@@ -194,9 +194,7 @@ class _CommitsOnce:
     def __init__(self, ds: Dataset, other: Path) -> None:
         self.ds, self.other, self.done = ds, other, False
 
-    def task(
-        self, description: str, *, total: int | None = None, unit: str = "B"
-    ) -> _CommitsOnce:
+    def task(self, description: str, *, total: int | None = None, unit: str = "B") -> _CommitsOnce:
         return self
 
     def advance(self, amount: int) -> None:
