@@ -35,6 +35,8 @@ LOG_NAME = "engine.log"
 STOP_TIMEOUT_S = 30.0
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 1500
+START_FAILED = "engine.start_failed"
+"""What the engine server logs when its SparkSession cannot be built."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,9 +74,12 @@ class EmbeddedEngineProvider:
                     description=f"embedded engine (pid {process.pid})",
                 )
                 with client:
-                    waited = client.wait_until_ready(
-                        self.start_timeout, failed=lambda: _exited(process, workdir)
-                    )
+                    try:
+                        waited = client.wait_until_ready(
+                            self.start_timeout, failed=lambda: _failed(process, workdir)
+                        )
+                    except EngineUnavailableError as e:
+                        raise EngineUnavailableError(f"{e}{_log_tail(workdir)}") from None
                     log.info("engine.ready", provider="embedded", pid=process.pid, seconds=waited)
                     yield client
         finally:
@@ -126,15 +131,25 @@ def _die_with_parent() -> None:
         pass
 
 
-def _exited(process: subprocess.Popen[bytes], workdir: Path) -> str | None:
-    if process.poll() is None:
-        return None
+def _failed(process: subprocess.Popen[bytes], workdir: Path) -> str | None:
+    """Why the engine cannot become ready: it exited, or its Spark session failed to start."""
+    if process.poll() is not None:
+        return f"exited with code {process.returncode} before it was ready"
+    if START_FAILED in _read_log(workdir):
+        return "failed to start"
+    return None
+
+
+def _read_log(workdir: Path) -> str:
     try:
-        tail = (workdir / LOG_NAME).read_text(errors="replace")[-_LOG_TAIL_CHARS:]
+        return (workdir / LOG_NAME).read_text(errors="replace")
     except OSError:
-        tail = ""
-    detail = f": {' '.join(tail.split())}" if tail.strip() else ""
-    return f"exited with code {process.returncode} before it was ready{detail}"
+        return ""
+
+
+def _log_tail(workdir: Path) -> str:
+    tail = _read_log(workdir)[-_LOG_TAIL_CHARS:]
+    return f": {' '.join(tail.split())}" if tail.strip() else ""
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
