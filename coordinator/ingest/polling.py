@@ -13,6 +13,8 @@ no state (e.g. a server without ETag or Last-Modified), it is not fetched again 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import structlog
@@ -49,41 +51,50 @@ def poll_once(
     engines: RawQueryEngineProvider | None = None,
     progress: Progress = NO_PROGRESS,
     container_client: ClientFactory = default_client,
+    system_time: datetime | None = None,
 ) -> IngestResult:
-    """One polling iteration: at most one commit (prepared again after a conflict)."""
-    return retrying_conflicts(
-        dataset,
-        lambda: _poll(dataset, fetch_uncacheable, engines, progress, container_client),
-    )
+    """One polling iteration: at most one commit (prepared again after a conflict).
+
+    ``system_time`` (default: now) must not be before the head block's.
+    """
+    options = _PollOptions(fetch_uncacheable, engines, progress, container_client, system_time)
+    return retrying_conflicts(dataset, lambda: _poll(dataset, options))
 
 
-def _poll(
-    dataset: Dataset,
-    fetch_uncacheable: bool,
-    engines: RawQueryEngineProvider | None,
-    progress: Progress,
-    container_client: ClientFactory,
-) -> IngestResult:
+@dataclass(frozen=True, slots=True)
+class _PollOptions:
+    fetch_uncacheable: bool
+    engines: RawQueryEngineProvider | None
+    progress: Progress
+    container_client: ClientFactory
+    system_time: datetime | None
+
+
+def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
     state, context = chain_context(dataset)
     source = state.polling_source
     if source is None:
         return _unchanged(dataset, state, "no polling source defined")
     prev = decode_source_state(context.prev_source_state)
-    if context.prev_offset is not None and prev is None and not fetch_uncacheable:
+    if context.prev_offset is not None and prev is None and not poll.fetch_uncacheable:
         return _unchanged(
             dataset,
             state,
             "the source keeps no state, so it is not fetched again"
             " (use --fetch-uncacheable to force)",
         )
-    system_time = ingest_system_time(state)
+    system_time = poll.system_time or ingest_system_time(state)
     with dataset.staging_dir() as staging:
         fetched = fetch(
-            source.fetch, prev, staging, progress=progress, container_client=container_client
+            source.fetch,
+            prev,
+            staging,
+            progress=poll.progress,
+            container_client=poll.container_client,
         )
         if isinstance(fetched, UpToDate):
             return _unchanged(dataset, state, None)
-        data = _read(source, fetched, staging, engines, progress)
+        data = _read(source, fetched, staging, poll.engines, poll.progress)
         options = WriteOptions(
             system_time=system_time,
             fallback_event_time=fetched.source_event_time or system_time,
@@ -147,6 +158,7 @@ def pull_root(
     engines: RawQueryEngineProvider | None = None,
     progress: Progress = NO_PROGRESS,
     container_client: ClientFactory = default_client,
+    system_time: datetime | None = None,
 ) -> Iterator[IngestResult]:
     """Poll until the source is exhausted; yields the result of every iteration."""
     for _ in range(MAX_ITERATIONS):
@@ -156,6 +168,7 @@ def pull_root(
             engines=engines,
             progress=progress,
             container_client=container_client,
+            system_time=system_time,
         )
         yield result
         if result.up_to_date or not result.has_more:

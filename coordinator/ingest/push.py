@@ -7,6 +7,7 @@ fallback event time is ``event_time`` (``--event-time``) or the time the ingest 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -66,34 +67,42 @@ def push_ingest(
     event_time: datetime | None = None,
     engines: RawQueryEngineProvider | None = None,
     progress: Progress = NO_PROGRESS,
+    system_time: datetime | None = None,
 ) -> IngestResult:
     """Ingest the file at ``path`` (``name`` is how errors and logs call it).
 
-    Prepared again if another writer commits first (see ``retrying_conflicts``).
+    ``system_time`` (default: now) is the records' and blocks' system time; it must not be
+    before the head block's. Prepared again if another writer commits first (see
+    ``retrying_conflicts``).
     """
     shown = name or str(path)
+    request = _PushRequest(shown, source_name, input_format, event_time, system_time)
     return retrying_conflicts(
-        dataset,
-        lambda: _push_once(
-            dataset, path, shown, source_name, input_format, event_time, engines, progress
-        ),
+        dataset, lambda: _push_once(dataset, path, request, engines, progress)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _PushRequest:
+    name: str
+    source_name: str | None
+    input_format: str | None
+    event_time: datetime | None
+    system_time: datetime | None
 
 
 def _push_once(
     dataset: Dataset,
     path: Path,
-    shown: str,
-    source_name: str | None,
-    input_format: str | None,
-    event_time: datetime | None,
+    request: _PushRequest,
     engines: RawQueryEngineProvider | None,
     progress: Progress,
 ) -> IngestResult:
+    shown = request.name
     state, context = chain_context(dataset)
-    source = choose_push_source(state, dataset.alias, source_name)
-    step = read_step_for_format(source.read, input_format)
-    system_time = ingest_system_time(state)
+    source = choose_push_source(state, dataset.alias, request.source_name)
+    step = read_step_for_format(source.read, request.input_format)
+    system_time = request.system_time or ingest_system_time(state)
     with dataset.staging_dir() as staging:
         data: DataStream | None = None
         if path.stat().st_size > 0:
@@ -103,7 +112,7 @@ def _push_once(
             data = counted(data, progress, f"ingest {shown}")
         options = WriteOptions(
             system_time=system_time,
-            fallback_event_time=event_time or system_time,
+            fallback_event_time=request.event_time or system_time,
             new_source_state=None,
             source=shown,
         )

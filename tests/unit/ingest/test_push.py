@@ -214,3 +214,16 @@ def test_a_concurrent_commit_makes_the_ingest_start_over(tmp_path: Path) -> None
     assert result.num_records == 2
     assert rows(all_data(ds), "offset", "city") == [(0, "O"), (1, "M"), (2, "N")]
     assert len(add_data_events(ds)) == 2
+
+
+def test_explicit_system_time(tmp_path: Path) -> None:
+    from coordinator.dataset import AppendValidationError
+
+    ds = new_dataset(tmp_path, csv_source())
+    data = write(tmp_path, "a.csv", "date,city,population\n2020-01-01,A,1\n")
+    push_ingest(ds, data, system_time=utc(2030, 1, 1))
+    assert {r["system_time"] for r in all_data(ds).to_pylist()} == {utc(2030, 1, 1)}
+    head = ds.head()
+    with pytest.raises(AppendValidationError, match="before the head"):
+        push_ingest(ds, data, system_time=utc(2029, 1, 1))
+    assert ds.head() == head
