@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from common.odf.errors import OdfError, ValidationError
@@ -41,6 +42,8 @@ class PullOptions:
     progress: Progress
     transformer: Transformer
     """Runs transformations, and holds the command's engines (also for preprocess queries)."""
+    system_time: datetime | None = None
+    """``--system-time`` for root datasets' ingestion (None: now)."""
 
 
 Puller = Callable[[Dataset, PullOptions], Iterator[str]]
@@ -60,8 +63,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--system-time",
         metavar="RFC3339",
-        help="system time of the transformations' blocks and records (default: now);"
-        " makes a pull reproducible",
+        help="system time of the new blocks and records, ingested or transformed"
+        " (default: now); makes a pull reproducible",
     )
     p.add_argument(
         "--fetch-uncacheable",
@@ -83,7 +86,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
         workspace_transformer(ws, datasets, clock=clock) as transformer,
     ):
         options = PullOptions(
-            fetch_uncacheable=args.fetch_uncacheable, progress=progress, transformer=transformer
+            fetch_uncacheable=args.fetch_uncacheable,
+            progress=progress,
+            transformer=transformer,
+            system_time=clock() if args.system_time else None,
         )
         for dataset in datasets:
             for line in pull_dataset(dataset, options):
@@ -117,6 +123,7 @@ def pull_root_dataset(dataset: Dataset, options: PullOptions) -> Iterator[str]:
         fetch_uncacheable=options.fetch_uncacheable,
         engines=RawQueryEngines(options.transformer.engines),
         progress=options.progress,
+        system_time=options.system_time,
     ):
         yield describe(result, "the polling source")
 

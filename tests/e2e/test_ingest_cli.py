@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -171,13 +172,15 @@ def test_ingest_errors_are_one_line_and_change_nothing(workspace: Path) -> None:
 def test_pull_runs_the_polling_source_to_exhaustion(workspace: Path) -> None:
     (workspace / "inbox" / "day-2020-01-01.csv").write_text("A,1\nB,2\n")
     (workspace / "inbox" / "day-2020-01-02.csv").write_text("A,1\nB,3\n")
-    result = odf(workspace, "pull", "polled")
+    result = odf(workspace, "pull", "polled", "--system-time", "2031-01-01T00:00:00Z")
     assert result.returncode == 0, result.stderr
     assert [line.split(" (")[0] for line in result.stdout.splitlines()] == [
         "polled: 2 records from the polling source",
         "polled: 2 records from the polling source",
     ]
-    assert [(r["op"], r["city"], r["population"]) for r in records(workspace, "polled")][2:] == [
+    pulled = records(workspace, "polled")
+    assert {r["system_time"] for r in pulled} == {datetime(2031, 1, 1, tzinfo=UTC)}
+    assert [(r["op"], r["city"], r["population"]) for r in pulled][2:] == [
         (2, "B", 2),
         (3, "B", 3),
     ]
