@@ -12,7 +12,6 @@ import argparse
 import sys
 from typing import Any
 
-from common.odf.errors import OdfError, ValidationError
 from coordinator.dataset import Dataset
 from coordinator.output import (
     OutputFormat,
@@ -20,12 +19,11 @@ from coordinator.output import (
     render_document,
     render_rows,
 )
-from coordinator.transform.graph import dependency_order
 from coordinator.transform.runner import workspace_resolver
 from coordinator.verify.errors import VerificationFailed
 from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import DatasetReport, Problem, TransactionResult
-from coordinator.verify.verifier import workspace_verifier
+from coordinator.verify.verifier import verification_order, workspace_verifier
 from coordinator.workspace import Workspace
 
 COLUMNS = ("dataset", "block", "hash", "event", "offsets", "integrity", "replay", "detail")
@@ -51,7 +49,7 @@ def register(subparsers: Any) -> None:
 def cmd_verify(args: argparse.Namespace) -> int:
     ws = Workspace.find()
     selected = [ws.open_dataset(n) for n in args.names]
-    datasets = _order(ws, selected, recursive=args.recursive)
+    datasets = verification_order(selected, workspace_resolver(ws), recursive=args.recursive)
     reports = []
     with workspace_verifier(
         ws, datasets, integrity_only=args.integrity, on_replay=_progress
@@ -73,16 +71,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
         names = ", ".join(r.dataset for r in failed)
         raise VerificationFailed(f"verification failed: {count} problem(s) in {names}")
     return 0
-
-
-def _order(ws: Workspace, selected: list[Dataset], *, recursive: bool) -> list[Dataset]:
-    """Inputs first; a dataset too damaged to know its inputs is verified as it is."""
-    try:
-        return dependency_order(selected, workspace_resolver(ws), recursive=recursive)
-    except ValidationError:
-        raise
-    except OdfError:  # a damaged chain: what verify reports, not a reason to stop
-        return selected
 
 
 def _progress(dataset: Dataset, result: ReplayResult) -> None:

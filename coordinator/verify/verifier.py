@@ -14,8 +14,9 @@ already read chains to the datasets downstream.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform, Seed, SetTransform
@@ -37,6 +38,7 @@ from coordinator.verify.report import (
     Problem,
     TransactionResult,
 )
+from coordinator.verify.stored_chain import walk_chain
 from coordinator.workspace import Workspace
 
 Resolver = Callable[[DatasetID], Dataset]
@@ -114,6 +116,50 @@ class Verifier:
         except DatasetNotFoundError:
             return "not in the workspace: its links cannot be checked nor its data read"
         return load_input_history(dataset)
+
+
+def verification_order(
+    datasets: Iterable[Dataset], resolve: Resolver, *, recursive: bool
+) -> list[Dataset]:
+    """``datasets``, inputs first; with ``recursive`` also every dataset upstream, including
+    inputs that earlier queries read (every ``SetTransform`` of the chain counts).
+
+    A dataset whose chain cannot be read is kept as it is: verifying it reports why.
+    """
+    ordered: list[Dataset] = []
+    done: set[Path] = set()
+
+    def visit(ds: Dataset, trail: tuple[Path, ...]) -> None:
+        key = ds.layout.root
+        if key in done or key in trail:
+            return
+        if recursive:
+            for input_id in _all_input_ids(ds):
+                try:
+                    upstream = resolve(input_id)
+                except DatasetNotFoundError:
+                    continue  # reported by the downstream dataset's verification
+                visit(upstream, (*trail, key))
+        done.add(key)
+        ordered.append(ds)
+
+    for ds in datasets:
+        visit(ds, ())
+    return ordered
+
+
+def _all_input_ids(ds: Dataset) -> list[DatasetID]:
+    ids: list[DatasetID] = []
+    for read in walk_chain(ds.layout).blocks:
+        if isinstance(read.block.event, SetTransform):
+            for entry in read.block.event.inputs:
+                try:
+                    dataset_id = DatasetID.from_did(entry.dataset_ref)
+                except OdfError:
+                    continue
+                if dataset_id not in ids:
+                    ids.append(dataset_id)
+    return ids
 
 
 def _seed(integrity: IntegrityResult) -> Seed | None:
