@@ -2,7 +2,8 @@
 
 Inputs enter Spark in offset order (one partition per file, files oldest first, unions in
 input order). A plan made only of row-wise operators (projection, filter, union, explode, ...)
-keeps that order through ``collect``: the output is in input order. A plan that shuffles
+keeps that order through ``collect``: the output is in input order (a local sort within a
+partition is deterministic too). A plan that shuffles
 (aggregation, join, window, distinct, ...) has no defined order, so the engine sorts the rows
 by value: ``event_time``, then every other sortable column in result order, then ``op``. When
 the query itself ends in ``ORDER BY``, Spark's order is kept.
@@ -35,7 +36,9 @@ ORDER_PRESERVING_NODES = frozenset(
         "Expand",
     }
 )
-"""Logical plan nodes that emit rows in the order their children produce them."""
+"""Logical plan nodes that emit rows in the order their children produce them. Also order
+preserving: a local ``Sort`` (``SORT BY``, and how a multi-file input is put in offset order)
+and a ``Repartition`` without shuffle (``coalesce``)."""
 
 
 class RowOrder(Enum):
@@ -65,7 +68,16 @@ class _PlanNode:
 
     @property
     def is_global_sort(self) -> bool:
-        return self.name == "Sort" and bool(self._jnode.isGlobal())
+        # Scala's ``Sort.global`` (a Python keyword, hence getattr).
+        return self.name == "Sort" and bool(getattr(self._jnode, "global")())
+
+    @property
+    def preserves_order(self) -> bool:
+        if self.name == "Sort":
+            return not self.is_global_sort
+        if self.name == "Repartition":
+            return not bool(self._jnode.shuffle())
+        return self.name in ORDER_PRESERVING_NODES
 
     @property
     def children(self) -> list[_PlanNode]:
@@ -74,9 +86,9 @@ class _PlanNode:
 
 
 def classify_plan(root: Any) -> RowOrder:
-    """``root`` has ``name``, ``is_global_sort`` and ``children`` (a plan node or a stand-in)."""
+    """``root`` has ``name``, ``is_global_sort``, ``preserves_order`` and ``children``."""
     node = root
-    while node.name in ORDER_PRESERVING_NODES and len(node.children) == 1:
+    while node.preserves_order and len(node.children) == 1:
         node = node.children[0]
     if node.is_global_sort:
         return RowOrder.QUERY
@@ -87,7 +99,7 @@ def _all_order_preserving(node: Any) -> bool:
     stack = [node]
     while stack:
         current = stack.pop()
-        if current.name not in ORDER_PRESERVING_NODES:
+        if not current.preserves_order:
             return False
         stack.extend(current.children)
     return True

@@ -281,3 +281,19 @@ def test_arrow_ipc_inputs_and_output(
         "2024-01-01",
         "2024-01-02",
     ]
+
+
+def test_order_by_in_the_query_is_kept(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
+) -> None:
+    src = InputDataset(workdir / "in", "cities", CITIES)
+    out = OutputDataset(
+        workdir / "out",
+        "sorted",
+        sql("select event_time, city, population from cities order by population desc"),
+    )
+    src.append([city(0, "A", 5), city(1, "B", 50)])
+    src.append([city(2, "C", 500), city(3, "D", 1)])
+    req = out.request([src.take()])
+    run(engine_stub, out, req)
+    assert rows(req.new_data_path, "offset", "city") == [(0, "C"), (1, "B"), (2, "A"), (3, "D")]

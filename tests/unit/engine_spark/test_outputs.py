@@ -9,7 +9,12 @@ import pytest
 
 from common.odf.fragments import DatasetVocabulary
 from engine_spark.errors import InvalidQueryError
-from engine_spark.ordering import RowOrder, classify_plan, sort_by_values
+from engine_spark.ordering import (
+    ORDER_PRESERVING_NODES,
+    RowOrder,
+    classify_plan,
+    sort_by_values,
+)
 from engine_spark.outputs import build_output, normalize_ops, plan_output_columns
 from engine_spark.schema_evolution import check_schema_evolution
 
@@ -76,6 +81,7 @@ class Node:
     def __init__(self, name: str, *children: Node, global_sort: bool = True) -> None:
         self.name, self.children = name, list(children)
         self.is_global_sort = name == "Sort" and global_sort
+        self.preserves_order = not global_sort if name == "Sort" else name in ORDER_PRESERVING_NODES
 
 
 def test_classify_plan() -> None:
@@ -85,8 +91,8 @@ def test_classify_plan() -> None:
     assert classify_plan(Node("Aggregate", scan)) is RowOrder.VALUES
     assert classify_plan(Node("Union", scan, Node("Join", scan, scan))) is RowOrder.VALUES
     assert classify_plan(Node("Project", Node("Sort", Node("Aggregate", scan)))) is RowOrder.QUERY
-    local_sort = Node("Sort", scan, global_sort=False)
-    assert classify_plan(local_sort) is RowOrder.VALUES
+    backlog = Node("Sort", Node("Filter", scan), global_sort=False)
+    assert classify_plan(Node("Project", backlog)) is RowOrder.INPUT
 
 
 def test_sort_by_values_is_total_and_skips_nested_columns() -> None:
