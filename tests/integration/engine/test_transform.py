@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.engine_rpc import engine_pb2_grpc
-from common.odf import engine_protocol as ep
 from common.hashing.logical import logical_hash
+from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
 from tests.integration.engine import client
 from tests.integration.engine.datasets import TS, InputDataset, OutputDataset, at, sql
