@@ -26,6 +26,8 @@ from coordinator.ingest.system_columns import OFFSET_TYPE, TIME_TYPE
 ROW_GROUP_ROWS = 1 << 20
 ROW_GROUP_BYTES = 128 << 20
 READ_BACK_ROWS = 65536
+_OFFSET = -1
+_SYSTEM_TIME = -2
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,15 @@ class SliceFile:
         self.start_offset = start_offset
         self.system_time = pa.scalar(system_time.astimezone(UTC), TIME_TYPE)
         """The ``system_time`` column value, the same on every record of the slice."""
-        self._positions = [merged.get_field_index(f.name) for f in output]
+        self._positions = [
+            _OFFSET
+            if f.name == vocab.offset_column
+            else _SYSTEM_TIME
+            if f.name == vocab.system_time_column
+            else merged.get_field_index(f.name)
+            for f in output
+        ]
+        """Where each output column comes from: a merged column, or one of the two made here."""
         self._writer: pq.ParquetWriter | None = None
         self._buffer: list[pa.RecordBatch] = []
         self._buffered_rows = 0
@@ -76,8 +86,8 @@ class SliceFile:
         offsets = _sequence(self.start_offset + self._rows, n)
         system_times = pa.repeat(self.system_time, n)
         columns = [
-            offsets if i == -1 else system_times if i == -2 else batch.column(i)
-            for i in self._system_positions()
+            offsets if i == _OFFSET else system_times if i == _SYSTEM_TIME else batch.column(i)
+            for i in self._positions
         ]
         out = pa.RecordBatch.from_arrays(columns, schema=self.output)
         self._track_event_time(out.column(3))
@@ -88,13 +98,6 @@ class SliceFile:
         self._buffered_bytes += out.nbytes
         if self._buffered_rows >= ROW_GROUP_ROWS or self._buffered_bytes >= ROW_GROUP_BYTES:
             self._flush()
-
-    def _system_positions(self) -> list[int]:
-        """Index of each output column in the merged batch; -1 offset, -2 system time."""
-        positions = list(self._positions)
-        positions[0] = -1
-        positions[2] = -2
-        return positions
 
     def _track_event_time(self, column: pa.Array) -> None:
         value = pc.max(column)
