@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -297,3 +298,34 @@ def test_order_by_in_the_query_is_kept(
     req = out.request([src.take()])
     run(engine_stub, out, req)
     assert rows(req.new_data_path, "offset", "city") == [(0, "C"), (1, "B"), (2, "A"), (3, "D")]
+
+
+def test_requests_are_isolated_and_may_arrive_concurrently(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
+) -> None:
+    src = InputDataset(workdir / "in", "cities", CITIES)
+    src.append([city(0, "A", 5), city(1, "B", 50)])
+    entry = src.take()
+    defining = OutputDataset(
+        workdir / "def",
+        "def",
+        sql(("secret", "select * from cities"), "select event_time, city from secret"),
+    )
+    run(engine_stub, defining, defining.request([entry]))
+    peeking = OutputDataset(workdir / "peek", "peek", sql("select event_time, city from secret"))
+    response = client.transform(engine_stub, peeking.request([entry]))
+    assert isinstance(response, ep.TransformResponseInvalidQuery)
+    assert "TABLE_OR_VIEW_NOT_FOUND" in response.message
+
+    outputs = [
+        OutputDataset(
+            workdir / f"c{i}", f"c{i}", sql(f"select event_time, city, {i} as i from cities")
+        )
+        for i in range(3)
+    ]
+    requests = [o.request([entry]) for o in outputs]
+    with ThreadPoolExecutor(3) as pool:
+        responses = list(pool.map(lambda r: client.transform(engine_stub, r), requests))
+    for i, (req, response) in enumerate(zip(requests, responses, strict=True)):
+        assert isinstance(response, ep.TransformResponseSuccess)
+        assert rows(req.new_data_path, "city", "i") == [("A", i), ("B", i)]
