@@ -20,7 +20,7 @@ import structlog
 
 from common.engine_rpc import REFERENCE_ENGINE_PORT, SPEC_ENGINE_PORT
 from common.logs import configure_logging
-from engine_spark.server import EngineServer, ServerSettings
+from engine_spark.server import EngineServer, ServerBindError, ServerSettings
 
 if TYPE_CHECKING:
     from engine_spark.engine import SparkEngine
@@ -31,7 +31,9 @@ log = structlog.get_logger("engine_spark")
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     env = os.environ
     default_ports = env.get("ODF_ENGINE_PORTS", f"{SPEC_ENGINE_PORT},{REFERENCE_ENGINE_PORT}")
-    p = argparse.ArgumentParser(prog="odf-engine-spark", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="odf-engine-spark", description="Run the ODF Spark engine gRPC server."
+    )
     p.add_argument("--host", default=env.get("ODF_ENGINE_HOST", "0.0.0.0"), help="bind address")
     p.add_argument(
         "--ports",
@@ -110,7 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server.start()
+    try:
+        server.start()
+    except ServerBindError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     while not stop.wait(0.5):
         pass
     server.stop()

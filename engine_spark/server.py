@@ -29,6 +29,7 @@ from common.engine_rpc import (
     engine_pb2_grpc,
 )
 from common.odf import engine_protocol as ep
+from common.odf.errors import OdfError
 from common.serde import flatbuffers_codec as codec
 from engine_spark.errors import InvalidQueryError
 
@@ -215,6 +216,20 @@ class ServerSettings:
     """Less than the 5 s the reference coordinator waits before SIGKILL."""
 
 
+class ServerBindError(OdfError):
+    """An address the server was told to listen on cannot be bound."""
+
+
+def _bind(server: grpc.Server, address: str) -> int:
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as e:
+        raise ServerBindError(f"cannot listen on {address}: {e}") from e
+    if port == 0 and not address.startswith("unix:"):
+        raise ServerBindError(f"cannot listen on {address} (address in use?)")
+    return port
+
+
 class EngineServer:
     """A gRPC server with the Engine, health and reflection services; backend built lazily."""
 
@@ -245,12 +260,12 @@ class EngineServer:
         )
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.bound_ports = tuple(
-            server.add_insecure_port(f"{self.settings.host}:{port}") for port in self.settings.ports
+            _bind(server, f"{self.settings.host}:{port}") for port in self.settings.ports
         )
         if self.settings.unix_socket:
             if os.path.exists(self.settings.unix_socket):
                 os.unlink(self.settings.unix_socket)
-            server.add_insecure_port(f"unix:{self.settings.unix_socket}")
+            _bind(server, f"unix:{self.settings.unix_socket}")
         server.start()
         self._server = server
         log.info("server.listening", ports=self.bound_ports, unix_socket=self.settings.unix_socket)

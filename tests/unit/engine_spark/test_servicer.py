@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import socket
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from common.engine_rpc import engine_pb2
 from common.odf import engine_protocol as ep
@@ -11,7 +14,13 @@ from common.odf.fragments import DatasetVocabulary, TransformSql
 from common.odf.identity import DatasetID
 from common.serde import flatbuffers_codec as codec
 from engine_spark.errors import InvalidQueryError
-from engine_spark.server import BackendSlot, EngineServicer
+from engine_spark.server import (
+    BackendSlot,
+    EngineServer,
+    EngineServicer,
+    ServerBindError,
+    ServerSettings,
+)
 
 REQUEST = ep.TransformRequest(
     dataset_id=DatasetID.new_seeded(b"x"),
@@ -67,3 +76,14 @@ def test_a_backend_that_failed_to_start_answers_internal_error() -> None:
     response = call(EngineServicer(slot.get), codec.encode_transform_request(REQUEST))
     assert isinstance(response, ep.TransformResponseInternalError)
     assert "the engine failed to start: RuntimeError: no java" in response.message
+
+
+@pytest.mark.grpc
+def test_a_port_in_use_is_a_one_line_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = EngineServer(ServerSettings(host="127.0.0.1", ports=(port,)), lambda: Backend())
+        with pytest.raises(ServerBindError, match=f"cannot listen on 127.0.0.1:{port}"):
+            server.start()
