@@ -86,7 +86,7 @@ def change_query(
     if new.version is None:
         new = replace(new, version=engines.default_version())
     event = SetTransform(inputs=current.inputs if inputs is None else inputs, transform=new)
-    if event == current:
+    if same_transform(event, current):
         raise QueryChangeError(
             "is the dataset's current transform: nothing to change", path="query"
         )
@@ -124,6 +124,16 @@ def change_query(
         migration=result.event if recorded else None,
         migrated=True,
     )
+
+
+def same_transform(a: SetTransform, b: SetTransform) -> bool:
+    """Equal but for whitespace in the queries' text: such a change is not worth a block."""
+
+    def canonical(t: SetTransform) -> SetTransform:
+        steps = tuple(replace(q, query=" ".join(q.query.split())) for q in t.transform.steps())
+        return replace(t, transform=replace(t.transform, query=None, queries=steps))
+
+    return canonical(a) == canonical(b)
 
 
 def _current_transform(dataset: Dataset, state: DatasetState) -> SetTransform:
