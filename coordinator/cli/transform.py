@@ -20,7 +20,7 @@ from common.serde.yaml_codec import load_object
 from coordinator.config import load_config
 from coordinator.engine import workspace_engines
 from coordinator.evolution.query_change import QueryChange, change_query
-from coordinator.transform.runner import workspace_resolver
+from coordinator.transform.runner import engine_mounts, workspace_resolver
 from coordinator.workspace import Workspace
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -63,11 +63,13 @@ def cmd_set_transform(args: argparse.Namespace) -> int:
     if args.version is not None:
         transform = replace(transform, version=args.version)
     config = load_config(ws.odf_dir)
-    with workspace_engines(ws.odf_dir) as engines:
+    resolve = workspace_resolver(ws)
+    # A container engine migrating the dataset reads its checkpoint and writes to its staging.
+    with workspace_engines(ws.odf_dir, engine_mounts([dataset], resolve)) as engines:
         change = change_query(
             dataset,
             transform,
-            workspace_resolver(ws),
+            resolve,
             engines,
             inputs=resolve_inputs(ws, args.inputs) if args.inputs else None,
             exchange=config.transform.exchange,

@@ -25,7 +25,7 @@ from common.odf.identity import DatasetID
 from coordinator.config import ExchangeFormat, load_config
 from coordinator.dataset import Dataset, DatasetNotFoundError
 from coordinator.engine import EngineMounts, EngineSession, provider_from_config
-from coordinator.transform.runner import engine_mounts, workspace_resolver
+from coordinator.transform.runner import workspace_resolver
 from coordinator.verify.input_history import InputHistory, load_input_history
 from coordinator.verify.input_links import input_link_problems
 from coordinator.verify.integrity import IntegrityResult, StoredBlock, sorted_problems
@@ -232,17 +232,21 @@ def workspace_verifier(
 
 
 def _mounts(targets: list[Dataset], resolve: Resolver) -> EngineMounts:
-    """What a container engine needs to replay ``targets`` (damaged datasets are left out:
-    their replay fails on its own)."""
-    usable = []
+    """What a container engine needs to replay ``targets``: each one's staging (writable),
+    its checkpoints and the data of every input it ever read (read-only)."""
+    read_only, read_write = [], []
     for ds in targets:
-        try:
-            engine_mounts([ds], resolve)
-        except OdfError:
+        input_ids = _all_input_ids(ds)
+        if not input_ids:
             continue
-        if ds.state().kind is DatasetKind.DERIVATIVE:
-            usable.append(ds)
-    return engine_mounts(usable, resolve)
+        read_write.append(ds.layout.staging_root)
+        read_only.append(ds.layout.checkpoints_dir)
+        for input_id in input_ids:
+            try:
+                read_only.append(resolve(input_id).layout.data_dir)
+            except DatasetNotFoundError:
+                continue  # its transactions cannot be replayed; reported per block
+    return EngineMounts.of(read_only, read_write)
 
 
 def _event_label(event: AddData | ExecuteTransform) -> str:
