@@ -8,6 +8,11 @@ import sys
 import structlog
 
 
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    # Resolve sys.stderr at each use: it may be replaced (test capture, daemonization).
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 def configure_logging(verbosity: int = 0, *, json: bool = False) -> None:
     """WARNING by default, INFO with ``-v``, DEBUG with ``-vv``; logs go to stderr."""
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
@@ -24,6 +29,6 @@ def configure_logging(verbosity: int = 0, *, json: bool = False) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
