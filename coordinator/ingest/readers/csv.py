@@ -2,7 +2,8 @@
 
 Reference semantics: with a DDL schema the columns are matched by position and a header line
 is only skipped; without one the names come from the header (or ``column_1``, ...) and the
-types are inferred (``inferSchema``) or all strings. An empty field is NULL for every type.
+types are inferred (``inferSchema``) or all strings. An empty field is NULL for every type, and
+so is ``nullValue`` when set (the reference rejects any ``nullValue`` but ``""``).
 Booleans are case-insensitive ``true``/``false``. No escape character: quotes are doubled.
 A bad row stops the whole ingest with an error naming the file, line and column.
 """
@@ -57,7 +58,9 @@ class _CsvReader:
         self.separator = _single_char(step.separator, ",", "separator")
         self.quote = _single_char(step.quote, '"', "quote")
         _check_default(step.encoding, ("utf8", "utf-8"), "encoding")
-        _check_default(step.null_value, ("",), "nullValue")
+        # The reference accepts only "", but the spec defines nullValue: we honour it. An
+        # empty field stays NULL too, as in the reference.
+        self.null_values = sorted({"", step.null_value or ""})
         _check_default(step.date_format, ("rfc3339",), "dateFormat")
         _check_default(step.timestamp_format, ("rfc3339",), "timestampFormat")
         if step.escape:
@@ -120,7 +123,7 @@ class _CsvReader:
         )
         convert_options = pacsv.ConvertOptions(
             column_types=types,
-            null_values=[""],
+            null_values=self.null_values,
             strings_can_be_null=True,
             quoted_strings_can_be_null=True,
             true_values=_TRUE,

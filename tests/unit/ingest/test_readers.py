@@ -193,12 +193,23 @@ def test_csv_bad_value_deep_in_a_large_file_names_its_line(tmp_path: Path) -> No
         list(read_csv(step, path, name="big.csv", block_size=4096))
 
 
+def test_csv_null_value_is_honoured_for_every_type(tmp_path: Path) -> None:
+    content = "city,population,t\nA,NA,2020-01-01T00:00:00Z\nNA,,NA\n"
+    step = ReadStepCsv(
+        header=True, null_value="NA", schema=("city STRING", "population INT", "t TIMESTAMP")
+    )
+    _, records = read(step, file(tmp_path, "a.csv", content))
+    assert [r["city"] for r in records] == ["A", None]
+    assert [r["population"] for r in records] == [None, None]
+    assert records[1]["t"] is None
+    assert records[0]["t"] is not None
+
+
 @pytest.mark.parametrize(
     ("step", "message"),
     [
         (ReadStepCsv(separator="::"), "separator must be a single byte"),
         (ReadStepCsv(encoding="latin1"), "encoding 'latin1' is not supported"),
-        (ReadStepCsv(null_value="NA"), "nullValue 'NA' is not supported"),
         (ReadStepCsv(timestamp_format="yyyy"), "timestampFormat 'yyyy' is not supported"),
         (ReadStepCsv(escape="\\"), "escape"),
     ],
