@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from common.hashing import logical_hash_parquet, physical_hash_file
 from common.hashing.logical import open_parquet
 from common.odf.errors import OdfError
@@ -28,6 +30,8 @@ class FileFacts:
     physical_hash: Multihash | None = None
     logical_hash: Multihash | None = None
     records: int | None = None
+    columns: tuple[tuple[str, str], ...] | None = None
+    """``(name, Arrow type)`` of each column (data files only)."""
     unreadable: str | None = None
     """Why the records could not be read (data files only)."""
 
@@ -41,6 +45,7 @@ def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
     try:
         with open_parquet(root / rel) as parquet:
             records = parquet.metadata.num_rows
+            columns = column_types(parquet.schema_arrow)
         logical = logical_hash_parquet(root / rel)
     except OdfError as e:
         return FileFacts(
@@ -55,7 +60,14 @@ def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
         physical_hash=facts.physical_hash,
         logical_hash=logical,
         records=records,
+        columns=columns,
     )
+
+
+def column_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
+    """What a data file's schema must agree on with ``SetDataSchema``: names and types, in
+    order (nullability and metadata aside, as schema evolution compares them)."""
+    return tuple((f.name, str(f.type)) for f in schema)
 
 
 def checkpoint_facts(root: Path, physical_hash: Multihash) -> FileFacts:
@@ -70,8 +82,11 @@ def _raw_facts(path: Path, rel: str) -> FileFacts:
     return FileFacts(path=rel, size=path.stat().st_size, physical_hash=physical_hash_file(path))
 
 
-def data_slice_problems(expected: DataSlice, facts: FileFacts) -> list[str]:
-    """How the stored data file differs from the block's ``newData`` (empty: it does not)."""
+def data_slice_problems(
+    expected: DataSlice, facts: FileFacts, schema: tuple[tuple[str, str], ...] | None
+) -> list[str]:
+    """How the stored data file differs from the block's ``newData`` and from the dataset's
+    schema in effect at the block (``schema``, ``None``: unknown); empty when it does not."""
     o = expected.offset_interval
     what = f"data file {facts.path} (offsets {o.start}..{o.end})"
     if facts.size is None:
@@ -87,7 +102,15 @@ def data_slice_problems(expected: DataSlice, facts: FileFacts) -> list[str]:
     wanted = o.end - o.start + 1
     if facts.records is not None and facts.records != wanted:
         problems.append(f"{what} has {facts.records} records, the block's offsets say {wanted}")
+    if schema is not None and facts.columns is not None and facts.columns != schema:
+        problems.append(
+            f"{what} has columns {_names(facts.columns)}, the dataset's schema {_names(schema)}"
+        )
     return problems
+
+
+def _names(columns: tuple[tuple[str, str], ...]) -> str:
+    return "(" + ", ".join(f"{n}: {t}" for n, t in columns) + ")"
 
 
 def checkpoint_problems(expected: Checkpoint, facts: FileFacts) -> list[str]:

@@ -28,6 +28,7 @@ from coordinator.verify.files import (
     FileFacts,
     checkpoint_facts,
     checkpoint_problems,
+    column_types,
     data_file_facts,
     data_slice_problems,
 )
@@ -67,7 +68,7 @@ def verify_integrity(layout: DatasetLayout) -> IntegrityResult:
     problems = [*chain.problems, *hidden_blocks(layout, chain)]
     blocks, rule_problems = check_rules(chain.blocks, validate=chain.complete)
     problems += rule_problems
-    problems += file_problems(layout.root, chain.blocks)
+    problems += file_problems(layout.root, blocks, complete=chain.complete)
     return IntegrityResult(chain, blocks, tuple(sorted_problems(problems)))
 
 
@@ -94,8 +95,12 @@ def check_rules(
     return tuple(stored), problems
 
 
-def file_problems(root: Path, blocks: Sequence[ReadBlock]) -> list[Problem]:
-    """Every data file and checkpoint named by a data event, against what the event says."""
+def file_problems(
+    root: Path, blocks: Sequence[StoredBlock], *, complete: bool = True
+) -> list[Problem]:
+    """Every data file and checkpoint named by a data event, against what the event says
+    and (data files) against the dataset's schema in effect at the event, known when the
+    chain is ``complete``."""
     data_cache: dict[Multihash, FileFacts] = {}
     checkpoint_cache: dict[Multihash, FileFacts] = {}
     problems = []
@@ -107,7 +112,9 @@ def file_problems(root: Path, blocks: Sequence[ReadBlock]) -> list[Problem]:
             h = event.new_data.physical_hash
             if h not in data_cache:
                 data_cache[h] = data_file_facts(root, h)
-            for message in data_slice_problems(event.new_data, data_cache[h]):
+            schema = read.state_before.arrow_schema() if complete else None
+            columns = column_types(schema) if schema is not None else None
+            for message in data_slice_problems(event.new_data, data_cache[h], columns):
                 problems.append(Problem(check=Check.DATA, block=read.ref, message=message))
         if event.new_checkpoint is not None:
             h = event.new_checkpoint.physical_hash

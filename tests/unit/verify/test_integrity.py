@@ -226,3 +226,29 @@ def test_integrity_alone_reads_no_input(p: Pipeline) -> None:
     assert [b.name for b in result.blocks] == p.derived_blocks
     assert result.blocks[3].state_before.last_offset is None
     assert result.blocks[4].state_before.last_offset == 4
+
+
+def test_a_consistent_forgery_with_other_columns_breaks_the_schema(p: Pipeline) -> None:
+    """A data file with an extra column, its block rewritten with the file's hashes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.unit.verify.pipeline import data_slice
+
+    ds = p.root
+    name = p.root_blocks[3]
+    block = ds.get_block(name)
+    assert isinstance(block.event, AddData) and block.event.new_data is not None
+    table = pq.read_table(ds.data_path(block.event.new_data.physical_hash))
+    extra = ds.layout.data_dir / "forged"
+    pq.write_table(table.append_column("secret", pa.array(["x"] * table.num_rows)), extra)
+    new_data = data_slice(extra, 5, 5)
+    extra.rename(ds.data_path(new_data.physical_hash))
+    data = encode_block(replace(block, event=replace(block.event, new_data=new_data)))
+    forged = block_hash(data)
+    ds.layout.block_path(forged).write_bytes(data)
+    ds.layout.block_path(name).unlink()
+    ds.layout.head_ref_path.write_text(forged.to_multibase())
+    problem = only(verify(p, ds))
+    assert problem.check is Check.DATA and problem.where == f"block 3 ({forged})"
+    assert "population: int64, secret: string), the dataset's schema (offset" in problem.message
