@@ -19,11 +19,14 @@ from coordinator.output import (
     render_document,
     render_rows,
 )
-from coordinator.transform.runner import workspace_resolver
 from coordinator.verify.errors import VerificationFailed
 from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import DatasetReport, Problem, TransactionResult
-from coordinator.verify.verifier import verification_order, workspace_verifier
+from coordinator.verify.verifier import (
+    tolerant_resolver,
+    verification_order,
+    workspace_verifier,
+)
 from coordinator.workspace import Workspace
 
 COLUMNS = ("dataset", "block", "hash", "event", "offsets", "integrity", "replay", "detail")
@@ -49,7 +52,7 @@ def register(subparsers: Any) -> None:
 def cmd_verify(args: argparse.Namespace) -> int:
     ws = Workspace.find()
     selected = [ws.open_dataset(n) for n in args.names]
-    datasets = verification_order(selected, workspace_resolver(ws), recursive=args.recursive)
+    datasets = verification_order(selected, tolerant_resolver(ws), recursive=args.recursive)
     reports = []
     with workspace_verifier(
         ws, datasets, integrity_only=args.integrity, on_replay=_progress

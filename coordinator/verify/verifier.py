@@ -25,7 +25,6 @@ from common.odf.identity import DatasetID
 from coordinator.config import ExchangeFormat, load_config
 from coordinator.dataset import Dataset, DatasetNotFoundError
 from coordinator.engine import EngineMounts, EngineSession, provider_from_config
-from coordinator.transform.runner import workspace_resolver
 from coordinator.verify.input_history import InputHistory, load_input_history
 from coordinator.verify.input_links import input_link_problems
 from coordinator.verify.integrity import IntegrityResult, StoredBlock, sorted_problems
@@ -72,11 +71,7 @@ class Verifier:
             inputs = self._inputs(integrity)
             problems += input_link_problems(integrity.blocks, inputs)
             if self.engines is not None and integrity.complete:
-                replayer = Replayer(dataset, inputs, self.engines, self.exchange)
-                for result in replayer.replay(integrity.blocks):
-                    replays[result.block.sequence_number or 0] = result
-                    if self.on_replay is not None:
-                        self.on_replay(dataset, result)
+                replays = self._replay(dataset, integrity, inputs, self.engines)
         problems += [p for r in replays.values() for p in _replay_problems(r)]
         problems = sorted_problems(problems)
         if seed is not None and not problems:
@@ -90,6 +85,21 @@ class Verifier:
             problems=tuple(problems),
             replayed=bool(replays),
         )
+
+    def _replay(
+        self,
+        dataset: Dataset,
+        integrity: IntegrityResult,
+        inputs: dict[DatasetID, InputHistory | str],
+        engines: EngineSession,
+    ) -> dict[int, ReplayResult]:
+        """Every transaction's replay, by block sequence number."""
+        replays = {}
+        for result in Replayer(dataset, inputs, engines, self.exchange).replay(integrity.blocks):
+            replays[result.block.sequence_number or 0] = result
+            if self.on_replay is not None:
+                self.on_replay(dataset, result)
+        return replays
 
     def _inputs(self, integrity: IntegrityResult) -> dict[DatasetID, InputHistory | str]:
         """Every input any SetTransform of the chain declares, read (or why not)."""
@@ -115,6 +125,8 @@ class Verifier:
             dataset = self.resolve(dataset_id)
         except DatasetNotFoundError:
             return "not in the workspace: its links cannot be checked nor its data read"
+        except OdfError as e:
+            return f"cannot be opened: {e}"
         return load_input_history(dataset)
 
 
@@ -212,6 +224,39 @@ def _transactions(
         )
 
 
+def tolerant_resolver(ws: Workspace) -> Resolver:
+    """Datasets of ``ws`` by id, even when some of them are too damaged to open normally.
+
+    The ids come from each dataset's state, or from its Seed block when the state cannot be
+    prepared (a damaged head); a dataset whose Seed cannot be read has no id to be found by.
+    """
+    ids: dict[DatasetID, Dataset] | None = None
+
+    def resolve(dataset_id: DatasetID) -> Dataset:
+        nonlocal ids
+        if ids is None:
+            ids = {}
+            for ds in ws.list_datasets():
+                found = _id_of(ds)
+                if found is not None:
+                    ids.setdefault(found, ds)
+        dataset = ids.get(dataset_id)
+        if dataset is None:
+            raise DatasetNotFoundError(dataset_id.to_did())
+        return dataset
+
+    return resolve
+
+
+def _id_of(ds: Dataset) -> DatasetID | None:
+    try:
+        return ds.state().id
+    except OdfError:
+        chain = walk_chain(ds.layout)
+        first = chain.blocks[0].block.event if chain.complete and chain.blocks else None
+        return first.dataset_id if isinstance(first, Seed) else None
+
+
 @contextmanager
 def workspace_verifier(
     ws: Workspace,
@@ -221,7 +266,7 @@ def workspace_verifier(
     on_replay: ReplayProgress | None = None,
 ) -> Iterator[Verifier]:
     """A ``Verifier`` for ``targets`` of ``ws``; engines start only when a replay needs one."""
-    resolve = workspace_resolver(ws)
+    resolve = tolerant_resolver(ws)
     config = load_config(ws.odf_dir)
     if integrity_only:
         yield Verifier(resolve, None, config.transform.exchange, on_replay=on_replay)

@@ -74,3 +74,16 @@ def test_json_report_of_a_failure(p: Pipeline, capsys: pytest.CaptureFixture[str
     )
     assert doc["transactions"][0]["integrity"] == "FAILED"
     assert doc["transactions"][0]["problems"] == [problem]
+
+
+def test_a_damaged_unrelated_dataset_does_not_hide_inputs(
+    p: Pipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Inputs are found by id even when another dataset cannot be opened normally."""
+    broken = p.ws.datasets_dir / "aaa"
+    (broken / "refs").mkdir(parents=True)
+    (broken / "refs" / "head").write_text("not a hash")
+    assert main(["verify", "--integrity", "-r", "derived"]) == 0
+    assert "derived: ok" in capsys.readouterr().out
+    assert main(["verify", "--integrity", "aaa"]) == 1
+    assert "mismatch: aaa: refs/head: is not a multihash" in capsys.readouterr().err
