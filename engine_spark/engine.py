@@ -1,8 +1,8 @@
 """The Spark engine's operations, each a short list of named steps.
 
 ``SparkEngine`` wraps one long-lived SparkSession. Every request runs in its own child session
-(``SparkSession.newSession()``: shared SparkContext and cache, separate temp views and SQL
-conf), and requests are serialized by a lock, so one request never sees another's views and
+(a clone of a sandboxed template: shared SparkContext, its own temp views and SQL conf), and
+requests are serialized by a lock, so one request never sees another's views and
 memory use stays bounded. Methods return the protocol's Success messages and raise
 ``InvalidQueryError`` for the query's faults; anything else is an internal error.
 """
@@ -31,9 +31,9 @@ from engine_spark.inputs import empty_input, load_files, load_input, register_vi
 from engine_spark.ordering import RowOrder, result_order, sort_by_values
 from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
 from engine_spark.queries import run_steps
-from engine_spark.sandbox import restrict_functions
 from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
+from engine_spark.session import clone_for_request, request_template
 from engine_spark.spark_errors import query_errors
 from engine_spark.warm_up import warm_up_request
 from engine_spark.watermark import input_watermark, output_watermark
@@ -49,6 +49,7 @@ class SparkEngine:
 
     def __init__(self, session: SparkSession) -> None:
         self._session = session
+        self._template = request_template(session)
         self._lock = threading.Lock()
 
     @property
@@ -149,8 +150,7 @@ class SparkEngine:
         with self._lock:
             started = time.monotonic()
             log.info(f"{operation}.start", subject=subject)
-            session = self._session.newSession()
-            restrict_functions(session)
+            session = clone_for_request(self._template)
             try:
                 yield session
             finally:

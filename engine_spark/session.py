@@ -7,8 +7,11 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import SparkSession
+
+from engine_spark.sandbox import restrict_functions
 
 DEFAULT_MASTER = "local[*]"
 
@@ -76,3 +79,18 @@ def build_session(settings: SessionSettings) -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(settings.log_level)
     return session
+
+
+def request_template(session: SparkSession) -> SparkSession:
+    """A child session with the sandbox's functions removed; requests run in clones of it."""
+    template = session.newSession()
+    restrict_functions(template)
+    return template
+
+
+def clone_for_request(template: SparkSession) -> SparkSession:
+    """A fresh session for one request: the template's SQL conf and function registry, its
+    own temp views. Uses the JVM's ``cloneSession`` (one call, ~2 ms) rather than
+    ``newSession`` plus dropping every blocked function again (~30 ms)."""
+    jsession: Any = template._jsparkSession
+    return SparkSession(template.sparkContext, jsession.cloneSession())
