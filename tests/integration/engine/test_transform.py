@@ -329,3 +329,18 @@ def test_requests_are_isolated_and_may_arrive_concurrently(
     for i, (req, response) in enumerate(zip(requests, responses, strict=True)):
         assert isinstance(response, ep.TransformResponseSuccess)
         assert rows(req.new_data_path, "city", "i") == [("A", i), ("B", i)]
+
+
+def test_an_input_column_added_later_reads_as_null_in_older_slices(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
+) -> None:
+    src = InputDataset(workdir / "in", "cities", pa.schema([("city", pa.string())]))
+    src.append([{"event_time": at(0), "city": "A"}])
+    src.data_schema = CITIES  # the root dataset gained a column
+    src.append([city(1, "B", 7)])
+    out = OutputDataset(
+        workdir / "out", "o", sql("select event_time, city, population from cities")
+    )
+    req = out.request([src.take()])
+    run(engine_stub, out, req)
+    assert rows(req.new_data_path, "offset", "city", "population") == [(0, "A", None), (1, "B", 7)]
