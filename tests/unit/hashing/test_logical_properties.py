@@ -90,9 +90,18 @@ def _large(t: pa.DataType) -> pa.DataType:
 
 
 def _cast_columns(table: pa.Table, convert: Callable[[pa.DataType], pa.DataType]) -> pa.Table:
-    """Cast the columns whose type ``convert`` changes (the others stay untouched)."""
+    """Cast the columns whose type ``convert`` changes (the others stay untouched).
+
+    pyarrow's cast of lists nested over the null type can build invalid arrays (a pyarrow
+    defect, not ours); such examples are skipped rather than hashed.
+    """
     columns = [c if convert(c.type) == c.type else c.cast(convert(c.type)) for c in table.columns]
-    return pa.table(columns, names=table.column_names)
+    cast = pa.table(columns, names=table.column_names)
+    try:
+        cast.validate(full=True)
+    except pa.ArrowInvalid:
+        assume(False)
+    return cast
 
 
 @SETTINGS
