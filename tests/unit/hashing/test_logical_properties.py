@@ -96,8 +96,8 @@ def _cast_columns(table: pa.Table, convert: Callable[[pa.DataType], pa.DataType]
     defect, not ours); such examples are skipped rather than hashed.
     """
     columns = [c if convert(c.type) == c.type else c.cast(convert(c.type)) for c in table.columns]
-    cast = pa.table(columns, names=table.column_names)
     try:
+        cast = pa.table(columns, names=table.column_names)
         cast.validate(full=True)
     except pa.ArrowInvalid:
         assume(False)
