@@ -1,9 +1,11 @@
 """The engine checkpoint: the state one transaction hands to the next.
 
-The engine processes each transaction's new input slices only (see ``engine_spark/README.md``),
-so the state it carries is small: every input's watermark and the last output watermark. It is
-stored as one deterministic JSON document (sorted keys, inputs sorted by DatasetID, fixed
-timestamp format), so identical state always gives identical checkpoint bytes and hashes.
+The state is every input's watermark, the last output watermark and, for inputs declared as
+temporal tables, their latest row per primary key. Without temporal tables it is one
+deterministic JSON document (sorted keys, inputs sorted by DatasetID, fixed timestamp format);
+with them, a tar holding that document (``checkpoint.json``) and one Parquet file per temporal
+table, written with fixed metadata (mtime 0, mode 644, no owner), rows sorted by primary key.
+Identical state therefore always gives identical checkpoint bytes and hashes.
 
 A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
 holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
@@ -28,25 +30,39 @@ from engine_spark.exchange import write_bytes
 CHECKPOINT_FORMAT = "odf-py/engine-spark/checkpoint"
 CHECKPOINT_VERSION = 1
 _REFERENCE_SUFFIX = ".watermark"
+_JSON_ENTRY = "checkpoint.json"
+_TEMPORAL_DIR = "temporal"
 _FRACTION = re.compile(r"\.(\d+)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TemporalState:
+    """The latest row per primary key of one temporal table, as Parquet bytes."""
+
+    primary_key: tuple[str, ...]
+    parquet: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineCheckpoint:
-    """Per-input watermarks (by DatasetID) and the last output watermark."""
+    """Per-input watermarks (by DatasetID), the last output watermark, temporal tables."""
 
     input_watermarks: Mapping[DatasetID, datetime] = field(default_factory=dict)
     output_watermark: datetime | None = None
+    temporal_tables: Mapping[str, TemporalState] = field(default_factory=dict)
+    """By temporal table name (the input's query alias)."""
 
     def is_empty(self) -> bool:
-        return not self.input_watermarks and self.output_watermark is None
+        return (
+            not self.input_watermarks and self.output_watermark is None and not self.temporal_tables
+        )
 
 
 EMPTY_CHECKPOINT = EngineCheckpoint()
 
 
 def encode_checkpoint(checkpoint: EngineCheckpoint) -> bytes:
-    """Deterministic JSON bytes of ``checkpoint``."""
+    """Deterministic bytes of ``checkpoint``: JSON, or a tar when it has temporal tables."""
     doc: dict[str, Any] = {
         "format": CHECKPOINT_FORMAT,
         "version": CHECKPOINT_VERSION,
@@ -60,15 +76,34 @@ def encode_checkpoint(checkpoint: EngineCheckpoint) -> bytes:
             else None
         ),
     }
-    return (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    if not checkpoint.temporal_tables:
+        return _json_bytes(doc)
+    names = sorted(checkpoint.temporal_tables)
+    doc["temporalTables"] = [
+        {
+            "name": name,
+            "primaryKey": list(checkpoint.temporal_tables[name].primary_key),
+            "file": f"{_TEMPORAL_DIR}/{i:04d}.parquet",
+        }
+        for i, name in enumerate(names)
+    ]
+    entries = [(_JSON_ENTRY, _json_bytes(doc))]
+    entries += [
+        (entry["file"], checkpoint.temporal_tables[entry["name"]].parquet)
+        for entry in doc["temporalTables"]
+    ]
+    return _tar_bytes(entries)
 
 
 def decode_checkpoint(data: bytes, *, path: str = "checkpoint") -> EngineCheckpoint:
-    """Our JSON checkpoint or a reference Spark engine tar; InputDataError when neither."""
+    """Our JSON or tar checkpoint, or a reference Spark engine tar; InputDataError otherwise."""
     if data[:1] == b"{":
-        return _decode_json(data, path)
+        return _decode_json(data, path, {})
     if _is_tar(data):
-        return _decode_reference_tar(data, path)
+        files = _tar_files(data, path)
+        if _JSON_ENTRY in files:
+            return _decode_json(files[_JSON_ENTRY], path, files)
+        return _decode_reference_files(files, path)
     raise InputDataError("not an engine checkpoint (neither our JSON nor a tar)", path=path)
 
 
@@ -105,7 +140,36 @@ def parse_instant(text: str, *, path: str) -> datetime:
     return value.astimezone(UTC)
 
 
-def _decode_json(data: bytes, path: str) -> EngineCheckpoint:
+def _json_bytes(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
+def _tar_bytes(entries: list[tuple[str, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, content in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(content), 0, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
+
+
+def _tar_files(data: bytes, path: str) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar.getmembers():
+                content = tar.extractfile(member) if member.isfile() else None
+                if content is not None:
+                    files[member.name.removeprefix("./")] = content.read()
+    except tarfile.TarError as e:
+        raise InputDataError(f"unreadable checkpoint tar: {e}", path=path) from e
+    return files
+
+
+def _decode_json(data: bytes, path: str, files: Mapping[str, bytes]) -> EngineCheckpoint:
     try:
         doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -135,32 +199,42 @@ def _decode_json(data: bytes, path: str) -> EngineCheckpoint:
         output_watermark=(
             parse_instant(output, path=f"{path}: outputWatermark") if output else None
         ),
+        temporal_tables=_decode_temporal(doc.get("temporalTables") or [], files, path),
     )
+
+
+def _decode_temporal(
+    entries: list[Any], files: Mapping[str, bytes], path: str
+) -> dict[str, TemporalState]:
+    tables: dict[str, TemporalState] = {}
+    for i, entry in enumerate(entries):
+        where = f"{path}: temporalTables[{i}]"
+        try:
+            name, key, file = entry["name"], tuple(entry["primaryKey"]), entry["file"]
+        except (KeyError, TypeError) as e:
+            raise InputDataError(f"missing or malformed field {e}", path=where) from e
+        if file not in files:
+            raise InputDataError(f"state file {file!r} is missing from the tar", path=where)
+        tables[name] = TemporalState(primary_key=key, parquet=files[file])
+    return tables
 
 
 def _is_tar(data: bytes) -> bool:
     return len(data) >= 512 and data[257:262] == b"ustar"
 
 
-def _decode_reference_tar(data: bytes, path: str) -> EngineCheckpoint:
+def _decode_reference_files(files: Mapping[str, bytes], path: str) -> EngineCheckpoint:
     watermarks: dict[DatasetID, datetime] = {}
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-            for member in tar.getmembers():
-                name = member.name.rsplit("/", 1)[-1]
-                if not member.isfile() or not name.endswith(_REFERENCE_SUFFIX):
-                    continue
-                stem = name[: -len(_REFERENCE_SUFFIX)]
-                did = stem if stem.startswith("did:odf:") else f"did:odf:{stem}"
-                content = tar.extractfile(member)
-                if content is None:
-                    continue
-                where = f"{path}: {member.name}"
-                try:
-                    dataset_id = DatasetID.from_did(did)
-                except DecodeError as e:
-                    raise InputDataError(e.reason, path=where) from e
-                watermarks[dataset_id] = parse_instant(content.read().decode(), path=where)
-    except tarfile.TarError as e:
-        raise InputDataError(f"unreadable checkpoint tar: {e}", path=path) from e
+    for member, content in sorted(files.items()):
+        name = member.rsplit("/", 1)[-1]
+        if not name.endswith(_REFERENCE_SUFFIX):
+            continue
+        stem = name[: -len(_REFERENCE_SUFFIX)]
+        did = stem if stem.startswith("did:odf:") else f"did:odf:{stem}"
+        where = f"{path}: {member}"
+        try:
+            dataset_id = DatasetID.from_did(did)
+        except DecodeError as e:
+            raise InputDataError(e.reason, path=where) from e
+        watermarks[dataset_id] = parse_instant(content.decode(), path=where)
     return EngineCheckpoint(input_watermarks=watermarks)

@@ -23,7 +23,7 @@ import structlog
 from pyspark.sql import DataFrame, SparkSession
 
 from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, OffsetInterval, TransformSql
+from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTable, TransformSql
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
 from engine_spark import checkpoint as cp
 from engine_spark.exchange import write_table
@@ -35,6 +35,13 @@ from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.session import clone_for_request, request_template
 from engine_spark.spark_errors import query_errors
+from engine_spark.temporal import (
+    carried_state,
+    check_primary_key,
+    latest_state,
+    state_view,
+    temporal_tables,
+)
 from engine_spark.warm_up import warm_up_request
 from engine_spark.watermark import input_watermark, output_watermark
 
@@ -73,7 +80,8 @@ class SparkEngine:
     def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:
         with self._isolated("transform", request.dataset_alias) as session:
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
-            _register_inputs(session, request.query_inputs)
+            tables = temporal_tables(request.transform, _aliases(request.query_inputs))
+            states = _register_inputs(session, request.query_inputs, tables, previous)
             result = run_steps(session, request.transform)
             output = _collect_output(result, request.vocab)
             slice_ = build_output(
@@ -84,7 +92,7 @@ class SparkEngine:
                 next_offset=request.next_offset,
             )
             interval = _write_slice(slice_, request.new_data_path, request.next_offset)
-            state = _next_checkpoint(previous, request.query_inputs)
+            state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
             log.info("transform.done", records=slice_.num_rows, order=output.order.value)
             return ep.TransformResponseSuccess(
@@ -113,6 +121,8 @@ class SparkEngine:
     def validate_query(self, request: ep.ValidateQueryRequest) -> ep.ValidateQueryResponseSuccess:
         with self._isolated("validate", request.dataset_alias) as session:
             schemas = {i.query_alias: decode_arrow_schema(i.schema) for i in request.query_inputs}
+            for name, table in temporal_tables(request.transform, list(schemas)).items():
+                check_primary_key(table, schemas[name].names)
             new_schema = _output_schema(session, schemas, request.transform, request.vocab)
             if request.prev_transform is not None:
                 old_schema = _output_schema(session, schemas, request.prev_transform, request.vocab)
@@ -131,13 +141,14 @@ class SparkEngine:
         """
         with self._isolated("migrate", request.dataset_alias) as session:
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
+            tables = temporal_tables(request.new_transform, _aliases(request.query_inputs))
             empty = [
                 dataclasses.replace(i, offset_interval=None, data_paths=())
                 for i in request.query_inputs
             ]
-            _register_inputs(session, empty)
+            states = _register_inputs(session, empty, tables, previous)
             _collect_output(run_steps(session, request.new_transform), request.vocab)
-            state = _next_checkpoint(previous, request.query_inputs)
+            state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
             return ep.MigrateQueryResponseSuccess(
                 new_offset_interval=None, new_watermark=state.output_watermark
@@ -170,9 +181,31 @@ class _Output:
     order: RowOrder
 
 
-def _register_inputs(session: SparkSession, inputs: Sequence[ep.TransformRequestInput]) -> None:
+def _aliases(inputs: Sequence[ep.TransformRequestInput]) -> list[str]:
+    return [i.query_alias for i in inputs]
+
+
+def _register_inputs(
+    session: SparkSession,
+    inputs: Sequence[ep.TransformRequestInput],
+    tables: dict[str, TemporalTable],
+    previous: cp.EngineCheckpoint,
+) -> dict[str, cp.TemporalState]:
+    """Register every input's view: its new slice, or a temporal table's latest state.
+
+    Returns the temporal tables' new states (for the next checkpoint).
+    """
+    states: dict[str, cp.TemporalState] = {}
     for inp in inputs:
-        register_view(load_input(session, inp), inp.query_alias)
+        df = load_input(session, inp)
+        table = tables.get(inp.query_alias)
+        if table is not None:
+            carried = carried_state(previous.temporal_tables, table)
+            with query_errors(None, in_step=False):
+                states[table.name] = latest_state(session, df, carried, table, inp.vocab)
+            df = state_view(session, states[table.name])
+        register_view(df, inp.query_alias)
+    return states
 
 
 def _collect_output(result: DataFrame, vocab: DatasetVocabulary) -> _Output:
@@ -211,7 +244,9 @@ def _write_slice(table: pa.Table, path: str, next_offset: int) -> OffsetInterval
 
 
 def _next_checkpoint(
-    previous: cp.EngineCheckpoint, inputs: tuple[ep.TransformRequestInput, ...]
+    previous: cp.EngineCheckpoint,
+    inputs: tuple[ep.TransformRequestInput, ...],
+    temporal: dict[str, cp.TemporalState],
 ) -> cp.EngineCheckpoint:
     watermarks = {
         i.dataset_id: input_watermark(
@@ -223,6 +258,7 @@ def _next_checkpoint(
     return cp.EngineCheckpoint(
         input_watermarks=known,
         output_watermark=output_watermark(watermarks.values(), previous.output_watermark),
+        temporal_tables=temporal,
     )
 
 

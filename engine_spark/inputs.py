@@ -7,6 +7,12 @@ one partition and sorted by offset locally, as the reference engine does, with n
 An input without new data (no interval) is an empty DataFrame with that schema. Parquet files
 are read by Spark itself, all of an input's in one scan; Arrow IPC files are memory-mapped by
 pyarrow and handed to Spark.
+
+Spark timestamps have microsecond precision and its Parquet reader rejects nanosecond
+timestamps (what pyarrow writes by default, e.g. ingested ``timestamp[ns, tz=UTC]`` columns).
+Such columns are scanned as their raw INT64 and converted to microseconds, truncating like
+pyarrow's cast of Arrow IPC inputs; files whose footers store different columns in
+nanoseconds are scanned separately.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import OffsetInterval
@@ -40,7 +46,7 @@ def load_input(session: SparkSession, inp: TransformRequestInput) -> DataFrame:
     if inp.offset_interval is None or not inp.data_paths:
         return session.createDataFrame([], schema)
     parquet = [p for p in inp.data_paths if detect_format(p) is DataFormat.PARQUET]
-    frames = [session.read.schema(schema).parquet(*parquet)] if parquet else []
+    frames = [read_parquet(session, parquet, schema)] if parquet else []
     frames += [read_file(session, p, schema) for p in inp.data_paths if p not in parquet]
     df = filter_interval(union_in_order(frames), inp.vocab.offset_column, inp.offset_interval)
     if len(inp.data_paths) > 1:
@@ -90,7 +96,7 @@ def file_schema(session: SparkSession, path: str) -> StructType:
 def read_file(session: SparkSession, path: str, schema: StructType) -> DataFrame:
     """One data file as a DataFrame with ``schema`` (missing columns are null)."""
     if detect_format(path) is DataFormat.PARQUET:
-        return session.read.schema(schema).parquet(path)
+        return read_parquet(session, [path], schema)
     df = session.createDataFrame(spark_input_table(read_arrow(path)))
     present = set(df.columns)
     return df.select(
@@ -99,6 +105,53 @@ def read_file(session: SparkSession, path: str, schema: StructType) -> DataFrame
             for f in schema.fields
         ]
     ).toDF(*schema.fieldNames())
+
+
+def read_parquet(session: SparkSession, paths: Sequence[str], schema: StructType) -> DataFrame:
+    """Parquet files with ``schema``: one scan per set of nanosecond columns (usually one).
+
+    Rows of different scans are not interleaved in file order: callers that need the order
+    sort by offset (``load_input``) or read one file at a time (``load_files``).
+    """
+    groups: dict[frozenset[str], list[str]] = {}
+    for path in paths:
+        groups.setdefault(nanosecond_columns(read_schema(path), schema), []).append(path)
+    return union_in_order(
+        [_scan_parquet(session, group, schema, nanos) for nanos, group in groups.items()]
+    )
+
+
+def nanosecond_columns(file_schema: pa.Schema, schema: StructType) -> frozenset[str]:
+    """The columns of ``schema`` that a file stores as nanosecond timestamps (top level)."""
+    wanted = set(schema.fieldNames())
+    return frozenset(
+        f.name
+        for f in file_schema
+        if f.name in wanted and pa.types.is_timestamp(f.type) and f.type.unit == "ns"
+    )
+
+
+def _scan_parquet(
+    session: SparkSession, paths: Sequence[str], schema: StructType, nanos: frozenset[str]
+) -> DataFrame:
+    if not nanos:
+        return session.read.schema(schema).parquet(*paths)
+    raw = StructType(
+        [StructField(f.name, LongType(), f.nullable) if f.name in nanos else f for f in schema]
+    )
+    df = session.read.schema(raw).parquet(*paths)
+    return df.select(
+        *[
+            _nanos_to_timestamp(f) if f.name in nanos else F.col(quote_identifier(f.name))
+            for f in schema
+        ]
+    )
+
+
+def _nanos_to_timestamp(field: StructField) -> Column:
+    """Raw INT64 nanoseconds as ``field``'s (microsecond) timestamp type, truncated."""
+    micros = F.expr(f"timestamp_micros({quote_identifier(field.name)} div 1000)")
+    return micros.cast(field.dataType).alias(field.name)
 
 
 def filter_interval(df: DataFrame, offset_column: str, interval: OffsetInterval) -> DataFrame:

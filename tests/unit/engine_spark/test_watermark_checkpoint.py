@@ -12,6 +12,7 @@ from common.odf.fragments import Watermark
 from common.odf.identity import DatasetID
 from engine_spark.checkpoint import (
     EngineCheckpoint,
+    TemporalState,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -82,3 +83,22 @@ def test_bad_checkpoints_are_named(data: bytes, words: str) -> None:
         decode_checkpoint(data, path="/in/cp")
     assert words in str(info.value)
     assert str(info.value).startswith("/in/cp")
+
+
+def test_checkpoint_with_temporal_tables_is_a_deterministic_tar() -> None:
+    state = TemporalState(primary_key=("k",), parquet=b"PAR1 fake PAR1")
+    one = EngineCheckpoint(
+        input_watermarks={A: t(1)},
+        temporal_tables={"rates": state, "b": TemporalState(primary_key=("x", "y"), parquet=b"")},
+    )
+    data = encode_checkpoint(one)
+    assert tarfile.is_tarfile(io.BytesIO(data))
+    assert data == encode_checkpoint(one)
+    assert decode_checkpoint(data) == one
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        assert tar.getnames() == [
+            "checkpoint.json",
+            "temporal/0000.parquet",
+            "temporal/0001.parquet",
+        ]
+        assert {m.mtime for m in tar.getmembers()} == {0}
