@@ -1,8 +1,8 @@
 """Messages of the ODF engine protocol (transform and raw query), plus our own extensions.
 
 The spec's messages are TransformRequest/TransformResponse and RawQueryRequest/
-RawQueryResponse. ValidateQuery and MigrateQuery are extensions of this project; their
-FlatBuffers tables live in ``fbs/engine_ext.fbs``.
+RawQueryResponse. ValidateQuery, MigrateQuery and ExecuteQuery are extensions of this project;
+their FlatBuffers tables live in ``fbs/engine_ext.fbs``.
 """
 
 from __future__ import annotations
@@ -193,3 +193,45 @@ MigrateQueryResponse = (
     | MigrateQueryResponseInvalidQuery
     | MigrateQueryResponseInternalError
 )
+
+
+# --- Extension: ad-hoc queries over datasets (fbs/engine_ext.fbs) -------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryInput:
+    """One dataset of an ad-hoc query: a view named ``alias`` over all its data files."""
+
+    alias: str
+    data_paths: tuple[str, ...]
+    """Every data file of the dataset, oldest first (the newest file's schema is the view's)."""
+    schema: bytes | None = None
+    """The view's Arrow schema (Arrow IPC Schema flatbuffer bytes) when there are no files."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryRequest:
+    """Run ``transform`` over views of whole datasets; write its result to one file."""
+
+    inputs: tuple[QueryInput, ...]
+    transform: Transform
+    output_data_path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryResponseSuccess:
+    num_records: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryResponseInvalidQuery:
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+QueryResponse = QueryResponseSuccess | QueryResponseInvalidQuery | QueryResponseInternalError

@@ -77,6 +77,11 @@ UNIONS: dict[str, tuple[type, ...]] = {
         ep.MigrateQueryResponseInvalidQuery,
         ep.MigrateQueryResponseInternalError,
     ),
+    "QueryResponse": (
+        ep.QueryResponseSuccess,
+        ep.QueryResponseInvalidQuery,
+        ep.QueryResponseInternalError,
+    ),
 }
 
 _UNION_OF: dict[type, str] = {v: name for name, vs in UNIONS.items() for v in vs}

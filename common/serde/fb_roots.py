@@ -2,7 +2,7 @@
 
 A FlatBuffers union cannot be a buffer's root, so each response union is wrapped in a
 one-field table (``TransformResponseRoot`` and ``RawQueryResponseRoot`` in ``fbs/odf.fbs``,
-the other two in ``fbs/engine_ext.fbs``).
+the others in ``fbs/engine_ext.fbs``).
 """
 
 from __future__ import annotations
@@ -30,3 +30,8 @@ class ValidateQueryResponseRoot:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MigrateQueryResponseRoot:
     value: ep.MigrateQueryResponse
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryResponseRoot:
+    value: ep.QueryResponse

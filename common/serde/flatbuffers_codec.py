@@ -39,6 +39,7 @@ from common.odf.multihash import Multihash
 from common.serde import fb_reader, fb_writer
 from common.serde.fb_roots import (
     MigrateQueryResponseRoot,
+    QueryResponseRoot,
     RawQueryResponseRoot,
     TransformResponseRoot,
     ValidateQueryResponseRoot,
@@ -49,6 +50,8 @@ __all__ = [
     "decode_block",
     "decode_migrate_query_request",
     "decode_migrate_query_response",
+    "decode_query_request",
+    "decode_query_response",
     "decode_raw_query_request",
     "decode_raw_query_response",
     "decode_transform_request",
@@ -59,6 +62,8 @@ __all__ = [
     "encode_block_reference",
     "encode_migrate_query_request",
     "encode_migrate_query_response",
+    "encode_query_request",
+    "encode_query_response",
     "encode_raw_query_request",
     "encode_raw_query_response",
     "encode_transform_request",
@@ -237,6 +242,23 @@ def encode_migrate_query_response(response: ep.MigrateQueryResponse) -> bytes:
 
 def decode_migrate_query_response(data: bytes) -> ep.MigrateQueryResponse:
     value: ep.MigrateQueryResponse = _decode_message(data, MigrateQueryResponseRoot).value
+    return value
+
+
+def encode_query_request(request: ep.QueryRequest) -> bytes:
+    return _encode_message(request, ep.QueryRequest)
+
+
+def decode_query_request(data: bytes) -> ep.QueryRequest:
+    return _decode_message(data, ep.QueryRequest)
+
+
+def encode_query_response(response: ep.QueryResponse) -> bytes:
+    return _encode_message(QueryResponseRoot(value=response), QueryResponseRoot)
+
+
+def decode_query_response(data: bytes) -> ep.QueryResponse:
+    value: ep.QueryResponse = _decode_message(data, QueryResponseRoot).value
     return value
 
 

@@ -189,3 +189,45 @@ class MigrateQueryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___MigrateQueryResponse: _TypeAlias = MigrateQueryResponse  # noqa: Y015
+
+@_typing.final
+class QueryRequest(_message.Message):
+    """FlatBuffers root table `QueryRequest` (fbs/engine_ext.fbs)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FLATBUFFER_FIELD_NUMBER: _builtins.int
+    flatbuffer: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        flatbuffer: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flatbuffer", b"flatbuffer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryRequest: _TypeAlias = QueryRequest  # noqa: Y015
+
+@_typing.final
+class QueryResponse(_message.Message):
+    """FlatBuffers root table `QueryResponseRoot` (fbs/engine_ext.fbs)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FLATBUFFER_FIELD_NUMBER: _builtins.int
+    flatbuffer: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        flatbuffer: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flatbuffer", b"flatbuffer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryResponse: _TypeAlias = QueryResponse  # noqa: Y015

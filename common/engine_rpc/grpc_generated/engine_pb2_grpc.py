@@ -55,6 +55,11 @@ class EngineStub:
                 request_serializer=engine__pb2.MigrateQueryRequest.SerializeToString,
                 response_deserializer=engine__pb2.MigrateQueryResponse.FromString,
                 _registered_method=True)
+        self.ExecuteQuery = channel.unary_stream(
+                '/engine.Engine/ExecuteQuery',
+                request_serializer=engine__pb2.QueryRequest.SerializeToString,
+                response_deserializer=engine__pb2.QueryResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -88,6 +93,13 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExecuteQuery(self, request, context):
+        """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -110,6 +122,11 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.MigrateQuery,
                     request_deserializer=engine__pb2.MigrateQueryRequest.FromString,
                     response_serializer=engine__pb2.MigrateQueryResponse.SerializeToString,
+            ),
+            'ExecuteQuery': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExecuteQuery,
+                    request_deserializer=engine__pb2.QueryRequest.FromString,
+                    response_serializer=engine__pb2.QueryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -220,6 +237,33 @@ class Engine:
             '/engine.Engine/MigrateQuery',
             engine__pb2.MigrateQueryRequest.SerializeToString,
             engine__pb2.MigrateQueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExecuteQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/engine.Engine/ExecuteQuery',
+            engine__pb2.QueryRequest.SerializeToString,
+            engine__pb2.QueryResponse.FromString,
             options,
             channel_credentials,
             insecure,

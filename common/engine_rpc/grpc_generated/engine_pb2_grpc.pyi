@@ -45,6 +45,8 @@ class EngineStub:
     """Extension: output schema of a query for given input schemas, without reading data."""
     MigrateQuery: _grpc.UnaryStreamMultiCallable[_engine_pb2.MigrateQueryRequest, _engine_pb2.MigrateQueryResponse]
     """Extension: switch a dataset to a new query, carrying or dropping checkpointed state."""
+    ExecuteQuery: _grpc.UnaryStreamMultiCallable[_engine_pb2.QueryRequest, _engine_pb2.QueryResponse]
+    """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
 
 @_typing.type_check_only
 class EngineAsyncStub(EngineStub):
@@ -57,6 +59,8 @@ class EngineAsyncStub(EngineStub):
     """Extension: output schema of a query for given input schemas, without reading data."""
     MigrateQuery: _aio.UnaryStreamMultiCallable[_engine_pb2.MigrateQueryRequest, _engine_pb2.MigrateQueryResponse]  # type: ignore[assignment]
     """Extension: switch a dataset to a new query, carrying or dropping checkpointed state."""
+    ExecuteQuery: _aio.UnaryStreamMultiCallable[_engine_pb2.QueryRequest, _engine_pb2.QueryResponse]  # type: ignore[assignment]
+    """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
 
 class EngineServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -90,5 +94,13 @@ class EngineServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_engine_pb2.MigrateQueryResponse], _abc.AsyncIterator[_engine_pb2.MigrateQueryResponse]]:
         """Extension: switch a dataset to a new query, carrying or dropping checkpointed state."""
+
+    @_abc_1.abstractmethod
+    def ExecuteQuery(
+        self,
+        request: _engine_pb2.QueryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_engine_pb2.QueryResponse], _abc.AsyncIterator[_engine_pb2.QueryResponse]]:
+        """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
 
 def add_EngineServicer_to_server(servicer: EngineServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

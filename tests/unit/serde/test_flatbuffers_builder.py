@@ -43,10 +43,12 @@ MESSAGE_TYPES: list[Any] = [
     ep.RawQueryRequest,
     ep.ValidateQueryRequest,
     ep.MigrateQueryRequest,
+    ep.QueryRequest,
     fb_roots.TransformResponseRoot,
     fb_roots.RawQueryResponseRoot,
     fb_roots.ValidateQueryResponseRoot,
     fb_roots.MigrateQueryResponseRoot,
+    fb_roots.QueryResponseRoot,
 ]
 
 

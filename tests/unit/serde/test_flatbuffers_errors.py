@@ -250,6 +250,8 @@ DECODERS = [
     (codec.decode_validate_query_response, unions.UNIONS["ValidateQueryResponse"]),
     (codec.decode_migrate_query_request, ep.MigrateQueryRequest),
     (codec.decode_migrate_query_response, unions.UNIONS["MigrateQueryResponse"]),
+    (codec.decode_query_request, ep.QueryRequest),
+    (codec.decode_query_response, unions.UNIONS["QueryResponse"]),
 ]
 
 

@@ -132,7 +132,7 @@ def test_flatc_reads_our_blocks_and_we_read_flatcs(block: Any, version: int) -> 
 
 
 @pytest.mark.parametrize(
-    "cls", [ep.TransformRequest, ep.MigrateQueryRequest, ep.ValidateQueryRequest]
+    "cls", [ep.TransformRequest, ep.MigrateQueryRequest, ep.ValidateQueryRequest, ep.QueryRequest]
 )
 @SETTINGS
 @given(data=st.data())

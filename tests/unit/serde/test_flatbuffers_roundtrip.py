@@ -112,6 +112,18 @@ MESSAGES: list[tuple[str, Any, Callable[[Any], bytes], Callable[[bytes], Any]]] 
         codec.encode_migrate_query_response,
         codec.decode_migrate_query_response,
     ),
+    (
+        "QueryRequest",
+        ods.model(ep.QueryRequest),
+        codec.encode_query_request,
+        codec.decode_query_request,
+    ),
+    (
+        "QueryResponse",
+        ods.union_values("QueryResponse"),
+        codec.encode_query_response,
+        codec.decode_query_response,
+    ),
 ]
 
 
