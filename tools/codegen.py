@@ -68,7 +68,11 @@ def check() -> int:
         for rel in GENERATED:
             new_dir, old_dir = tmp_root / rel, ROOT / rel
             names = {p.relative_to(new_dir) for p in new_dir.rglob("*") if p.is_file()}
-            names |= {p.relative_to(old_dir) for p in old_dir.rglob("*") if p.is_file()} if old_dir.exists() else set()
+            names |= (
+                {p.relative_to(old_dir) for p in old_dir.rglob("*") if p.is_file()}
+                if old_dir.exists()
+                else set()
+            )
             for name in sorted(names):
                 if "__pycache__" in name.parts:
                     continue
@@ -78,11 +82,19 @@ def check() -> int:
                 if old_text != new_text:
                     stale.append(str(rel / name))
                     diff = difflib.unified_diff(
-                        old_text.splitlines(), new_text.splitlines(), str(old), str(new), lineterm="", n=1
+                        old_text.splitlines(),
+                        new_text.splitlines(),
+                        str(old),
+                        str(new),
+                        lineterm="",
+                        n=1,
                     )
                     print("\n".join(list(diff)[:40]))
     if stale:
-        print(f"generated code is stale ({', '.join(stale)}): run `make codegen` and commit", file=sys.stderr)
+        print(
+            f"generated code is stale ({', '.join(stale)}): run `make codegen` and commit",
+            file=sys.stderr,
+        )
         return 1
     print("generated code is up to date")
     return 0

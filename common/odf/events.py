@@ -8,8 +8,8 @@ from datetime import datetime
 from common.odf.fragments import (
     Attachments,
     Checkpoint,
-    DataSlice,
     DatasetKind,
+    DataSlice,
     ExecuteTransformInput,
     FetchStep,
     MergeStrategy,

@@ -130,7 +130,9 @@ class EventTimeSourceFromSystemTime:
     pass
 
 
-EventTimeSource = EventTimeSourceFromMetadata | EventTimeSourceFromPath | EventTimeSourceFromSystemTime
+EventTimeSource = (
+    EventTimeSourceFromMetadata | EventTimeSourceFromPath | EventTimeSourceFromSystemTime
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
