@@ -7,7 +7,7 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       image: localhost/odf-engine-spark:latest   # container: a tag or repo@sha256:<digest>
       address: 127.0.0.1:2884     # remote: host:port, or unix:/path/to/socket
       master: local[2]            # embedded and container: the Spark master
-      driverMemory: 2g            # embedded and container: Spark driver memory
+      driverMemory: 2g            # embedded and container: Spark driver memory (default 2g)
       startTimeout: 300           # seconds for an engine to become ready
     transform:
       exchange: arrow             # arrow (memory-mapped Arrow IPC files) | parquet
@@ -29,6 +29,8 @@ from common.serde import yaml_document
 CONFIG_FILE = "config.yaml"
 DEFAULT_IMAGE = "localhost/odf-engine-spark:latest"
 DEFAULT_START_TIMEOUT_S = 300.0
+DEFAULT_DRIVER_MEMORY = "2g"
+"""Spark's own default (1g) runs out of heap on million-record transactions."""
 DEFAULT_MAX_INPUT_RECORDS = 1_000_000
 
 
@@ -54,7 +56,7 @@ class EngineConfig:
     image: str = DEFAULT_IMAGE
     address: str | None = None
     master: str = "local[2]"
-    driver_memory: str | None = None
+    driver_memory: str | None = DEFAULT_DRIVER_MEMORY
     start_timeout: float = DEFAULT_START_TIMEOUT_S
 
 
@@ -125,7 +127,7 @@ def _engine_config(value: Any) -> EngineConfig:
         image=_string(m, "engine", "image", default.image) or default.image,
         address=address,
         master=_string(m, "engine", "master", default.master) or default.master,
-        driver_memory=_string(m, "engine", "driverMemory", None),
+        driver_memory=_string(m, "engine", "driverMemory", default.driver_memory),
         start_timeout=_positive(m, "engine", "startTimeout", default.start_timeout),
     )
 

@@ -32,6 +32,7 @@ import structlog
 
 from common.odf.errors import OdfError
 from common.testing.containers import Runtime, connect
+from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts
@@ -82,7 +83,7 @@ def _repository(ref: str) -> str:
 class ContainerEngineProvider:
     image: str
     master: str = "local[2]"
-    driver_memory: str | None = None
+    driver_memory: str | None = DEFAULT_DRIVER_MEMORY
     start_timeout: float = 300.0
 
     @property

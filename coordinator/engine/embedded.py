@@ -23,6 +23,7 @@ from pathlib import Path
 
 import structlog
 
+from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts
@@ -42,7 +43,7 @@ START_FAILED = "engine.start_failed"
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EmbeddedEngineProvider:
     master: str = "local[2]"
-    driver_memory: str | None = None
+    driver_memory: str | None = DEFAULT_DRIVER_MEMORY
     start_timeout: float = 300.0
 
     @property

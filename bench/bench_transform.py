@@ -1,0 +1,209 @@
+"""One large derivative transaction: the engine's own time against the coordinator's overhead,
+and the Arrow IPC exchange against the Parquet exchange.
+
+A root dataset gets one data slice of ``--rows`` records (default 1M); derivative datasets with
+the same query (a filter and a computed column) each run one transaction over it, through the
+coordinator's real path (plan, exchange files, embedded engine over gRPC, contract checks,
+logical and physical hashes, atomic commit), in the same process and with the same warm
+engine, alternating the two exchange formats:
+
+- ``arrow``: the coordinator cuts the input's records into an uncompressed Arrow IPC file,
+  which the engine memory-maps;
+- ``parquet``: the engine reads the input's Parquet data file itself.
+
+Reported per transaction: exchange (slicing), engine (the gRPC call), hashing (contract checks
+and hashes of the output), commit; overhead = everything but the engine call. Targets: the
+overhead stays under 25% of the total for the default (Arrow) exchange, and both exchanges
+give the same logical hash. Exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from common.hashing import physical_hash_file
+from common.logs import configure_logging
+from common.odf.events import AddData, SetDataSchema
+from common.odf.fragments import DataSlice, OffsetInterval
+from common.serde.arrow_schema import encode_arrow_schema
+from common.serde.yaml_codec import load_snapshots
+from coordinator.config import ExchangeFormat, TransformConfig
+from coordinator.dataset import CommitItem, Dataset
+from coordinator.engine import EngineSession
+from coordinator.engine.embedded import EmbeddedEngineProvider
+from coordinator.transform.executor import TransactionResult
+from coordinator.transform.runner import Transformer, workspace_resolver
+from coordinator.workspace import Workspace
+
+OVERHEAD_TARGET = 0.25
+SYSTEM_TIME = datetime(2030, 1, 1, tzinfo=UTC)
+QUERY = (
+    "SELECT event_time, city, population, population * 2 AS population_x2 "
+    "FROM raw WHERE population % 7 <> 0"
+)
+TS = pa.timestamp("ms", tz="UTC")
+
+
+def build_slice(rows: int, start: int = 0) -> pa.Table:
+    rng = np.random.default_rng(7)
+    cities = np.array([f"city-{i:04d}" for i in range(2000)], dtype=object)
+    return pa.table(
+        {
+            "offset": pa.array(np.arange(start, start + rows, dtype=np.int64)),
+            "op": pa.array(np.zeros(rows, dtype=np.int32)),
+            "system_time": pa.array(np.full(rows, 1_700_000_000_000), TS),
+            "event_time": pa.array(1_600_000_000_000 + np.arange(rows, dtype=np.int64) * 10, TS),
+            "city": pa.array(cities[rng.integers(0, len(cities), rows)], pa.string()),
+            "population": pa.array(rng.integers(0, 10_000_000, rows), pa.int64()),
+        }
+    )
+
+
+def snapshot(name: str, kind: str, metadata: str) -> str:
+    return (
+        f"kind: DatasetSnapshot\nversion: 1\ncontent:\n  name: {name}\n  kind: {kind}\n"
+        f"  metadata:\n{metadata}"
+    )
+
+
+def create_root(ws: Workspace, name: str, rows: int, staging: Path) -> Dataset:
+    (root,) = [
+        ws.create_dataset(s)
+        for s in load_snapshots(
+            snapshot(name, "Root", "    - kind: SetInfo\n      description: bench\n")
+        )
+    ]
+    table = build_slice(rows)
+    path = staging / f"{name}.parquet"
+    pq.write_table(table, path)
+    event = AddData(
+        new_data=DataSlice(
+            logical_hash=_logical(table),
+            physical_hash=physical_hash_file(path),
+            offset_interval=OffsetInterval(start=0, end=rows - 1),
+            size=path.stat().st_size,
+        ),
+        new_watermark=datetime.fromtimestamp(1_600_000_000 + rows / 100, UTC),
+    )
+    root.commit_events(
+        [SetDataSchema(schema=encode_arrow_schema(table.schema)), CommitItem(event, path)],
+        expected_head=root.head(),
+    )
+    return root
+
+
+def _logical(table: pa.Table) -> object:
+    from common.hashing import logical_hash
+
+    return logical_hash(table)
+
+
+def create_derivative(ws: Workspace, name: str, input_name: str, version: str) -> Dataset:
+    metadata = (
+        "    - kind: SetTransform\n"
+        f"      inputs:\n        - datasetRef: {input_name}\n          alias: raw\n"
+        "      transform:\n        kind: Sql\n        engine: spark\n"
+        f"        version: {version}\n        query: {QUERY}\n"
+    )
+    (ds,) = [ws.create_dataset(s) for s in load_snapshots(snapshot(name, "Derivative", metadata))]
+    return ds
+
+
+def run_one(
+    ws: Workspace, engines: EngineSession, ds: Dataset, fmt: ExchangeFormat
+) -> TransactionResult:
+    t = Transformer(
+        workspace_resolver(ws),
+        engines,
+        TransformConfig(exchange=fmt, max_input_records=10**9),
+        clock=lambda: SYSTEM_TIME,
+    )
+    (result,) = t.transform(ds).transactions
+    return result
+
+
+def row(label: str, r: TransactionResult) -> str:
+    t = r.timings
+    return (
+        f"{label:<10} {r.input_records:>9} {r.output_records:>9} {t.exchange:>9.2f}"
+        f" {t.engine:>8.2f} {t.hashing:>8.2f} {t.commit:>8.2f} {t.total:>8.2f}"
+        f" {t.overhead / t.total:>9.1%}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=2, help="transactions per exchange format")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="3g")
+    args = parser.parse_args()
+    configure_logging(0)
+    results: dict[ExchangeFormat, list[TransactionResult]] = {f: [] for f in ExchangeFormat}
+    with tempfile.TemporaryDirectory(prefix="bench-transform-") as tmp:
+        ws = Workspace.init(Path(tmp) / "ws")
+        staging = Path(tmp)
+        create_root(ws, "small", 1000, staging)
+        create_root(ws, "big", args.rows, staging)
+        provider = EmbeddedEngineProvider(master=args.master, driver_memory=args.driver_memory)
+        version = provider.resolve_version()
+        with EngineSession(provider) as engines:
+            started = time.perf_counter()
+            engines.get(version)
+            print(f"engine start: {time.perf_counter() - started:.1f} s (not counted)")
+            for fmt in ExchangeFormat:  # warm-up: JIT and Spark caches, both read paths
+                run_one(
+                    ws, engines, create_derivative(ws, f"warm-{fmt.value}", "small", version), fmt
+                )
+            for i in range(args.repeats):
+                for fmt in ExchangeFormat:
+                    ds = create_derivative(ws, f"{fmt.value}-{i}", "big", version)
+                    results[fmt].append(run_one(ws, engines, ds, fmt))
+    return report(results)
+
+
+def report(results: dict[ExchangeFormat, list[TransactionResult]]) -> int:
+    print(
+        f"{'exchange':<10} {'in rows':>9} {'out rows':>9} {'exchange':>9} {'engine':>8}"
+        f" {'hashing':>8} {'commit':>8} {'total':>8} {'overhead':>9}   (seconds)"
+    )
+    for fmt, runs in results.items():
+        for r in runs:
+            print(row(fmt.value, r))
+    arrow, parquet = results[ExchangeFormat.ARROW], results[ExchangeFormat.PARQUET]
+    overhead = statistics.median(r.timings.overhead / r.timings.total for r in arrow)
+    arrow_total = statistics.median(r.timings.total for r in arrow)
+    parquet_total = statistics.median(r.timings.total for r in parquet)
+    arrow_engine = statistics.median(r.timings.engine for r in arrow)
+    parquet_engine = statistics.median(r.timings.engine for r in parquet)
+    print(
+        f"arrow overhead (median): {overhead:.1%} of the transaction"
+        f" (target < {OVERHEAD_TARGET:.0%})"
+    )
+    print(
+        f"arrow vs parquet: total {arrow_total:.2f} s vs {parquet_total:.2f} s"
+        f" ({arrow_total / parquet_total:.2f}x), engine {arrow_engine:.2f} s vs"
+        f" {parquet_engine:.2f} s ({arrow_engine / parquet_engine:.2f}x)"
+    )
+    hashes = {r.event.new_data.logical_hash for r in arrow + parquet if r.event.new_data}
+    same = len(hashes) == 1
+    print(f"logical hashes of all runs identical: {same}")
+    if overhead >= OVERHEAD_TARGET or not same:
+        print("FAIL")
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
