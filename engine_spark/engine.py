@@ -27,7 +27,13 @@ from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTabl
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
 from engine_spark import checkpoint as cp
 from engine_spark.exchange import write_table
-from engine_spark.inputs import empty_input, load_files, load_input, register_view
+from engine_spark.inputs import (
+    empty_input,
+    load_dataset,
+    load_files,
+    load_input,
+    register_view,
+)
 from engine_spark.ordering import RowOrder, result_order, sort_by_values
 from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
 from engine_spark.queries import run_steps
@@ -52,7 +58,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SparkEngine:
-    """ExecuteTransform, ExecuteRawQuery, ValidateQuery and MigrateQuery over one session."""
+    """ExecuteTransform, ExecuteRawQuery, ValidateQuery, MigrateQuery, ExecuteQuery."""
 
     def __init__(self, session: SparkSession) -> None:
         self._session = session
@@ -104,17 +110,25 @@ class SparkEngine:
     def execute_raw_query(self, request: ep.RawQueryRequest) -> ep.RawQueryResponseSuccess:
         with self._isolated("raw_query", request.output_data_path) as session:
             register_view(load_files(session, request.input_data_paths), RAW_QUERY_INPUT_VIEW)
-            result = run_steps(session, request.transform)
-            with query_errors(None, in_step=False):
-                order = result_order(result)
-                table = result.toArrow()
-            if order is RowOrder.VALUES:
-                table = sort_by_values(table, [], [])
-            table = pa.table(
-                {name: output_column(table.column(name)) for name in table.column_names}
-            )
+            table = _query_result(run_steps(session, request.transform))
             write_table(table, request.output_data_path)
             return ep.RawQueryResponseSuccess(num_records=table.num_rows)
+
+    # --- ExecuteQuery (extension) ---------------------------------------------------------
+
+    def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess:
+        """An ad-hoc query over whole datasets, each a view under its alias (``odf sql``).
+
+        Spark reads lazily: registering a view reads footers only, and the query scans just
+        the datasets (and columns) it uses.
+        """
+        with self._isolated("query", request.output_data_path) as session:
+            for inp in request.inputs:
+                schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None
+                register_view(load_dataset(session, inp.data_paths, schema), inp.alias)
+            table = _query_result(run_steps(session, request.transform))
+            write_table(table, request.output_data_path)
+            return ep.QueryResponseSuccess(num_records=table.num_rows)
 
     # --- ValidateQuery --------------------------------------------------------------------
 
@@ -219,6 +233,21 @@ def _collect_output(result: DataFrame, vocab: DatasetVocabulary) -> _Output:
         trailing = [columns.op] if columns.op else []
         table = sort_by_values(table, [columns.event_time], trailing)
     return _Output(table, columns, order)
+
+
+def _query_result(result: DataFrame) -> pa.Table:
+    """A raw or ad-hoc query's result in its final row order, zoned timestamps as written.
+
+    Column names may repeat (``SELECT a.id, b.id``): they are set aside while sorting.
+    """
+    with query_errors(None, in_step=False):
+        order = result_order(result)
+        table = result.toArrow()
+    names = table.column_names
+    if order is RowOrder.VALUES:
+        positional = table.rename_columns([f"c{i}" for i in range(len(names))])
+        table = sort_by_values(positional, [], [])
+    return pa.Table.from_arrays([output_column(c) for c in table.columns], names=names)
 
 
 def _output_schema(

@@ -45,15 +45,38 @@ def load_input(session: SparkSession, inp: TransformRequestInput) -> DataFrame:
     schema = file_schema(session, inp.schema_file)
     if inp.offset_interval is None or not inp.data_paths:
         return session.createDataFrame([], schema)
-    parquet = [p for p in inp.data_paths if detect_format(p) is DataFormat.PARQUET]
-    frames = [read_parquet(session, parquet, schema)] if parquet else []
-    frames += [read_file(session, p, schema) for p in inp.data_paths if p not in parquet]
-    df = filter_interval(union_in_order(frames), inp.vocab.offset_column, inp.offset_interval)
+    df = filter_interval(
+        read_files(session, inp.data_paths, schema), inp.vocab.offset_column, inp.offset_interval
+    )
     if len(inp.data_paths) > 1:
         # Spark packs small files into partitions by size, not in order: one partition,
         # sorted locally by offset, restores the order without a shuffle.
         df = df.coalesce(1).sortWithinPartitions(quote_identifier(inp.vocab.offset_column))
     return df
+
+
+def load_dataset(
+    session: SparkSession, paths: Sequence[str], schema: pa.Schema | None
+) -> DataFrame:
+    """All records of a dataset's files (ad-hoc queries), with the newest file's schema.
+
+    Without files, an empty DataFrame with ``schema`` (a dataset with a schema but no data
+    yet); with neither, a ``ValueError``.
+    """
+    if paths:
+        return read_files(session, paths, file_schema(session, paths[-1]))
+    if schema is None:
+        raise ValueError("an input needs data files or a schema")
+    return empty_input(session, schema)
+
+
+def read_files(session: SparkSession, paths: Sequence[str], schema: StructType) -> DataFrame:
+    """Data files of any format with ``schema``: all Parquet files in one scan, Arrow IPC files
+    one by one. Rows are not in file order (Spark packs files into partitions by size)."""
+    parquet = [p for p in paths if detect_format(p) is DataFormat.PARQUET]
+    frames = [read_parquet(session, parquet, schema)] if parquet else []
+    frames += [read_file(session, p, schema) for p in paths if p not in parquet]
+    return union_in_order(frames)
 
 
 def load_files(session: SparkSession, paths: Sequence[str]) -> DataFrame:

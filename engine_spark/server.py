@@ -51,6 +51,8 @@ class EngineBackend(Protocol):
 
     def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess: ...
 
+    def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess: ...
+
 
 class EngineUnavailableError(Exception):
     """The backend failed to start; every request is answered with this as InternalError."""
@@ -103,6 +105,14 @@ _MIGRATE = _Rpc(
     codec.encode_migrate_query_response,
     ep.MigrateQueryResponseInvalidQuery,
     ep.MigrateQueryResponseInternalError,
+)
+_QUERY = _Rpc(
+    "QueryRequest",
+    codec.decode_query_request,
+    lambda b, r: b.execute_query(r),
+    codec.encode_query_response,
+    ep.QueryResponseInvalidQuery,
+    ep.QueryResponseInternalError,
 )
 
 
@@ -172,6 +182,11 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
         self, request: engine_pb2.MigrateQueryRequest, context: grpc.ServicerContext
     ) -> Iterator[engine_pb2.MigrateQueryResponse]:
         yield engine_pb2.MigrateQueryResponse(flatbuffer=self._handle(_MIGRATE, request.flatbuffer))
+
+    def ExecuteQuery(
+        self, request: engine_pb2.QueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[engine_pb2.QueryResponse]:
+        yield engine_pb2.QueryResponse(flatbuffer=self._handle(_QUERY, request.flatbuffer))
 
     def _handle(self, rpc: _Rpc[Any, Any], data: bytes) -> bytes:
         response = self._respond(rpc, data)

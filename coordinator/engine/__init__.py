@@ -2,7 +2,7 @@
 
 Public API: ``EngineProvider`` (and ``provider_from_config``), ``EngineSession`` (the engines
 of one command), ``EngineClient`` (``execute_transform``, ``execute_raw_query``,
-``validate_query``, ``migrate_query``), ``EngineMounts`` and the errors in
+``validate_query``, ``migrate_query``, ``execute_query``), ``EngineMounts`` and the errors in
 ``coordinator.engine.errors``.
 """
 

@@ -98,6 +98,17 @@ _MIGRATE: _Rpc[ep.MigrateQueryRequest, ep.MigrateQueryResponseSuccess] = _Rpc(
     ep.MigrateQueryResponseInvalidQuery,
     ep.MigrateQueryResponseInternalError,
 )
+_QUERY: _Rpc[ep.QueryRequest, ep.QueryResponseSuccess] = _Rpc(
+    "ExecuteQuery",
+    lambda s: s.ExecuteQuery,
+    engine_pb2.QueryRequest,
+    codec.encode_query_request,
+    codec.decode_query_response,
+    ep.QueryResponseSuccess,
+    None,
+    ep.QueryResponseInvalidQuery,
+    ep.QueryResponseInternalError,
+)
 
 
 class EngineClient:
@@ -140,6 +151,10 @@ class EngineClient:
     def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess:
         return self._call(_MIGRATE, request)
 
+    def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess:
+        """An ad-hoc query over whole datasets (extension; ``odf sql``)."""
+        return self._call(_QUERY, request)
+
     # --- readiness ----------------------------------------------------------------------------
 
     def wait_until_ready(
@@ -174,6 +189,11 @@ class EngineClient:
         try:
             return self._read_stream(rpc, stream)
         except grpc.RpcError as e:
+            call: Any = e
+            if hasattr(call, "code") and call.code() is grpc.StatusCode.UNIMPLEMENTED:
+                raise EngineError(
+                    f"{self.description} does not implement {rpc.name} (an older engine?)"
+                ) from None
             raise EngineError(
                 f"{rpc.name} failed: {self.description}: {_status(e)}"
                 " (the engine crashed or the connection broke)"
