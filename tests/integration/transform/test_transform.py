@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.hashing import logical_hash
-from common.odf.events import AddData, ExecuteTransform, SetDataSchema
+from common.odf.errors import ValidationError
+from common.odf.events import AddData, ExecuteTransform, SetDataSchema, SetTransform
 from common.serde.arrow_schema import encode_arrow_schema
 from common.serde.yaml_codec import load_snapshots
 from coordinator.config import ExchangeFormat, TransformConfig
@@ -227,3 +229,24 @@ def test_invalid_query_leaves_the_dataset_unchanged(
     assert not any(bad.layout.data_dir.glob("*")) if bad.layout.data_dir.exists() else True
     assert not list(bad.layout.staging_root.iterdir())
     assert not any(isinstance(b.event, ExecuteTransform) for _, b in bad.iter_blocks())
+
+
+def test_add_pins_the_engine_and_validates_the_query_once_inputs_have_a_schema(
+    ws: Workspace, engines: EngineSession, tmp_path: Path
+) -> None:
+    (cities,) = add(ws, engines, SNAPSHOTS["cities"])
+    push_ingest(cities, write_round(tmp_path, 0)["cities"])
+    creation = TransformCreation(ws, engines)
+    (bad,) = load_snapshots(derivative_snapshot("bad", ["cities"], "SELECT nope FROM cities"))
+    with pytest.raises(ValidationError) as info:
+        creation.prepare(bad)
+    assert info.value.path == "metadata[0].transform"
+    assert info.value.reason.startswith("invalid query:") and "nope" in info.value.reason
+    (good,) = load_snapshots(SNAPSHOTS["big-cities"])
+    (event,) = creation.prepare(good).metadata
+    assert isinstance(event, SetTransform)
+    assert event.transform.version == engines.default_version()
+    # A version the snapshot gives is kept as it is, even one this engine cannot run.
+    pinned = replace(event, transform=replace(event.transform, version="repo@sha256:" + "0" * 64))
+    kept = creation.prepare(replace(good, metadata=(pinned,)))
+    assert kept.metadata == (pinned,)
