@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 
 from common.logs import configure_logging
 from common.odf.errors import OdfError
-from coordinator.cli import block, data, ingest, inspect, pull, transform, verify, workspace
+from coordinator.cli import block, data, ingest, inspect, pull, sql, transform, verify, workspace
 
 Handler = Callable[[argparse.Namespace], int]
-COMMAND_MODULES = [block, data, workspace, inspect, ingest, pull, transform, verify]
+COMMAND_MODULES = [block, data, workspace, inspect, ingest, pull, transform, verify, sql]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,118 @@
+"""``odf sql``: ad-hoc SQL over the datasets of the workspace, run by its engine.
+
+Every dataset is a table under its name; names with dots are quoted with backticks in Spark
+SQL: ``odf sql -c 'SELECT carrier, COUNT(*) FROM `nyc.flights` GROUP BY carrier'``.
+``--input f=nyc.flights`` adds a view ``f`` of a dataset. At most ``--limit`` rows are printed
+(default 1000; 0 prints all); how many were left out goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from common.odf.errors import ValidationError
+from coordinator.output import add_output_format_argument, render_rows
+from coordinator.query import QueryResult, run_query, single_query
+from coordinator.workspace import Workspace
+
+DEFAULT_LIMIT = 1000
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "sql",
+        help="run a SQL query over the workspace's datasets",
+        description="Run one Spark SQL query over the datasets of the workspace. Each dataset "
+        "is a table under its name; quote names with dots in backticks (`nyc.flights`).",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("-c", "--command", metavar="SQL", help="the query")
+    source.add_argument(
+        "-f", "--script", metavar="FILE", help="a file holding the query ('-': standard input)"
+    )
+    p.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="ALIAS=NAME",
+        help="also make dataset NAME a table named ALIAS (repeatable)",
+    )
+    p.add_argument(
+        "-n",
+        "--limit",
+        type=_non_negative,
+        default=DEFAULT_LIMIT,
+        help=f"print at most this many rows (default: {DEFAULT_LIMIT}; 0: all)",
+    )
+    add_output_format_argument(p)
+    p.set_defaults(handler=cmd_sql)
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    ws = Workspace.find()
+    if args.command is not None:
+        query = single_query(args.command, where="--command")
+    else:
+        query = single_query(_read_script(args.script), where=args.script)
+    result = run_query(ws, query, aliases=parse_aliases(args.input), limit=args.limit or None)
+    print_result(result, args.output_format)
+    return 0
+
+
+def parse_aliases(specs: Sequence[str]) -> dict[str, str]:
+    """``["f=nyc.flights"]`` -> ``{"f": "nyc.flights"}``; each alias once."""
+    aliases: dict[str, str] = {}
+    for spec in specs:
+        alias, sep, name = (part.strip() for part in spec.partition("="))
+        if not sep or not alias or not name:
+            raise ValidationError(f"expected ALIAS=NAME, got {spec!r}", path="--input")
+        if alias.lower() in (a.lower() for a in aliases):
+            raise ValidationError(f"alias {alias!r} is given twice", path="--input")
+        aliases[alias] = name
+    return aliases
+
+
+def print_result(result: QueryResult, fmt: str) -> None:
+    names = unique_names(result.table.column_names)
+    rows = result.table.rename_columns(names).to_pylist()
+    render_rows(rows, names, fmt)
+    if result.cut:
+        shown = result.table.num_rows
+        print(
+            f"({shown} of {result.num_records} rows shown, {result.cut} left out;"
+            " --limit N or --limit 0 for more)",
+            file=sys.stderr,
+        )
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """Column names made unique for display: a repeated ``id`` becomes ``id_2``, ``id_3``..."""
+    taken = {n.lower() for n in names}
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        candidate, k = name, 1
+        while candidate.lower() in seen or (k > 1 and candidate.lower() in taken):
+            k += 1
+            candidate = f"{name}_{k}"
+        seen.add(candidate.lower())
+        out.append(candidate)
+    return out
+
+
+def _read_script(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    return Path(path).read_text(encoding="utf-8")
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value

@@ -1,0 +1,166 @@
+"""Ad-hoc SQL over the datasets of a workspace, run by the workspace's engine.
+
+Every dataset the query mentions (see ``references``) becomes a view under its name, over all
+its data files; ``aliases`` add views under other names. The request goes to the engine of the
+workspace's configuration (embedded, container or remote: ``coordinator.engine``) as our
+``ExecuteQuery`` extension; the engine writes the result as an Arrow IPC file in a private
+directory of the workspace (where a container or remote engine can reach it), and only the
+rows asked for are read back.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import structlog
+
+from common.odf import engine_protocol as ep
+from common.odf.errors import ValidationError
+from common.odf.fragments import SqlQueryStep, TransformSql
+from coordinator.config import load_config
+from coordinator.dataset import Dataset
+from coordinator.engine import EngineInvalidQueryError, EngineMounts, EngineProvider, EngineSession
+from coordinator.engine.factory import provider_from_config
+from coordinator.ingest.context import data_files
+from coordinator.query.references import mentioned_names, name_chains, statements
+from coordinator.workspace import Workspace
+
+log = structlog.get_logger(__name__)
+
+ENGINE = "spark"
+RESULT_FILE = "result.arrow"
+_TMP_PREFIX = ".query-"
+TABLE_NOT_FOUND = "TABLE_OR_VIEW_NOT_FOUND"
+"""Spark's error class for an unknown table: the one error a hint about names can help."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """The first rows of a result (all when no limit), and how many rows it has in all."""
+
+    table: pa.Table
+    num_records: int
+
+    @property
+    def cut(self) -> int:
+        """How many rows were left out."""
+        return self.num_records - int(self.table.num_rows)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryView:
+    """One view of the query: a dataset under a name."""
+
+    alias: str
+    dataset: Dataset
+
+
+def single_query(text: str, *, where: str) -> str:
+    """The one query of ``text`` (a trailing semicolon is fine); ``where`` names the source."""
+    parts = statements(text)
+    if not parts:
+        raise ValidationError("no query given", path=where)
+    if len(parts) > 1:
+        raise ValidationError(
+            f"one query expected, found {len(parts)} statements (use WITH ... AS (...) for "
+            "intermediate steps)",
+            path=where,
+        )
+    return parts[0]
+
+
+def query_views(ws: Workspace, query: str, aliases: Mapping[str, str]) -> list[QueryView]:
+    """The views ``query`` may use: the ``aliases`` (view name -> dataset name), then every
+    dataset whose name it mentions (case-insensitive)."""
+    views = [QueryView(alias, ws.open_dataset(name)) for alias, name in aliases.items()]
+    mentioned = mentioned_names(query)
+    taken = {v.alias.lower() for v in views}
+    for ds in ws.list_datasets():
+        if ds.alias.lower() in mentioned and ds.alias.lower() not in taken:
+            views.append(QueryView(ds.alias, ds))
+    return views
+
+
+def run_query(
+    ws: Workspace,
+    query: str,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    limit: int | None = None,
+    provider: EngineProvider | None = None,
+) -> QueryResult:
+    """Run ``query`` on the workspace's engine; read back at most ``limit`` rows."""
+    views = query_views(ws, query, aliases or {})
+    planned = [(v, _query_input(v)) for v in views]
+    inputs = [i for _, i in planned if i is not None]
+    no_data = [v.alias for v, i in planned if i is None]
+    provider = provider or provider_from_config(load_config(ws.odf_dir).engine)
+    with tempfile.TemporaryDirectory(prefix=_TMP_PREFIX, dir=ws.odf_dir) as tmp:
+        output = Path(tmp) / RESULT_FILE
+        request = ep.QueryRequest(
+            inputs=tuple(inputs),
+            transform=TransformSql(engine=ENGINE, queries=(SqlQueryStep(query=query),)),
+            output_data_path=str(output),
+        )
+        mounts = EngineMounts.of([v.dataset.layout.data_dir for v in views], [Path(tmp)])
+        log.info("query.start", views=[v.alias for v in views])
+        with EngineSession(provider, mounts) as engines:
+            try:
+                response = engines.get(None).execute_query(request)
+            except EngineInvalidQueryError as e:
+                hint = _quoting_hint(query, views) + _no_data_hint(no_data)
+                if not hint or TABLE_NOT_FOUND not in e.detail:
+                    raise
+                # Spark's first line names the problem; the rest is generic advice.
+                raise EngineInvalidQueryError(e.detail.splitlines()[0] + hint) from None
+        return QueryResult(read_rows(output, limit), response.num_records)
+
+
+def read_rows(path: Path, limit: int | None) -> pa.Table:
+    """The first ``limit`` rows (all when ``None``) of an Arrow IPC file, in memory: only the
+    record batches needed are read."""
+    with pa.OSFile(str(path), "rb") as source:
+        reader = ipc.open_file(source)
+        batches: list[pa.RecordBatch] = []
+        rows = 0
+        for i in range(reader.num_record_batches):
+            if limit is not None and rows >= limit:
+                break
+            batch = reader.get_batch(i)
+            batches.append(batch)
+            rows += batch.num_rows
+        table = pa.Table.from_batches(batches, schema=reader.schema)
+    return table if limit is None else table.slice(0, limit)
+
+
+def _query_input(view: QueryView) -> ep.QueryInput | None:
+    """The engine's input for a view; ``None`` for a dataset with neither data nor schema."""
+    state = view.dataset.state()
+    files = tuple(str(p) for p in data_files(view.dataset, state.head))
+    schema = None if files else state.schema_bytes
+    if not files and schema is None:
+        log.info("query.no_data", dataset=view.dataset.alias)
+        return None
+    return ep.QueryInput(alias=view.alias, data_paths=files, schema=schema)
+
+
+def _no_data_hint(names: Sequence[str]) -> str:
+    if not names:
+        return ""
+    listed = ", ".join(repr(n) for n in names)
+    return f" (no data yet, so no view: {listed})"
+
+
+def _quoting_hint(query: str, views: Sequence[QueryView]) -> str:
+    """A hint when a dataset name with dots is written as a multi-part name."""
+    names = {v.dataset.alias.lower(): v.dataset.alias for v in views}
+    for chain in name_chains(query):
+        name = names.get(chain.dotted.lower())
+        if len(chain.parts) > 1 and name is not None:
+            return f" (quote dataset names that contain dots with backticks: `{name}`)"
+    return ""
