@@ -1,0 +1,213 @@
+"""``odf sql`` as a real process on a real workspace, through each kind of engine provider.
+
+One workspace (two dotted-name root datasets ingested from CSV, one never ingested) is queried
+with the default embedded engine once; the other cases run against one engine server
+(``provider: remote``) so they cost a process start each, not a Spark start; the container
+case runs the engine image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from common.testing.containers import BuiltImage
+from common.testing.engine_server import engine_server_process
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 600
+
+FLIGHTS = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: nyc.flights
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: main
+      read:
+        kind: Csv
+        header: true
+        schema: ["dep TIMESTAMP NOT NULL", "carrier STRING", "delay BIGINT"]
+      merge:
+        kind: Append
+    - kind: SetVocab
+      eventTimeColumn: dep
+"""
+
+AIRLINES = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: nyc.airlines
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: main
+      read:
+        kind: Csv
+        header: true
+        schema: ["carrier STRING", "name STRING"]
+      merge:
+        kind: Snapshot
+        primaryKey: [carrier]
+"""
+
+NOTHING_YET = AIRLINES.replace("nyc.airlines", "nyc.later")
+
+BY_CARRIER = (
+    "SELECT a.name, COUNT(*) AS flights, SUM(f.delay) AS delay "
+    "FROM `nyc.flights` f JOIN `nyc.airlines` a ON a.carrier = f.carrier GROUP BY a.name"
+)
+
+
+def odf(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def ok(cwd: Path, *args: str, stdin: str | None = None) -> str:
+    result = odf(cwd, *args, stdin=stdin)
+    assert result.returncode == 0, f"odf {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("sql") / "ws"
+    ws.mkdir()
+    ok(ws, "init")
+    for name, text in [("flights", FLIGHTS), ("airlines", AIRLINES), ("later", NOTHING_YET)]:
+        (ws / f"{name}.yaml").write_text(text)
+        ok(ws, "add", f"{name}.yaml")
+    slices = [
+        "dep,carrier,delay\n2024-01-01T10:00:00Z,AA,5\n2024-01-01T11:00:00Z,UA,10\n",
+        "dep,carrier,delay\n2024-01-02T10:00:00.123456789Z,AA,20\n2024-01-02T11:00:00Z,DL,1\n",
+    ]
+    for i, text in enumerate(slices):
+        (ws / f"flights-{i}.csv").write_text(text)
+        ok(ws, "ingest", "nyc.flights", f"flights-{i}.csv")
+    (ws / "airlines.csv").write_text("carrier,name\nAA,American\nDL,Delta\nUA,United\n")
+    ok(ws, "ingest", "nyc.airlines", "airlines.csv")
+    return ws
+
+
+@pytest.fixture(scope="module")
+def remote_workspace(workspace: Path) -> Iterator[Path]:
+    """A copy of the workspace whose engine is one running engine server."""
+    copy = workspace.parent / "remote"
+    shutil.copytree(workspace, copy)
+    with engine_server_process() as server:
+        (copy / ".odf" / "config.yaml").write_text(
+            f"engine:\n  provider: remote\n  address: {server.target}\n"
+        )
+        yield copy
+
+
+def test_embedded_engine_join_and_aggregate_as_json(workspace: Path) -> None:
+    rows = json.loads(ok(workspace, "sql", "--command", BY_CARRIER, "-o", "json"))
+    assert rows == [
+        {"name": "American", "flights": 2, "delay": 25},
+        {"name": "Delta", "flights": 1, "delay": 1},
+        {"name": "United", "flights": 1, "delay": 10},
+    ]
+    assert not [p for p in (workspace / ".odf").iterdir() if p.name.startswith(".query-")]
+
+
+def test_script_alias_table_and_limit(remote_workspace: Path) -> None:
+    script = remote_workspace / "late.sql"
+    script.write_text(
+        "-- flights with their airline, latest first\n"
+        "SELECT f.dep, f.carrier, a.name FROM `NYC.Flights` f\n"
+        "JOIN air a USING (carrier) ORDER BY f.dep DESC;\n"
+    )
+    result = odf(remote_workspace, "sql", "--script", str(script), "-i", "air=nyc.airlines")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["dep", "carrier", "name"]
+    # Nanosecond CSV timestamps reach the engine and come back at millisecond precision.
+    assert lines[1].split() == ["2024-01-02T11:00:00Z", "DL", "Delta"]
+    assert lines[2].split() == ["2024-01-02T10:00:00.123000Z", "AA", "American"]
+    assert len(lines) == 5 and result.stderr == ""
+
+    result = odf(
+        remote_workspace,
+        "sql",
+        *("-f", "-", "--input", "air=nyc.airlines", "--limit", "1", "-o", "csv"),
+        stdin=script.read_text(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "dep,carrier,name\n2024-01-02T11:00:00Z,DL,Delta\n"
+    assert "1 of 4 rows shown, 3 left out" in result.stderr
+
+
+def test_all_records_of_a_dataset_and_repeated_columns_as_yaml(remote_workspace: Path) -> None:
+    out = ok(
+        remote_workspace,
+        "sql",
+        "-c",
+        "SELECT f.offset, f.carrier, a.carrier FROM `nyc.flights` f "
+        "LEFT JOIN `nyc.airlines` a ON a.carrier = f.carrier AND a.name <> 'Delta' "
+        "ORDER BY f.offset",
+        "-o",
+        "yaml",
+    )
+    assert out == (
+        "- offset: 0\n  carrier: AA\n  carrier_2: AA\n"
+        "- offset: 1\n  carrier: UA\n  carrier_2: UA\n"
+        "- offset: 2\n  carrier: AA\n  carrier_2: AA\n"
+        "- offset: 3\n  carrier: DL\n  carrier_2: null\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            "SELECT * FROM nyc.flights",
+            "TABLE_OR_VIEW_NOT_FOUND] The table or view `nyc`.`flights` cannot be found."
+            " Verify the spelling and correctness of the schema and catalog. (quote dataset"
+            " names that contain dots with backticks: `nyc.flights`)",
+        ),
+        ("SELECT * FROM `nyc.later`", "(no data yet, so no view: 'nyc.later')"),
+        ("SELECT nope FROM `nyc.flights`", "UNRESOLVED_COLUMN"),
+        ("SELECT 1; SELECT 2", "--command: one query expected, found 2 statements"),
+        ("SELECT 'open", "unterminated 'string' starting at line 1, column 8"),
+    ],
+)
+def test_errors_are_one_line_and_exit_1(remote_workspace: Path, query: str, message: str) -> None:
+    result = odf(remote_workspace, "sql", "-c", query)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ")
+    assert message in result.stderr.splitlines()[0]
+
+
+@pytest.mark.containerized
+def test_container_engine(workspace: Path, engine_image: BuiltImage) -> None:
+    copy = workspace.parent / "container"
+    shutil.copytree(workspace, copy)
+    (copy / ".odf" / "config.yaml").write_text(
+        f"engine:\n  provider: container\n  image: {engine_image.ref}\n"
+    )
+    out = ok(copy, "sql", "-c", BY_CARRIER + " ORDER BY delay DESC", "-o", "csv")
+    assert out == "name,flights,delay\nAmerican,2,25\nUnited,1,10\nDelta,1,1\n"
+    assert not [p for p in (copy / ".odf").iterdir() if p.name.startswith(".query-")]
