@@ -96,6 +96,11 @@ class ContainerEngineProvider:
             return connect()
         except OdfError as e:
             raise EngineUnavailableError(f"container engine: {e}") from None
+        except _RUNTIME_ERRORS as e:
+            where = os.environ.get("DOCKER_HOST") or "the default socket"
+            raise EngineUnavailableError(
+                f"container engine: no container runtime answers at {where}: {e}"
+            ) from None
 
     def resolve_version(self) -> str:
         """The configured image as ``repository@sha256:<digest>``."""

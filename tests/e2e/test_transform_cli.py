@@ -24,6 +24,7 @@ from tests.integration.transform.pipeline import (
     DERIVATIVES,
     ROUNDS,
     check_derivative_chain,
+    derivative_snapshot,
     execute_transforms,
     records,
     write_round,
@@ -41,7 +42,7 @@ PULLS: tuple[tuple[str, ...], ...] = (
 PULL_TIMEOUT_S = 900
 
 
-def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def odf(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "coordinator", *args],
         cwd=cwd,
@@ -49,7 +50,7 @@ def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=PULL_TIMEOUT_S,
         check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
     )
 
 
@@ -167,6 +168,16 @@ def test_clear_errors_for_a_missing_runtime_image_or_engine(tmp_path: Path) -> N
     assert result.returncode == 1
     assert result.stderr.strip().startswith("error: remote engine at /nonexistent/engine.sock")
     assert "did not become ready within 2 s" in result.stderr
+    # Container mode without a reachable runtime: the transform cannot even be pinned.
+    (ws / ".odf" / "config.yaml").write_text("engine:\n  provider: container\n")
+    (tmp_path / "other.yaml").write_text(
+        derivative_snapshot("other", ["cities"], "SELECT event_time, city FROM cities")
+    )
+    result = odf(ws, "add", str(tmp_path / "other.yaml"), DOCKER_HOST="unix:///nonexistent.sock")
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "error: container engine: no container runtime answers at unix:///nonexistent.sock"
+    )
 
 
 @pytest.mark.e2e
