@@ -105,9 +105,9 @@ class EngineSession:
         """The engine for transforms pinned to ``version`` (``None``: the provider's own)."""
         if version is None:
             version = self.default_version()
-        self.provider.check_version(version)
         client = self._engines.get(version)
         if client is None:
+            self.provider.check_version(version)
             client = self._stack.enter_context(self.provider.engine(version, self.mounts))
             self._engines[version] = client
         return client
