@@ -35,7 +35,7 @@ from common.testing.containers import Runtime, connect
 from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
-from coordinator.engine.provider import EngineMounts
+from coordinator.engine.provider import EngineMounts, jvm_environment
 
 log = structlog.get_logger(__name__)
 
@@ -179,6 +179,7 @@ class ContainerEngineProvider:
                 detach=True,
                 network_mode="none",
                 volumes=volumes,
+                environment=jvm_environment(),
                 labels={
                     LABEL: "1",
                     LABEL_PID: str(os.getpid()),

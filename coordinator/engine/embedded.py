@@ -26,7 +26,7 @@ import structlog
 from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
-from coordinator.engine.provider import EngineMounts
+from coordinator.engine.provider import EngineMounts, jvm_environment
 from coordinator.engine.version import embedded_engine_version, engine_package_dir
 
 log = structlog.get_logger(__name__)
@@ -102,7 +102,7 @@ class EmbeddedEngineProvider:
         ]
         source_root = engine_package_dir().parent
         path = os.pathsep.join(p for p in (str(source_root), os.environ.get("PYTHONPATH")) if p)
-        env = {**os.environ, "PYTHONPATH": path}
+        env = {**os.environ, "PYTHONPATH": path, **jvm_environment(dict(os.environ))}
         with open(workdir / LOG_NAME, "wb") as out:
             try:
                 process = subprocess.Popen(

@@ -21,6 +21,16 @@ from coordinator.engine.client import EngineClient
 
 log = structlog.get_logger(__name__)
 
+JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError"
+"""Given to the engine's JVM: a JVM out of heap exits (the call fails) instead of hanging with
+a dead scheduler thread (a transaction that never ends)."""
+
+
+def jvm_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``JAVA_TOOL_OPTIONS`` with ``JVM_OPTIONS`` added to what ``base`` has."""
+    current = (base or {}).get("JAVA_TOOL_OPTIONS", "")
+    return {"JAVA_TOOL_OPTIONS": f"{current} {JVM_OPTIONS}".strip()}
+
 
 @dataclass(frozen=True, slots=True)
 class EngineMounts:

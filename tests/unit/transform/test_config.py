@@ -122,3 +122,11 @@ def test_source_digest_changes_with_any_source_file(tmp_path: Path) -> None:
     before = source_digest(tmp_path)
     (tmp_path / "sub" / "b.py").write_text("y = 3\n")
     assert source_digest(tmp_path) != before
+
+
+def test_engine_jvms_exit_when_out_of_heap() -> None:
+    from coordinator.engine.provider import jvm_environment
+
+    assert jvm_environment() == {"JAVA_TOOL_OPTIONS": "-XX:+ExitOnOutOfMemoryError"}
+    kept = jvm_environment({"JAVA_TOOL_OPTIONS": "-Xss2m"})
+    assert kept == {"JAVA_TOOL_OPTIONS": "-Xss2m -XX:+ExitOnOutOfMemoryError"}
