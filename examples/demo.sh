@@ -39,6 +39,14 @@ step "The aggregation: flights per day and carrier"
 step "The join: departures with the weather at their origin"
 "$ODF" tail nyc.flights.with-weather -n 5
 
+step "Ad-hoc SQL over the datasets: does snow or fog delay departures?"
+"$ODF" sql -c '
+  SELECT CASE WHEN visib < 1 THEN "under 1 mile" WHEN visib < 5 THEN "1-5 miles"
+              ELSE "5+ miles" END AS visibility,
+         COUNT(*) AS departures, ROUND(AVG(dep_delay), 1) AS avg_delay_min
+  FROM `nyc.flights.with-weather`
+  GROUP BY 1 ORDER BY avg_delay_min DESC'
+
 step "History of a derivative dataset (engine pinned in SetTransform)"
 "$ODF" log nyc.flights.delayed -n 4
 
