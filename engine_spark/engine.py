@@ -41,6 +41,7 @@ from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.session import clone_for_request, request_template
 from engine_spark.spark_errors import query_errors
+from engine_spark.staging import Staging, stages_locally, staging_area
 from engine_spark.temporal import (
     carried_state,
     check_primary_key,
@@ -60,10 +61,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 class SparkEngine:
     """ExecuteTransform, ExecuteRawQuery, ValidateQuery, MigrateQuery, ExecuteQuery."""
 
-    def __init__(self, session: SparkSession) -> None:
+    def __init__(self, session: SparkSession, *, stage_arrow: bool | None = None) -> None:
+        """``stage_arrow``: hand Arrow IPC inputs to Spark as local Parquet files (default:
+        when the master is local, see ``staging.py``), else through ``createDataFrame``."""
         self._session = session
         self._template = request_template(session)
         self._lock = threading.Lock()
+        if stage_arrow is None:
+            stage_arrow = stages_locally(session.sparkContext.master or "")
+        self._stage_arrow = stage_arrow
 
     @property
     def session(self) -> SparkSession:
@@ -84,10 +90,13 @@ class SparkEngine:
     # --- ExecuteTransform -----------------------------------------------------------------
 
     def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:
-        with self._isolated("transform", request.dataset_alias) as session:
+        with (
+            self._isolated("transform", request.dataset_alias) as session,
+            staging_area(self._stage_arrow) as staging,
+        ):
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
             tables = temporal_tables(request.transform, _aliases(request.query_inputs))
-            states = _register_inputs(session, request.query_inputs, tables, previous)
+            states = _register_inputs(session, staging, request.query_inputs, tables, previous)
             result = run_steps(session, request.transform)
             output = _collect_output(result, request.vocab)
             slice_ = build_output(
@@ -108,8 +117,12 @@ class SparkEngine:
     # --- ExecuteRawQuery ------------------------------------------------------------------
 
     def execute_raw_query(self, request: ep.RawQueryRequest) -> ep.RawQueryResponseSuccess:
-        with self._isolated("raw_query", request.output_data_path) as session:
-            register_view(load_files(session, request.input_data_paths), RAW_QUERY_INPUT_VIEW)
+        with (
+            self._isolated("raw_query", request.output_data_path) as session,
+            staging_area(self._stage_arrow) as staging,
+        ):
+            inputs = load_files(session, request.input_data_paths, staging)
+            register_view(inputs, RAW_QUERY_INPUT_VIEW)
             table = _query_result(run_steps(session, request.transform))
             write_table(table, request.output_data_path)
             return ep.RawQueryResponseSuccess(num_records=table.num_rows)
@@ -122,10 +135,13 @@ class SparkEngine:
         Spark reads lazily: registering a view reads footers only, and the query scans just
         the datasets (and columns) it uses.
         """
-        with self._isolated("query", request.output_data_path) as session:
+        with (
+            self._isolated("query", request.output_data_path) as session,
+            staging_area(self._stage_arrow) as staging,
+        ):
             for inp in request.inputs:
                 schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None
-                register_view(load_dataset(session, inp.data_paths, schema), inp.alias)
+                register_view(load_dataset(session, inp.data_paths, schema, staging), inp.alias)
             table = _query_result(run_steps(session, request.transform))
             write_table(table, request.output_data_path)
             return ep.QueryResponseSuccess(num_records=table.num_rows)
@@ -160,7 +176,7 @@ class SparkEngine:
                 dataclasses.replace(i, offset_interval=None, data_paths=())
                 for i in request.query_inputs
             ]
-            states = _register_inputs(session, empty, tables, previous)
+            states = _register_inputs(session, Staging.OFF, empty, tables, previous)
             _collect_output(run_steps(session, request.new_transform), request.vocab)
             state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
@@ -201,6 +217,7 @@ def _aliases(inputs: Sequence[ep.TransformRequestInput]) -> list[str]:
 
 def _register_inputs(
     session: SparkSession,
+    staging: Staging,
     inputs: Sequence[ep.TransformRequestInput],
     tables: dict[str, TemporalTable],
     previous: cp.EngineCheckpoint,
@@ -211,7 +228,7 @@ def _register_inputs(
     """
     states: dict[str, cp.TemporalState] = {}
     for inp in inputs:
-        df = load_input(session, inp)
+        df = load_input(session, inp, staging)
         table = tables.get(inp.query_alias)
         if table is not None:
             carried = carried_state(previous.temporal_tables, table)

@@ -6,7 +6,8 @@ interval; rows reach the query in offset order (a backlog of several files is br
 one partition and sorted by offset locally, as the reference engine does, with no shuffle).
 An input without new data (no interval) is an empty DataFrame with that schema. Parquet files
 are read by Spark itself, all of an input's in one scan; Arrow IPC files are memory-mapped by
-pyarrow and handed to Spark.
+pyarrow and staged as local Parquet files that Spark scans (``staging.py``; with a cluster
+master, handed to ``createDataFrame``).
 
 Spark timestamps have microsecond precision and its Parquet reader rejects nanosecond
 timestamps (what pyarrow writes by default, e.g. ingested ``timestamp[ns, tz=UTC]`` columns).
@@ -29,6 +30,7 @@ from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import OffsetInterval
 from engine_spark.exchange import DataFormat, detect_format, read_arrow, read_schema
 from engine_spark.schema_mapping import spark_input_schema, spark_input_table
+from engine_spark.staging import Staging, arrow_frame
 
 
 def quote_identifier(name: str) -> str:
@@ -40,13 +42,15 @@ def register_view(df: DataFrame, name: str) -> None:
     df.createOrReplaceTempView(quote_identifier(name))
 
 
-def load_input(session: SparkSession, inp: TransformRequestInput) -> DataFrame:
+def load_input(session: SparkSession, inp: TransformRequestInput, staging: Staging) -> DataFrame:
     """The new records of one input, in offset order."""
     schema = file_schema(session, inp.schema_file)
     if inp.offset_interval is None or not inp.data_paths:
         return session.createDataFrame([], schema)
     df = filter_interval(
-        read_files(session, inp.data_paths, schema), inp.vocab.offset_column, inp.offset_interval
+        read_files(session, inp.data_paths, schema, staging),
+        inp.vocab.offset_column,
+        inp.offset_interval,
     )
     if len(inp.data_paths) > 1:
         # Spark packs small files into partitions by size, not in order: one partition,
@@ -56,7 +60,7 @@ def load_input(session: SparkSession, inp: TransformRequestInput) -> DataFrame:
 
 
 def load_dataset(
-    session: SparkSession, paths: Sequence[str], schema: pa.Schema | None
+    session: SparkSession, paths: Sequence[str], schema: pa.Schema | None, staging: Staging
 ) -> DataFrame:
     """All records of a dataset's files (ad-hoc queries), with the newest file's schema.
 
@@ -64,27 +68,29 @@ def load_dataset(
     yet); with neither, a ``ValueError``.
     """
     if paths:
-        return read_files(session, paths, file_schema(session, paths[-1]))
+        return read_files(session, paths, file_schema(session, paths[-1]), staging)
     if schema is None:
         raise ValueError("an input needs data files or a schema")
     return empty_input(session, schema)
 
 
-def read_files(session: SparkSession, paths: Sequence[str], schema: StructType) -> DataFrame:
+def read_files(
+    session: SparkSession, paths: Sequence[str], schema: StructType, staging: Staging
+) -> DataFrame:
     """Data files of any format with ``schema``: all Parquet files in one scan, Arrow IPC files
     one by one. Rows are not in file order (Spark packs files into partitions by size)."""
     parquet = [p for p in paths if detect_format(p) is DataFormat.PARQUET]
     frames = [read_parquet(session, parquet, schema)] if parquet else []
-    frames += [read_file(session, p, schema) for p in paths if p not in parquet]
+    frames += [read_file(session, p, schema, staging) for p in paths if p not in parquet]
     return union_in_order(frames)
 
 
-def load_files(session: SparkSession, paths: Sequence[str]) -> DataFrame:
+def load_files(session: SparkSession, paths: Sequence[str], staging: Staging) -> DataFrame:
     """Several files as one DataFrame in file order (raw queries: the ``input`` view)."""
     if not paths:
         raise ValueError("a raw query needs at least one input file")
     schema = file_schema(session, paths[-1])
-    return union_in_order([read_file(session, path, schema) for path in paths])
+    return union_in_order([read_file(session, path, schema, staging) for path in paths])
 
 
 def union_in_order(frames: Sequence[DataFrame]) -> DataFrame:
@@ -116,11 +122,11 @@ def file_schema(session: SparkSession, path: str) -> StructType:
     return from_arrow_schema(spark_input_schema(read_schema(path)))
 
 
-def read_file(session: SparkSession, path: str, schema: StructType) -> DataFrame:
+def read_file(session: SparkSession, path: str, schema: StructType, staging: Staging) -> DataFrame:
     """One data file as a DataFrame with ``schema`` (missing columns are null)."""
     if detect_format(path) is DataFormat.PARQUET:
         return read_parquet(session, [path], schema)
-    df = session.createDataFrame(spark_input_table(read_arrow(path)))
+    df = arrow_frame(session, read_arrow(path), staging)
     present = set(df.columns)
     return df.select(
         *[

@@ -15,6 +15,8 @@ from engine_spark.sandbox import restrict_functions
 
 DEFAULT_MASTER = "local[*]"
 
+EXIT_ON_OUT_OF_MEMORY = "-XX:+ExitOnOutOfMemoryError"
+
 _QUIET_PYTHON_LOGGERS = ("py4j", "pyspark", "SQLQueryContextLogger")
 
 
@@ -51,7 +53,9 @@ def session_conf(settings: SessionSettings) -> dict[str, str]:
         "spark.sql.pyspark.jvmStacktrace.enabled": "false",
         # Transforms read only their inputs: no SQL directly on files.
         "spark.sql.runSQLOnFiles": "false",
-        "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+        # Out of heap, the driver JVM exits (the request fails, the server reports it and the
+        # coordinator sees a dead engine) instead of hanging with a dead scheduler thread.
+        "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC {EXIT_ON_OUT_OF_MEMORY}",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
     if settings.master.startswith("local"):
