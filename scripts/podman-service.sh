@@ -66,7 +66,9 @@ start_service() {
   mkdir -p "$(dirname "$sock")"
   rm -f "$sock"
   log=$(dirname "$sock")/odf-py-service.log
-  setsid nohup podman system service --time=0 "unix://$sock" >"$log" 2>&1 </dev/null &
+  # From `/`: conmon inherits the service's working directory and fails ("write child: broken
+  # pipe") once that directory is deleted, e.g. a test's temporary directory.
+  (cd / && setsid nohup podman system service --time=0 "unix://$sock" >"$log" 2>&1 </dev/null &)
   for _ in $(seq 1 100); do
     if [ -S "$sock" ] && service_answers "$sock"; then
       echo "unix://$sock"
