@@ -1,8 +1,9 @@
 """Arrow types on the way into and out of Spark.
 
-Into Spark (Arrow IPC inputs handed to ``createDataFrame``): unsigned integers widen to the
-next signed type (``uint64`` to ``int64``: ODF offsets never reach 2^63), large and dictionary
-types become their plain forms, and timestamps in any zone or unit become microsecond UTC.
+Into Spark (Arrow IPC inputs, before staging or ``createDataFrame``): unsigned integers widen
+to the next signed type (``uint64`` to ``int64``: ODF offsets never reach 2^63), large and
+dictionary types become their plain forms, and timestamps in any zone or unit become
+microsecond UTC.
 
 Out of Spark: Spark keeps timestamps in microseconds; the engine writes every zoned timestamp
 as ``timestamp[ms, tz=UTC]`` (truncating), exactly like the reference engine's
