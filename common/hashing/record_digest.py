@@ -15,7 +15,10 @@ are held back until their 10,000-row window is complete.
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import hashlib
+import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -169,26 +172,50 @@ class LogicalHasher:
             self._hash(pending)
 
     def _hash(self, batches: list[pa.RecordBatch]) -> None:
-        """Hash consecutive batches whose rows start at ``self._rows``."""
-        columns = [[b.column(i) for b in batches] for i in range(len(self._schema))]
-        leaves = iter(self._columns)
-        self._hash_fields(self._schema, columns, None, leaves)
-        self._rows += sum(b.num_rows for b in batches)
+        """Hash consecutive batches whose rows start at ``self._rows``.
 
-    def _hash_fields(
+        Every leaf column has its own SHA3 state, so large batches hash their columns on
+        several threads (the SHA3 updates and Arrow/numpy kernels release the GIL); the order
+        of updates within each column is unchanged, so the digest is the same.
+        """
+        columns = [[b.column(i) for b in batches] for i in range(len(self._schema))]
+        work: list[tuple[_ColumnDigest, list[pa.Array], Mask]] = []
+        self._collect_fields(self._schema, columns, None, iter(self._columns), work)
+        rows = sum(b.num_rows for b in batches)
+        if rows >= _PARALLEL_MIN_ROWS and len(work) > 1:
+            futures = [_pool().submit(c.update, p, m, self._rows) for c, p, m in work]
+            for future in futures:
+                future.result()
+        else:
+            for column, pieces, parent in work:
+                column.update(pieces, parent, self._rows)
+        self._rows += rows
+
+    def _collect_fields(
         self,
         fields: Iterable[pa.Field],
         columns: list[list[pa.Array]],
         parent: Mask,
         leaves: Iterator[_ColumnDigest],
+        work: list[tuple[_ColumnDigest, list[pa.Array], Mask]],
     ) -> None:
         for field, pieces in zip(fields, columns, strict=True):
             if pa.types.is_struct(field.type):
                 combined = combine_with_parent(parent, _concat_validity(pieces), self._rows)
                 children = [[p.field(i) for p in pieces] for i in range(field.type.num_fields)]
-                self._hash_fields(field.type.fields, children, combined, leaves)
+                self._collect_fields(field.type.fields, children, combined, leaves, work)
             else:
-                next(leaves).update(pieces, parent, self._rows)
+                work.append((next(leaves), pieces, parent))
+
+
+_PARALLEL_MIN_ROWS = 8192
+"""Batches smaller than this hash their columns on the calling thread."""
+
+
+@functools.cache
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    workers = min(4, os.cpu_count() or 1)
+    return concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="logical-hash")
 
 
 def _signature(schema: pa.Schema) -> list[tuple[str, int, bytes]]:
