@@ -13,6 +13,7 @@ committed together, so a schema never appears without its data.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,12 +71,16 @@ def collect_output(
                 f" {interval.start}..{interval.end} say {interval.end - interval.start + 1}"
             )
         schema = parquet.schema_arrow.remove_metadata()
-        new_data = DataSlice(
-            logical_hash=logical_hash_parquet(data),
-            physical_hash=physical_hash_file(data),
-            offset_interval=interval,
-            size=data.stat().st_size,
-        )
+        # The physical hash (SHA3 over the file, GIL released) runs beside the logical one.
+        with ThreadPoolExecutor(1) as pool:
+            physical = pool.submit(physical_hash_file, data)
+            logical = logical_hash_parquet(data)
+            new_data = DataSlice(
+                logical_hash=logical,
+                physical_hash=physical.result(),
+                offset_interval=interval,
+                size=data.stat().st_size,
+            )
     new_checkpoint = None
     if _exists(checkpoint, "checkpoint"):
         new_checkpoint = Checkpoint(
