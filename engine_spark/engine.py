@@ -1,7 +1,7 @@
 """The Spark engine's operations, each a short list of named steps.
 
-``SparkEngine`` wraps one long-lived SparkSession. Every request runs in its own child session
-(a clone of a sandboxed template: shared SparkContext, its own temp views and SQL conf), and
+``SparkEngine`` wraps one long-lived SparkSession. Every request runs in its own fresh session
+(``newSession``: shared SparkContext, its own temp views, functions and SQL conf), and
 requests are serialized by a lock, so one request never sees another's views and
 memory use stays bounded. Methods return the protocol's Success messages and raise
 ``InvalidQueryError`` for the query's faults; anything else is an internal error.
@@ -37,9 +37,10 @@ from engine_spark.inputs import (
 from engine_spark.ordering import RowOrder, result_order, sort_by_values
 from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
 from engine_spark.queries import run_steps
+from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
-from engine_spark.session import clone_for_request, request_template
+from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import Staging, stages_locally, staging_area
 from engine_spark.temporal import (
@@ -65,7 +66,6 @@ class SparkEngine:
         """``stage_arrow``: hand Arrow IPC inputs to Spark as local Parquet files (default:
         when the master is local, see ``staging.py``), else through ``createDataFrame``."""
         self._session = session
-        self._template = request_template(session)
         self._lock = threading.Lock()
         if stage_arrow is None:
             stage_arrow = stages_locally(session.sparkContext.master or "")
@@ -142,7 +142,7 @@ class SparkEngine:
             for inp in request.inputs:
                 schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None
                 register_view(load_dataset(session, inp.data_paths, schema, staging), inp.alias)
-            table = _query_result(run_steps(session, request.transform))
+            table = _query_result(run_steps(session, request.transform, Policy.INTERACTIVE))
             write_table(table, request.output_data_path)
             return ep.QueryResponseSuccess(num_records=table.num_rows)
 
@@ -191,7 +191,7 @@ class SparkEngine:
         with self._lock:
             started = time.monotonic()
             log.info(f"{operation}.start", subject=subject)
-            session = clone_for_request(self._template)
+            session = request_session(self._session)
             try:
                 yield session
             finally:

@@ -1,9 +1,10 @@
 """Running a transform's SQL steps: each aliased step becomes a temp view, one step is output.
 
 Steps run in the order given; the single step without an alias is the output (kamu normalizes
-``query`` into ``queries = [{query}]``). Only queries are accepted: DDL, DML and other commands
-(``CREATE``, ``INSERT``, ``SET``, ``CACHE``...) are rejected before they run, and SQL on raw
-files (``SELECT * FROM parquet.`/path```) is disabled, so a transform can only read its inputs.
+``query`` into ``queries = [{query}]``). Every step goes through the SQL sandbox
+(``sandbox.py``) under the request's policy before Spark analyzes it: only queries over the
+request's own views, nothing that runs commands, reads files or (in transforms) differs on
+replay.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 from common.odf.fragments import SqlQueryStep, TransformSql
 from engine_spark.errors import InvalidQueryError
 from engine_spark.inputs import register_view
+from engine_spark.sandbox import Policy, Sandbox
 from engine_spark.spark_errors import query_errors
-
-_COMMAND_TRAIT = "org.apache.spark.sql.catalyst.plans.logical.Command"
 
 
 def output_step(transform: TransformSql) -> SqlQueryStep:
@@ -37,30 +37,32 @@ def output_step(transform: TransformSql) -> SqlQueryStep:
     return outputs[0]
 
 
-def run_steps(session: SparkSession, transform: TransformSql) -> DataFrame:
+def run_steps(
+    session: SparkSession, transform: TransformSql, policy: Policy = Policy.TRANSFORM
+) -> DataFrame:
     """Register every aliased step as a view and return the output step's DataFrame."""
     output = output_step(transform)
     for step in transform.steps():
         if step.alias is not None:
-            register_view(run_sql(session, step.query, step.alias), step.alias)
-    return run_sql(session, output.query, None)
+            register_view(run_sql(session, step.query, step.alias, policy), step.alias)
+    return run_sql(session, output.query, None, policy)
 
 
-def run_sql(session: SparkSession, query: str, alias: str | None) -> DataFrame:
-    """Analyze one query step (Spark analyzes eagerly, so name and type errors surface here)."""
+def run_sql(
+    session: SparkSession, query: str, alias: str | None, policy: Policy = Policy.TRANSFORM
+) -> DataFrame:
+    """Parse, vet, analyze and vet again one query step (``sandbox.py``).
+
+    The vetted parsed plan itself is analyzed (no second parse of the text), so name and
+    type errors surface here, and nothing runs before the parsed plan passed the sandbox.
+    """
     with query_errors(alias):
-        _ensure_query(session, query, alias)
-        return session.sql(query)
-
-
-def _ensure_query(session: SparkSession, query: str, alias: str | None) -> None:
-    jsession: Any = session._jsparkSession
-    plan = jsession.sessionState().sqlParser().parsePlan(query)
-    name = str(plan.getClass().getSimpleName())
-    command = session.sparkContext._jvm.java.lang.Class.forName(_COMMAND_TRAIT)  # type: ignore[union-attr]
-    if command.isInstance(plan) or name.endswith(("Command", "Statement")):
-        raise InvalidQueryError(
-            f"only queries (SELECT ...) are allowed, found a {name} statement",
-            step=alias,
-            in_step=True,
-        )
+        jsession: Any = session._jsparkSession
+        jvm: Any = session.sparkContext._jvm
+        parser = jsession.sessionState().sqlParser()
+        sandbox = Sandbox(jvm, parser, policy, alias)
+        parsed = parser.parsePlan(query)
+        sandbox.vet_parsed(parsed)
+        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, parsed)
+        sandbox.vet_analyzed(jdf.queryExecution().analyzed())
+        return DataFrame(jdf, session)

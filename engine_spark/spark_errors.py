@@ -15,7 +15,6 @@ from pyspark.errors import PySparkException
 from pyspark.errors.exceptions.captured import CapturedException
 
 from engine_spark.errors import InvalidQueryError
-from engine_spark.sandbox import blocked_function_message
 
 USER_SQLSTATE_CLASSES = frozenset({"0A", "21", "22", "42"})
 """SQLSTATE classes that are the query's fault: feature not supported, cardinality violation,
@@ -56,7 +55,6 @@ def query_errors(step: str | None = None, *, in_step: bool = True) -> Iterator[N
     except Exception as exc:
         if is_user_error(exc):
             message = user_message(exc)
-            message = blocked_function_message(message) or message
             raise InvalidQueryError(message, step=step, in_step=in_step) from exc
         raise
 

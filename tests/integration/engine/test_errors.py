@@ -85,7 +85,7 @@ def cities(workdir: Path) -> ep.TransformRequestInput:
         ),
         pytest.param(
             "select event_time, value as city from text.`/etc/hostname`",
-            ["TABLE_OR_VIEW_NOT_FOUND"],
+            ["table text.`/etc/hostname` is not allowed"],
             id="sql-on-files",
         ),
     ],

@@ -118,7 +118,10 @@ def test_dataset_without_data_is_an_empty_view_with_its_schema(
     ("query", "message"),
     [
         ("SELECT * FROM `nyc.nope`", "nyc.nope"),
-        ("SELECT carrier, now() FROM `nyc.flights`", "now() is not allowed"),
+        (
+            "SELECT carrier, java_method('java.lang.System', 'getenv', 'HOME') FROM `nyc.flights`",
+            "java_method() is not allowed",
+        ),
         ("DROP VIEW `nyc.flights`", "only queries"),
     ],
 )
