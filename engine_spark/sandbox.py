@@ -313,6 +313,10 @@ class Sandbox:
             for child in _seq(expression.children()):
                 self._vet_analyzed_expression(child, check_class=False)
             return
+        if self._policy.reproducible and self._is(expression, "expressions.RuntimeReplaceable"):
+            # Its replacement (what the optimizer runs) is not among its children: walk it
+            # too, e.g. ``to_date('today')`` becomes a cast of 'today'.
+            self._vet_analyzed_expression(expression.replacement(), check_class=False)
         for child in _seq(expression.children()):
             self._vet_analyzed_expression(child, check_class=check_class)
 

@@ -39,9 +39,8 @@ ALLOWED_EXPRESSIONS: frozenset[str] = _qualified(
     (
         "analysis",
         _names(
-            "UnresolvedAlias UnresolvedAttribute UnresolvedExtractValue UnresolvedFunction",
-            "UnresolvedGenerator UnresolvedHaving UnresolvedOrdinal UnresolvedRegex",
-            "UnresolvedStar UnresolvedSubqueryColumnAliases UnresolvedTableValuedFunction",
+            "MultiAlias UnresolvedAlias UnresolvedAttribute UnresolvedExtractValue",
+            "UnresolvedFunction UnresolvedGenerator UnresolvedOrdinal UnresolvedRegex UnresolvedStar",
         ),
     ),
     (
@@ -78,7 +77,7 @@ ALLOWED_EXPRESSIONS: frozenset[str] = _qualified(
             "MakeInterval MakeTimestamp MakeTimestampFromDateTime MakeTimestampNTZ MakeValidUTF8",
             "MakeYMInterval MapConcat MapContainsKey MapEntries MapFilter MapFromArrays",
             "MapFromEntries MapKeys MapValues MapZipWith Mask Md5 MicrosToTimestamp",
-            "MillisToTimestamp Minute Month MonthName MonthsBetween MultiAlias Multiply",
+            "MillisToTimestamp Minute Month MonthName MonthsBetween Multiply",
             "Murmur3Hash NTile NaNvl NamedArgumentExpression NamedLambdaVariable NanosToTimestamp",
             "NextDay Not NthValue NullIf NullIfZero Nvl Nvl2 OctetLength Or OuterReference",
             "Overlay ParseToDate ParseToTimestamp ParseUrl PercentRank Pi PipeExpression Pmod",

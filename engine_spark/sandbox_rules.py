@@ -226,7 +226,8 @@ PARSED_NODES: frozenset[str] = _names(
     "plans.logical.WithWindowDefinition plans.logical.RepartitionByExpression",
     "analysis.UnresolvedRelation analysis.UnresolvedInlineTable",
     "analysis.UnresolvedTableValuedFunction analysis.UnresolvedSubqueryColumnAliases",
-    "analysis.UnresolvedTVFAliases analysis.UnresolvedQualify expressions.PipeOperator",
+    "analysis.UnresolvedTVFAliases analysis.UnresolvedQualify analysis.UnresolvedHaving",
+    "expressions.PipeOperator",
 )
 """Nodes of a parsed (unresolved) query: relational operators, CTEs, VALUES, hints, named
 relations (single-part names only) and table-valued functions (``TABLE_FUNCTIONS`` only)."""
