@@ -40,7 +40,8 @@ ALLOWED_EXPRESSIONS: frozenset[str] = _qualified(
         "analysis",
         _names(
             "MultiAlias UnresolvedAlias UnresolvedAttribute UnresolvedExtractValue",
-            "UnresolvedFunction UnresolvedGenerator UnresolvedOrdinal UnresolvedRegex UnresolvedStar",
+            "UnresolvedFunction UnresolvedGenerator UnresolvedOrdinal UnresolvedRegex",
+            "UnresolvedStar",
         ),
     ),
     (
