@@ -29,7 +29,7 @@ from engine_spark.sandbox_rules import (
     TABLE_FUNCTIONS,
 )
 
-T, I = Policy.TRANSFORM, Policy.INTERACTIVE
+T, INTER = Policy.TRANSFORM, Policy.INTERACTIVE
 
 
 def test_lists_are_disjoint_and_lower_case() -> None:
@@ -67,7 +67,7 @@ def test_random_functions_are_refused_for_replay(name: str) -> None:
 def test_clock_functions_only_interactively(name: str) -> None:
     refusal = function_refusal([name.upper()], T)
     assert refusal is not None and "depends on the wall clock" in refusal
-    assert function_refusal([name], I) is None
+    assert function_refusal([name], INTER) is None
 
 
 @pytest.mark.parametrize("name", ["upper", "COUNT", "date_trunc", "explode", "row_number", "+"])
@@ -76,8 +76,8 @@ def test_allowed_functions(name: str) -> None:
 
 
 def test_unknown_and_qualified_functions_are_refused() -> None:
-    assert "not on the sandbox's allow-list" in (function_refusal(["my_udf"], I) or "")
-    qualified = function_refusal(["system", "builtin", "upper"], I) or ""
+    assert "not on the sandbox's allow-list" in (function_refusal(["my_udf"], INTER) or "")
+    qualified = function_refusal(["system", "builtin", "upper"], INTER) or ""
     assert "system.builtin.upper() is not allowed" in qualified
 
 
@@ -97,7 +97,7 @@ def test_plan_nodes() -> None:
     assert node_refusal("plans.logical.Project", T, analyzed=False) is None
     assert node_refusal("plans.logical.View", T, analyzed=True) is None
     assert node_refusal("plans.logical.View", T, analyzed=False) is not None
-    script = node_refusal("plans.logical.ScriptTransformation", I, analyzed=False)
+    script = node_refusal("plans.logical.ScriptTransformation", INTER, analyzed=False)
     assert script == (
         "ScriptTransformation (SELECT TRANSFORM ... USING) is not allowed: "
         "a query may only read its inputs"
@@ -105,8 +105,8 @@ def test_plan_nodes() -> None:
     assert node_refusal("plans.logical.Sample", T, analyzed=True) == (
         "TABLESAMPLE is not allowed: a transform may only query its inputs"
     )
-    assert node_refusal("plans.logical.Sample", I, analyzed=True) is None
-    future = node_refusal("plans.logical.SomethingNew", I, analyzed=True)
+    assert node_refusal("plans.logical.Sample", INTER, analyzed=True) is None
+    future = node_refusal("plans.logical.SomethingNew", INTER, analyzed=True)
     assert future == "SomethingNew is not allowed: a query may only read its inputs"
 
 
@@ -122,9 +122,9 @@ def test_expressions() -> None:
     assert "CurrentTimestamp is not allowed in a transform" in (
         expression_refusal("expressions.CurrentTimestamp", T) or ""
     )
-    assert expression_refusal("expressions.CurrentTimestamp", I) is None
+    assert expression_refusal("expressions.CurrentTimestamp", INTER) is None
     for refused in ("expressions.CallMethodViaReflection", "expressions.ScalaUDF"):
-        assert expression_refusal(refused, I) is not None
+        assert expression_refusal(refused, INTER) is not None
 
 
 @pytest.mark.parametrize(
