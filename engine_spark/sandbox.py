@@ -102,9 +102,11 @@ def relation_refusal(name_parts: Sequence[str], policy: Policy) -> str | None:
     if len(name_parts) == 1:
         return None
     name = ".".join(f"`{p}`" if not p.isidentifier() else p for p in name_parts)
+    quoted = "`" + ".".join(name_parts).replace("`", "``") + "`"
     return (
-        f"table {name} is not allowed: only the query's inputs, earlier steps and CTEs may be "
-        f"read (single-part names; quote a dotted input name with backticks); {policy.purpose}"
+        f"table {name} is not allowed: {policy.purpose} (its inputs, earlier steps and CTEs, "
+        f"by single-part names; quote a dataset name that contains dots with backticks: "
+        f"{quoted})"
     )
 
 

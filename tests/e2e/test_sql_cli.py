@@ -183,9 +183,9 @@ def test_all_records_of_a_dataset_and_repeated_columns_as_yaml(remote_workspace:
     [
         (
             "SELECT * FROM nyc.flights",
-            "TABLE_OR_VIEW_NOT_FOUND] The table or view `nyc`.`flights` cannot be found."
-            " Verify the spelling and correctness of the schema and catalog. (quote dataset"
-            " names that contain dots with backticks: `nyc.flights`)",
+            "table nyc.flights is not allowed: a query may only read its inputs (its inputs,"
+            " earlier steps and CTEs, by single-part names; quote a dataset name that contains"
+            " dots with backticks: `nyc.flights`)",
         ),
         ("SELECT * FROM `nyc.later`", "(no data yet, so no view: 'nyc.later')"),
         ("SELECT nope FROM `nyc.flights`", "UNRESOLVED_COLUMN"),
