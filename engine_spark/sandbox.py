@@ -36,6 +36,7 @@ from engine_spark.sandbox_rules import (
 )
 
 _CATALYST = "org.apache.spark.sql.catalyst."
+_TRAIT_CACHE: dict[tuple[str, str], bool] = {}
 
 SPECIAL_DATETIME_VALUES = frozenset({"now", "today", "yesterday", "tomorrow"})
 """Strings Spark turns into the current date or time when cast to a date or timestamp
@@ -200,11 +201,19 @@ class Sandbox:
     def refuse(self, message: str) -> InvalidQueryError:
         return InvalidQueryError(message, step=self._step, in_step=True)
 
-    def _is(self, obj: Any, trait: str) -> bool:
-        cls = self._traits.get(trait)
-        if cls is None:
-            cls = self._traits[trait] = self._jvm.java.lang.Class.forName(_CATALYST + trait)
-        return bool(cls.isInstance(obj))
+    def _is(self, obj: Any, trait: str, name: str | None = None) -> bool:
+        """``obj`` (of class ``name``, when known) implements the catalyst ``trait``; cached
+        per class (one JVM per process)."""
+        if name is None:
+            name = short_class(str(obj.getClass().getName()))
+        key = (name, trait)
+        known = _TRAIT_CACHE.get(key)
+        if known is None:
+            jtrait = self._traits.get(trait)
+            if jtrait is None:
+                jtrait = self._traits[trait] = self._jvm.java.lang.Class.forName(_CATALYST + trait)
+            known = _TRAIT_CACHE[key] = bool(jtrait.isAssignableFrom(obj.getClass()))
+        return known
 
     def _first_visit(self, node: Any) -> bool:
         return self._seen.put(node, True) is None
@@ -215,7 +224,7 @@ class Sandbox:
         if not self._first_visit(plan):
             return
         name = short_class(str(plan.getClass().getName()))
-        if self._is(plan, "plans.logical.Command"):
+        if self._is(plan, "plans.logical.Command", name):
             raise self.refuse(command_refusal(name, self._policy))
         # The parser turns ``TABLESAMPLE (n ROWS)`` into a limit: its origin tells.
         if (
@@ -252,7 +261,7 @@ class Sandbox:
             refusal = self._typed_literal_refusal(expression)
         if refusal is not None:
             raise self.refuse(refusal)
-        if self._is(expression, "expressions.PlanExpression"):
+        if self._is(expression, "expressions.PlanExpression", name):
             self.vet_parsed(expression.plan())
         for child in _seq(expression.children()):
             self._vet_parsed_expression(child)
@@ -289,6 +298,8 @@ class Sandbox:
         if refusal is not None:
             raise self.refuse(refusal)
         for expression in _seq(plan.expressions()):
+            if self._policy.reproducible and not expression.deterministic():
+                self._refuse_nondeterministic(expression)
             self._vet_analyzed_expression(expression, check_class=True)
         for child in _seq(plan.children()):
             self.vet_analyzed(child)
@@ -304,9 +315,9 @@ class Sandbox:
                 raise self.refuse(refusal)
         if self._policy.reproducible:
             self._check_reproducible(expression, name)
-        if self._is(expression, "expressions.PlanExpression"):
+        if self._is(expression, "expressions.PlanExpression", name):
             self.vet_analyzed(expression.plan())
-        if self._is(expression, "expressions.InheritAnalysisRules"):
+        if self._is(expression, "expressions.InheritAnalysisRules", name):
             # A function rewritten into its replacement (its only child): the replacement is
             # Spark's own code, so only its parameters are class-checked; the replacement is
             # still walked for non-determinism and special datetime strings.
@@ -315,18 +326,28 @@ class Sandbox:
             for child in _seq(expression.children()):
                 self._vet_analyzed_expression(child, check_class=False)
             return
-        if self._policy.reproducible and self._is(expression, "expressions.RuntimeReplaceable"):
+        if self._policy.reproducible and self._is(
+            expression, "expressions.RuntimeReplaceable", name
+        ):
             # Its replacement (what the optimizer runs) is not among its children: walk it
             # too, e.g. ``to_date('today')`` becomes a cast of 'today'.
-            self._vet_analyzed_expression(expression.replacement(), check_class=False)
+            replacement = expression.replacement()
+            if not replacement.deterministic():
+                self._refuse_nondeterministic(replacement)
+            self._vet_analyzed_expression(replacement, check_class=False)
         for child in _seq(expression.children()):
             self._vet_analyzed_expression(child, check_class=check_class)
 
+    def _refuse_nondeterministic(self, expression: Any) -> None:
+        """Raise naming the innermost non-deterministic expression under ``expression``."""
+        for child in _seq(expression.children()):
+            if not child.deterministic():
+                self._refuse_nondeterministic(child)
+        raise self.refuse(
+            nondeterministic_refusal(short_class(str(expression.getClass().getName())))
+        )
+
     def _check_reproducible(self, expression: Any, name: str) -> None:
-        if not expression.deterministic() and all(
-            c.deterministic() for c in _seq(expression.children())
-        ):
-            raise self.refuse(nondeterministic_refusal(name))
         if name == "expressions.Cast":
             # Spark folds a cast of a constant string 'now', 'today'... into the current time.
             child = expression.child()
