@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
 
+import pyarrow as pa
 import yaml
 from rich.console import Console
 from rich.table import Table
@@ -59,6 +60,46 @@ def plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     return str(value)
+
+
+def table_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows of ``table`` as Python values; a column holding invalid UTF-8 (which ingest
+    refuses, but older or foreign data may hold) is shown with U+FFFD instead of failing."""
+    columns: dict[str, list[Any]] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            columns[name] = column.to_pylist()
+        except UnicodeDecodeError:
+            columns[name] = [
+                _decoded(v) for v in column.cast(_binary_type(column.type)).to_pylist()
+            ]
+    return [{name: values[i] for name, values in columns.items()} for i in range(table.num_rows)]
+
+
+def _binary_type(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with every string type replaced by binary (to read invalid UTF-8 as bytes)."""
+    if pa.types.is_string(dtype) or pa.types.is_string_view(dtype):
+        return pa.binary()
+    if pa.types.is_large_string(dtype):
+        return pa.large_binary()
+    if pa.types.is_list(dtype):
+        return pa.list_(dtype.value_field.with_type(_binary_type(dtype.value_type)))
+    if pa.types.is_large_list(dtype):
+        return pa.large_list(dtype.value_field.with_type(_binary_type(dtype.value_type)))
+    if pa.types.is_struct(dtype):
+        fields = [dtype.field(i) for i in range(dtype.num_fields)]
+        return pa.struct([f.with_type(_binary_type(f.type)) for f in fields])
+    return dtype
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _decoded(v) for k, v in value.items()}
+    return value
 
 
 def render_rows(

@@ -1,0 +1,76 @@
+"""Hostile or broken inputs through ``odf`` processes: refused with one line, nothing changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.serde.yaml_codec import load_snapshots
+from coordinator.workspace import Workspace
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EVENTS = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: events
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: main
+      read:
+        kind: NdJson
+        schema: ["t TIMESTAMP", "s STRING"]
+      merge:
+        kind: Append
+    - kind: SetVocab
+      eventTimeColumn: t
+"""
+
+
+def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], start: str) -> None:
+    assert result.returncode == 1, result
+    assert result.stderr.startswith(f"error: {start}"), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = Workspace.init(tmp_path / "ws")
+    for snapshot in load_snapshots(EVENTS):
+        ws.create_dataset(snapshot)
+    return tmp_path / "ws"
+
+
+def head(ws: Path, name: str = "events") -> str:
+    return str(Workspace(ws).open_dataset(name).head())
+
+
+def test_invalid_utf8_is_refused_with_file_and_line(workspace: Path) -> None:
+    before = head(workspace)
+    good = b'{"t": "2020-01-01T00:00:00Z", "s": "ok"}\n'
+    (workspace / "bad.ndjson").write_bytes(good + b'{"t": "2020-01-01T00:00:00Z", "s": "\xff"}\n')
+    one_line_error(odf(workspace, "ingest", "events", "bad.ndjson"), "bad.ndjson:2: invalid UTF-8")
+    assert head(workspace) == before
+    (workspace / "good.ndjson").write_bytes(good)
+    assert odf(workspace, "ingest", "events", "good.ndjson").returncode == 0
+    tail = odf(workspace, "tail", "events", "-o", "csv")
+    assert tail.returncode == 0 and tail.stdout.endswith(",ok\n"), tail
