@@ -74,3 +74,25 @@ def test_invalid_utf8_is_refused_with_file_and_line(workspace: Path) -> None:
     assert odf(workspace, "ingest", "events", "good.ndjson").returncode == 0
     tail = odf(workspace, "tail", "events", "-o", "csv")
     assert tail.returncode == 0 and tail.stdout.endswith(",ok\n"), tail
+
+
+@pytest.mark.parametrize("linked", [".coordinator/staging", ".coordinator"])
+def test_a_symlinked_staging_area_is_refused(workspace: Path, tmp_path: Path, linked: str) -> None:
+    target = tmp_path / "victim"
+    (target / "old").mkdir(parents=True)
+    (target / "old" / "precious").write_text("keep")
+    os.utime(target / "old", (0, 0))
+    root = Workspace(workspace).open_dataset("events").layout.root
+    (root / ".coordinator" / "staging").mkdir(parents=True, exist_ok=True)
+    if linked == ".coordinator":
+        (root / ".coordinator").rename(tmp_path / "moved")
+    else:
+        (root / linked).rmdir()
+    (root / linked).symlink_to(target)
+    before = head(workspace)
+    (workspace / "a.ndjson").write_text('{"t": "2020-01-01T00:00:00Z", "s": "a"}\n')
+    result = odf(workspace, "ingest", "events", "a.ndjson")
+    one_line_error(result, f"{root / linked}: is a symbolic link; refusing")
+    assert (target / "old" / "precious").read_text() == "keep"
+    assert sorted(p.name for p in target.iterdir()) == ["old"]
+    assert head(workspace) == before
