@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import tempfile
 import zipfile
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
@@ -24,6 +23,7 @@ from coordinator.ingest.ddl import parse_ddl_schema
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.readers.json import read_records
 from coordinator.ingest.readers.stream import DataStream
+from coordinator.tempdirs import owned_temp_dir
 
 _FLOAT_TYPES = ("N", "F", "Y", "B", "O")
 
@@ -33,7 +33,7 @@ def read_shapefile(step: ReadStepEsriShapefile, path: Path, *, name: str) -> Dat
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
         raise ReadError("a shapefile must be given as a ZIP archive", path=name) from None
-    with archive, tempfile.TemporaryDirectory(prefix="odf-shp-") as tmp:
+    with archive, owned_temp_dir("odf-shp-") as tmp:
         member = _shp_member(archive.namelist(), step.sub_path, name)
         stem = PurePosixPath(member).with_suffix("")
         wanted = {n for n in archive.namelist() if PurePosixPath(n).with_suffix("") == stem}
