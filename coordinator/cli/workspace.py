@@ -92,9 +92,19 @@ def snapshot_files(paths: list[Path], *, recursive: bool) -> list[Path]:
 
 def read_snapshots(files: list[Path]) -> list[tuple[Path, DatasetSnapshot]]:
     """Parse every file first, so that one bad file adds nothing."""
-    return [
-        (f, s) for f in files for s in load_snapshots(f.read_text(encoding="utf-8"), source=str(f))
-    ]
+    return [(f, s) for f in files for s in _file_snapshots(f)]
+
+
+def _file_snapshots(path: Path) -> list[DatasetSnapshot]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        reason = f"not UTF-8 text ({e.reason} at byte {e.start})"
+        raise ValidationError(reason, path=str(path)) from None
+    snapshots = load_snapshots(text, source=str(path))
+    if not snapshots:
+        raise ValidationError("no DatasetSnapshot in the file (it is empty)", path=str(path))
+    return snapshots
 
 
 def creation_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:

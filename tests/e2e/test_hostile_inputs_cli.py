@@ -96,3 +96,16 @@ def test_a_symlinked_staging_area_is_refused(workspace: Path, tmp_path: Path, li
     assert (target / "old" / "precious").read_text() == "keep"
     assert sorted(p.name for p in target.iterdir()) == ["old"]
     assert head(workspace) == before
+
+
+def test_an_empty_snapshot_file_is_an_error_naming_it(workspace: Path) -> None:
+    (workspace / "good.yaml").write_text(EVENTS.replace("name: events", "name: other"))
+    (workspace / "empty.yaml").write_text("")
+    (workspace / "comment.yaml").write_text("# nothing here\n")
+    listed = odf(workspace, "list", "-o", "csv").stdout
+    for name in ("empty.yaml", "comment.yaml"):
+        result = odf(workspace, "add", "good.yaml", name)
+        one_line_error(result, f"{name}: no DatasetSnapshot in the file (it is empty)")
+    (workspace / "binary.yaml").write_bytes(b"\xff\xfe")
+    one_line_error(odf(workspace, "add", "binary.yaml"), "binary.yaml: not UTF-8 text")
+    assert odf(workspace, "list", "-o", "csv").stdout == listed  # nothing added
