@@ -99,9 +99,10 @@ def _event_time(text: str | None) -> datetime | None:
         return None
     try:
         return parse_rfc3339(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: before year 1 once in UTC
         raise ValidationError(
-            f"{text!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="--event-time"
+            f"{text!r} is not an RFC 3339 time in years 1 to 9999 (e.g. 2020-01-01T00:00:00Z)",
+            path="--event-time",
         ) from None
 
 

@@ -38,6 +38,7 @@ from coordinator.ingest.history import History
 from coordinator.ingest.merge import Merge, merge_for
 from coordinator.ingest.ordering import write_sorted
 from coordinator.ingest.readers.stream import DataStream
+from coordinator.ingest.readers.temporal import check_time_range
 from coordinator.ingest.readers.utf8 import check_utf8_batch
 from coordinator.ingest.slice_file import SliceFile, SliceStats
 from coordinator.ingest.system_columns import (
@@ -142,6 +143,7 @@ def _prepared(data: DataStream, context: ChainContext, options: WriteOptions) ->
     def batches() -> Iterator[pa.RecordBatch]:
         for batch in data:
             check_utf8_batch(batch, name=source)
+            check_time_range(batch, name=source)
             if synthesise:
                 batch = batch.append_column(field, pa.nulls(batch.num_rows, field.type))
             yield normalize_batch(batch, schema)

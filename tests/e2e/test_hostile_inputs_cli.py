@@ -109,3 +109,29 @@ def test_an_empty_snapshot_file_is_an_error_naming_it(workspace: Path) -> None:
     (workspace / "binary.yaml").write_bytes(b"\xff\xfe")
     one_line_error(odf(workspace, "add", "binary.yaml"), "binary.yaml: not UTF-8 text")
     assert odf(workspace, "list", "-o", "csv").stdout == listed  # nothing added
+
+
+def test_timestamps_of_years_1_to_9999_through_the_cli(workspace: Path) -> None:
+    (workspace / "years.ndjson").write_text(
+        '{"t": "0001-01-01T00:00:00Z", "s": "1"}\n'
+        '{"t": "1500-01-01T00:00:00Z", "s": "1500"}\n'
+        '{"t": "3000-01-01T00:00:00Z", "s": "3000"}\n'
+        '{"t": "9999-12-31T23:59:59.999Z", "s": "9999"}\n'
+    )
+    assert odf(workspace, "ingest", "events", "years.ndjson").returncode == 0
+    tail = odf(workspace, "tail", "events", "-o", "csv")
+    assert tail.returncode == 0, tail.stderr
+    assert [line.split(",")[3:] for line in tail.stdout.splitlines()[1:]] == [
+        ["0001-01-01T00:00:00Z", "1"],
+        ["1500-01-01T00:00:00Z", "1500"],
+        ["3000-01-01T00:00:00Z", "3000"],
+        ["9999-12-31T23:59:59.999000Z", "9999"],
+    ]
+    log = odf(workspace, "log", "events")
+    assert log.returncode == 0 and "watermark=9999-12-31T23:59:59.999000" in log.stdout
+    before = head(workspace)
+    result = odf(
+        workspace, "ingest", "events", "years.ndjson", "--event-time", "0001-01-01T00:00+01:00"
+    )
+    one_line_error(result, "--event-time: '0001-01-01T00:00+01:00' is not an RFC 3339 time")
+    assert head(workspace) == before

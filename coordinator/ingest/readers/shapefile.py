@@ -19,7 +19,7 @@ import pyarrow as pa
 import shapefile  # type: ignore[import-untyped]
 
 from common.odf.fragments import ReadStepEsriShapefile
-from coordinator.ingest.ddl import parse_ddl_schema
+from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.readers.json import read_records
 from coordinator.ingest.readers.stream import DataStream
@@ -39,7 +39,7 @@ def read_shapefile(step: ReadStepEsriShapefile, path: Path, *, name: str) -> Dat
         wanted = {n for n in archive.namelist() if PurePosixPath(n).with_suffix("") == stem}
         for member_name in wanted:
             archive.extract(member_name, tmp)
-        schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+        schema = parse_read_schema(step.schema) if step.schema else None
         integers = {f.name for f in schema or () if pa.types.is_integer(f.type)}
         records = _records(Path(tmp) / member, name, integers)
     return read_records(records, schema, name=name, describe=lambda n: f"{name}: record {n - 1}")
