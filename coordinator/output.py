@@ -10,13 +10,15 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import Any, TextIO
 
+import pyarrow as pa
 import yaml
-from rich.console import Console
+from rich.console import Console, ConsoleOptions
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -59,6 +61,46 @@ def plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     return str(value)
+
+
+def table_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows of ``table`` as Python values; a column holding invalid UTF-8 (which ingest
+    refuses, but older or foreign data may hold) is shown with U+FFFD instead of failing."""
+    columns: dict[str, list[Any]] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            columns[name] = column.to_pylist()
+        except UnicodeDecodeError:
+            columns[name] = [
+                _decoded(v) for v in column.cast(_binary_type(column.type)).to_pylist()
+            ]
+    return [{name: values[i] for name, values in columns.items()} for i in range(table.num_rows)]
+
+
+def _binary_type(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with every string type replaced by binary (to read invalid UTF-8 as bytes)."""
+    if pa.types.is_string(dtype) or pa.types.is_string_view(dtype):
+        return pa.binary()
+    if pa.types.is_large_string(dtype):
+        return pa.large_binary()
+    if pa.types.is_list(dtype):
+        return pa.list_(dtype.value_field.with_type(_binary_type(dtype.value_type)))
+    if pa.types.is_large_list(dtype):
+        return pa.large_list(dtype.value_field.with_type(_binary_type(dtype.value_type)))
+    if pa.types.is_struct(dtype):
+        fields = [dtype.field(i) for i in range(dtype.num_fields)]
+        return pa.struct([f.with_type(_binary_type(f.type)) for f in fields])
+    return dtype
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _decoded(v) for k, v in value.items()}
+    return value
 
 
 def render_rows(
@@ -107,6 +149,34 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+class _Cell(Text):
+    """A table cell whose wrapped lines are rendered as separate segments.
+
+    A plain ``Text`` renders all its wrapped lines as one segment joined with newlines, which
+    rich then splits into lines with repeated ``str.partition`` (a copy of the rest each
+    time): quadratic in the size of a cell (a 50 MB description made ``odf log`` take over
+    10 minutes). Same wrapping, same output, linear.
+    """
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
+        tab_size = console.tab_size if self.tab_size is None else self.tab_size
+        lines = self.wrap(
+            console,
+            options.max_width,
+            justify=self.justify or options.justify or "default",
+            overflow=self.overflow or options.overflow or "fold",
+            tab_size=tab_size or 8,
+            no_wrap=bool(self.no_wrap if self.no_wrap is not None else options.no_wrap),
+        )
+        newline = Segment("\n")
+        for i, line in enumerate(lines):
+            if i:
+                yield newline
+            yield from line.render(console)
+        if self.end:
+            yield Segment(self.end)
+
+
 def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -> None:
     is_tty = out.isatty()
     console = Console(
@@ -122,7 +192,7 @@ def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -
     for c in columns:
         table.add_column(c, overflow="fold")
     for r in records:
-        table.add_row(*[Text("" if r[c] is None else _cell(r[c])) for c in columns])
+        table.add_row(*[_Cell("" if r[c] is None else _cell(r[c])) for c in columns])
     if is_tty:
         console.print(table)
         return

@@ -17,7 +17,6 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from common.odf.keys import generate_dataset_key
 from common.odf.snapshot import DatasetSnapshot
 from coordinator.dataset import AlreadyExistsError, Dataset, DatasetNotFoundError
 from coordinator.dataset.snapshot_events import check_snapshot_chain, snapshot_events
+from coordinator.tempdirs import remove_tree
 
 log = structlog.get_logger(__name__)
 
@@ -137,7 +137,7 @@ class Workspace:
                 final = self.datasets_dir / name
                 os.rename(staging, final)
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(staging)
             key_path.unlink(missing_ok=True)
             raise
         return Dataset(final, alias=name)
@@ -155,7 +155,7 @@ class Workspace:
                 )
             trash = self.datasets_dir / f"{_DELETING}{secrets.token_hex(6)}"
             os.rename(ds.layout.root, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        remove_tree(trash)
         if dataset_id is not None:
             self._key_path(dataset_id).unlink(missing_ok=True)
 
@@ -166,9 +166,9 @@ class Workspace:
         now = time.time()
         for p in self.datasets_dir.iterdir():
             if p.name.startswith(_DELETING) or (
-                p.name.startswith(_CREATING) and now - p.stat().st_mtime > _ABANDONED_AFTER_SECONDS
+                p.name.startswith(_CREATING) and now - p.lstat().st_mtime > _ABANDONED_AFTER_SECONDS
             ):
-                shutil.rmtree(p, ignore_errors=True)
+                remove_tree(p)  # a symbolic link is unlinked, never followed
 
     def key_path(self, dataset: Dataset) -> Path:
         """Where the private key of a dataset created in this workspace is kept."""

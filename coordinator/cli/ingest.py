@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -40,6 +39,7 @@ from coordinator.ingest.progress import Progress as IngestProgress
 from coordinator.ingest.push import push_ingest
 from coordinator.ingest.readers import FORMATS
 from coordinator.ingest.source_state import parse_rfc3339
+from coordinator.tempdirs import owned_temp_dir
 from coordinator.workspace import Workspace
 
 STDIN = "-"
@@ -99,9 +99,10 @@ def _event_time(text: str | None) -> datetime | None:
         return None
     try:
         return parse_rfc3339(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: before year 1 once in UTC
         raise ValidationError(
-            f"{text!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="--event-time"
+            f"{text!r} is not an RFC 3339 time in years 1 to 9999 (e.g. 2020-01-01T00:00:00Z)",
+            path="--event-time",
         ) from None
 
 
@@ -114,10 +115,11 @@ def _local_file(file: str) -> Iterator[tuple[Path, str]]:
             raise ValidationError("no such file", path=file)
         yield path, file
         return
-    with tempfile.NamedTemporaryFile(prefix="odf-stdin-") as tmp:
-        shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
-        tmp.flush()
-        yield Path(tmp.name), "<stdin>"
+    with owned_temp_dir("odf-stdin-") as tmp:  # removed by the next run if this one is killed
+        path = tmp / "stdin"
+        with open(path, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        yield path, "<stdin>"
 
 
 # --- progress ------------------------------------------------------------------------------------

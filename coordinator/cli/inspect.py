@@ -20,6 +20,7 @@ from coordinator.output import (
     add_output_format_argument,
     render_document,
     render_rows,
+    table_rows,
 )
 from coordinator.workspace import Workspace
 
@@ -100,7 +101,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_tail(args: argparse.Namespace) -> int:
     ds = Workspace.find().open_dataset(args.name)
     table = tail_records(ds, args.num_records, skip=args.skip)
-    render_rows(table.to_pylist(), table.column_names, args.output_format)
+    render_rows(table_rows(table), table.column_names, args.output_format)
     return 0
 
 

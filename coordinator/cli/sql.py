@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
-from coordinator.output import add_output_format_argument, render_rows
+from coordinator.output import add_output_format_argument, render_rows, table_rows
 from coordinator.query import QueryResult, run_query, single_query
 from coordinator.workspace import Workspace
 
@@ -79,7 +79,7 @@ def parse_aliases(specs: Sequence[str]) -> dict[str, str]:
 
 def print_result(result: QueryResult, fmt: str) -> None:
     names = unique_names(result.table.column_names)
-    rows = result.table.rename_columns(names).to_pylist()
+    rows = table_rows(result.table.rename_columns(names))
     render_rows(rows, names, fmt)
     if result.cut:
         shown = result.table.num_rows

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from common.odf.errors import ValidationError
+from common.odf.errors import OdfError, ValidationError
 from common.odf.events import SetTransform
 from common.odf.snapshot import DatasetSnapshot
 from common.serde.yaml_codec import load_snapshots
 from coordinator.dataset import Dataset
 from coordinator.engine import workspace_engines
-from coordinator.output import add_output_format_argument, render_rows
+from coordinator.output import OutputFormat, add_output_format_argument, render_rows
 from coordinator.transform.creation import TransformCreation
 from coordinator.workspace import Workspace
 
@@ -35,7 +36,11 @@ def register(subparsers: Any) -> None:
     )
     p.set_defaults(handler=cmd_add)
 
-    p = subparsers.add_parser("list", aliases=["ls"], help="list the datasets")
+    p = subparsers.add_parser(
+        "list",
+        aliases=["ls"],
+        help="list the datasets (broken ones with an error; exit code 1 if any)",
+    )
     add_output_format_argument(p)
     p.set_defaults(handler=cmd_list)
 
@@ -87,9 +92,19 @@ def snapshot_files(paths: list[Path], *, recursive: bool) -> list[Path]:
 
 def read_snapshots(files: list[Path]) -> list[tuple[Path, DatasetSnapshot]]:
     """Parse every file first, so that one bad file adds nothing."""
-    return [
-        (f, s) for f in files for s in load_snapshots(f.read_text(encoding="utf-8"), source=str(f))
-    ]
+    return [(f, s) for f in files for s in _file_snapshots(f)]
+
+
+def _file_snapshots(path: Path) -> list[DatasetSnapshot]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        reason = f"not UTF-8 text ({e.reason} at byte {e.start})"
+        raise ValidationError(reason, path=str(path)) from None
+    snapshots = load_snapshots(text, source=str(path))
+    if not snapshots:
+        raise ValidationError("no DatasetSnapshot in the file (it is empty)", path=str(path))
+    return snapshots
 
 
 def creation_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
@@ -131,9 +146,26 @@ def _input_refs(snapshot: DatasetSnapshot) -> list[str]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """Every dataset; a broken one (unreadable head or blocks) is listed with a one-line
+    ``error`` and the others as usual, and the exit code is then 1 (after the listing)."""
     ws = Workspace.find()
-    render_rows([summary_row(ds) for ds in ws.list_datasets()], LIST_COLUMNS, args.output_format)
+    rows = [_list_row(ds) for ds in ws.list_datasets()]
+    broken = [r["name"] for r in rows if r["error"] is not None]
+    table = OutputFormat(args.output_format) is OutputFormat.TABLE
+    columns = (*LIST_COLUMNS, "error") if broken or not table else LIST_COLUMNS
+    render_rows(rows, columns, args.output_format)
+    if broken:
+        print(f"error: {len(broken)} broken dataset(s): {', '.join(broken)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _list_row(ds: Dataset) -> dict[str, Any]:
+    try:
+        return {**summary_row(ds), "error": None}
+    except (OdfError, OSError) as e:
+        reason = " ".join(str(e).split()).replace(f"{ds.layout.root}/", "")
+        return {"name": ds.alias, "error": reason}
 
 
 def summary_row(ds: Dataset) -> dict[str, Any]:

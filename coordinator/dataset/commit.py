@@ -46,6 +46,7 @@ from coordinator.dataset.errors import ConflictError, LockTimeoutError, StagedFi
 from coordinator.dataset.layout import PENDING_PREFIX, DatasetLayout
 from coordinator.dataset.rules import validate_append
 from coordinator.dataset.state import DatasetState, advance
+from coordinator.tempdirs import require_real_dir
 
 log = structlog.get_logger(__name__)
 
@@ -72,8 +73,8 @@ class _Move:
 @contextmanager
 def commit_lock(layout: DatasetLayout, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
     """Hold the dataset's commit lock; waits up to ``timeout`` seconds for another writer."""
-    layout.private_dir.mkdir(exist_ok=True)
-    fd = os.open(layout.commit_lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    require_real_dir(layout.private_dir, create=True)  # clean-ups delete files in it
+    fd = os.open(layout.commit_lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         deadline = time.monotonic() + timeout
         delay = 0.005

@@ -5,6 +5,10 @@ an ``flock`` on the sibling file ``<id>.lock`` while the directory is in use. Th
 the lock when the process dies, so ``clean_stale`` tells leftovers of killed writers from
 directories still in use, however old they are. Staged files are moved into the dataset by
 the commit (same filesystem, so a rename); the directory is removed when the ``with`` ends.
+
+``.coordinator`` and ``.coordinator/staging`` must be real directories: a symbolic link there
+is refused (``UnsafePathError``) before anything is created or removed, and clean-ups never
+follow links (a link inside the staging area is unlinked, its target untouched).
 """
 
 from __future__ import annotations
@@ -12,13 +16,13 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from coordinator.dataset.layout import DatasetLayout
+from coordinator.tempdirs import remove_tree, require_real_dir
 
 _LOCK_SUFFIX = ".lock"
 _MIN_AGE_SECONDS = 10.0
@@ -29,17 +33,19 @@ _MIN_AGE_SECONDS = 10.0
 def staging_dir(layout: DatasetLayout) -> Iterator[Path]:
     """A new empty directory for files to be committed; removed (with its content) on exit."""
     clean_stale(layout)
-    layout.staging_root.mkdir(parents=True, exist_ok=True)
+    _checked_root(layout, create=True)
     name = f"{os.getpid()}-{secrets.token_hex(6)}"
     lock_path = layout.staging_root / (name + _LOCK_SUFFIX)
     path = layout.staging_root / name
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(
+        lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         path.mkdir()
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
         lock_path.unlink(missing_ok=True)
         os.close(fd)
 
@@ -47,7 +53,7 @@ def staging_dir(layout: DatasetLayout) -> Iterator[Path]:
 def clean_stale(layout: DatasetLayout, *, min_age: float = _MIN_AGE_SECONDS) -> list[Path]:
     """Remove staging directories whose owner is gone; returns what was removed."""
     root = layout.staging_root
-    if not root.is_dir():
+    if not _checked_root(layout, create=False):
         return []
     removed = []
     now = time.time()
@@ -57,7 +63,7 @@ def clean_stale(layout: DatasetLayout, *, min_age: float = _MIN_AGE_SECONDS) -> 
         lock_path = root / (entry.name + _LOCK_SUFFIX)
         if _younger_than(entry, now, min_age) or _held(lock_path):
             continue
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_tree(entry)
         lock_path.unlink(missing_ok=True)
         removed.append(entry)
     for lock_path in root.glob("*" + _LOCK_SUFFIX):
@@ -66,6 +72,15 @@ def clean_stale(layout: DatasetLayout, *, min_age: float = _MIN_AGE_SECONDS) -> 
         if stale and not _held(lock_path):
             lock_path.unlink(missing_ok=True)
     return removed
+
+
+def _checked_root(layout: DatasetLayout, *, create: bool) -> bool:
+    """Whether the staging root exists (made when ``create``); symbolic links are refused."""
+    if not layout.root.is_dir():
+        return False
+    return require_real_dir(layout.private_dir, create=create) and require_real_dir(
+        layout.staging_root, create=create
+    )
 
 
 def _younger_than(path: Path, now: float, age: float) -> bool:
@@ -77,9 +92,11 @@ def _younger_than(path: Path, now: float, age: float) -> bool:
 
 def _held(lock_path: Path) -> bool:
     try:
-        fd = os.open(lock_path, os.O_RDWR)
+        fd = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
+    except OSError:  # a symbolic link (ELOOP): not a lock of ours, so keep what it guards
+        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -20,6 +20,7 @@ from common.odf.multihash import Multihash
 from coordinator.dataset import durable
 from coordinator.dataset.chain import MetadataChain
 from coordinator.dataset.state import DatasetState, advance, fold
+from coordinator.tempdirs import require_real_dir
 
 log = structlog.get_logger(__name__)
 
@@ -37,15 +38,17 @@ def save(chain: MetadataChain, state: DatasetState) -> None:
         "origins": [[key, h.to_multibase()] for key, h in state.origins],
     }
     try:
-        chain.layout.private_dir.mkdir(exist_ok=True)
+        require_real_dir(chain.layout.private_dir, create=True)
         durable.write_atomic(chain.layout.state_cache_path, json.dumps(doc).encode(), sync=False)
-    except OSError as e:
+    except (OSError, OdfError) as e:
         log.debug("could not save the state cache", error=str(e))
 
 
 def load(chain: MetadataChain) -> DatasetState | None:
     """The cached state (of whatever head it was saved for), or ``None``."""
     try:
+        if not require_real_dir(chain.layout.private_dir):
+            return None
         doc = json.loads(chain.layout.state_cache_path.read_text(encoding="utf-8"))
         if doc.get("format") != _FORMAT:
             return None

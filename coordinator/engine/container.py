@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts, jvm_environment
+from coordinator.tempdirs import owned_temp_dir
 
 log = structlog.get_logger(__name__)
 
@@ -119,9 +118,8 @@ class ContainerEngineProvider:
         ref = version if version is not None else self.resolve_version()
         self._inspect(ref)
         _remove_orphans(self.runtime.client)
-        socket_dir = Path(tempfile.mkdtemp(prefix="odf-engine-"))
-        os.chmod(socket_dir, 0o777)  # the engine may run as another user than the coordinator
-        try:
+        with owned_temp_dir("odf-engine-") as socket_dir:  # cleaned by the next run if killed
+            os.chmod(socket_dir, 0o777)  # the engine may run as another user than the coordinator
             with self._container(ref, mounts, socket_dir) as container:
                 client = EngineClient(
                     f"unix:{socket_dir / SOCKET_NAME}",
@@ -134,8 +132,6 @@ class ContainerEngineProvider:
                     )
                     log.info("engine.ready", provider="container", image=ref, seconds=waited)
                     yield client
-        finally:
-            shutil.rmtree(socket_dir, ignore_errors=True)
 
     # --- plumbing -----------------------------------------------------------------------------
 

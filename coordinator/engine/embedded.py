@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts, jvm_environment
 from coordinator.engine.version import embedded_engine_version, engine_package_dir
+from coordinator.tempdirs import owned_temp_dir
 
 log = structlog.get_logger(__name__)
 
@@ -67,24 +66,21 @@ class EmbeddedEngineProvider:
     @contextmanager
     def engine(self, version: str | None, mounts: EngineMounts) -> Iterator[EngineClient]:
         self.check_version(version)
-        workdir = Path(tempfile.mkdtemp(prefix="odf-engine-"))
-        try:
-            with self._process(workdir) as process:
-                client = EngineClient(
-                    f"unix:{workdir / SOCKET_NAME}",
-                    description=f"embedded engine (pid {process.pid})",
-                )
-                with client:
-                    try:
-                        waited = client.wait_until_ready(
-                            self.start_timeout, failed=lambda: _failed(process, workdir)
-                        )
-                    except EngineUnavailableError as e:
-                        raise EngineUnavailableError(f"{e}{_log_tail(workdir)}") from None
-                    log.info("engine.ready", provider="embedded", pid=process.pid, seconds=waited)
-                    yield client
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        # Locked while in use: the next command removes it if this one is killed.
+        with owned_temp_dir("odf-engine-") as workdir, self._process(workdir) as process:
+            client = EngineClient(
+                f"unix:{workdir / SOCKET_NAME}",
+                description=f"embedded engine (pid {process.pid})",
+            )
+            with client:
+                try:
+                    waited = client.wait_until_ready(
+                        self.start_timeout, failed=lambda: _failed(process, workdir)
+                    )
+                except EngineUnavailableError as e:
+                    raise EngineUnavailableError(f"{e}{_log_tail(workdir)}") from None
+                log.info("engine.ready", provider="embedded", pid=process.pid, seconds=waited)
+                yield client
 
     @contextmanager
     def _process(self, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:

@@ -76,6 +76,22 @@ def parse_ddl_schema(columns: Sequence[str], *, path: str = "schema") -> pa.Sche
     return pa.schema(fields)
 
 
+def parse_read_schema(columns: Sequence[str]) -> pa.Schema:
+    """A read step's ``schema`` as the readers use it: ``parse_ddl_schema``, with top-level
+    nanosecond timestamps read as microseconds. The data writer stores milliseconds (ODF's
+    ``timestamp[ms]``), so nothing kept is lost, and every year from 1 to 9999 fits
+    (nanoseconds since 1970 in an int64 only cover 1677-2262)."""
+    schema = parse_ddl_schema(columns, path="read.schema")
+    return pa.schema([_widened(f) for f in schema], metadata=schema.metadata)
+
+
+def _widened(field: pa.Field) -> pa.Field:
+    dtype = field.type
+    if pa.types.is_timestamp(dtype) and dtype.unit == "ns":
+        return field.with_type(pa.timestamp("us", tz=dtype.tz))
+    return field
+
+
 def _tokenize(text: str) -> list[_Token]:
     tokens: list[_Token] = []
     pos = 0

@@ -38,6 +38,8 @@ from coordinator.ingest.history import History
 from coordinator.ingest.merge import Merge, merge_for
 from coordinator.ingest.ordering import write_sorted
 from coordinator.ingest.readers.stream import DataStream
+from coordinator.ingest.readers.temporal import check_time_range
+from coordinator.ingest.readers.utf8 import check_utf8_batch
 from coordinator.ingest.slice_file import SliceFile, SliceStats
 from coordinator.ingest.system_columns import (
     event_time_field,
@@ -106,7 +108,7 @@ def stage_write(
     vocab = context.vocab
     validate_input(data.schema, vocab, source=options.source)
     merge = merge_for(strategy, vocab)
-    merged = merge.merge(_prepared(data, context), context.history)
+    merged = merge.merge(_prepared(data, context, options), context.history)
     out_schema = output_schema(merged.schema, vocab, merged.schema.field(vocab.event_time_column))
     schema_event = schema_event_for(context.schema, out_schema, source=options.source)
     slice_file = SliceFile(
@@ -123,9 +125,10 @@ def stage_write(
     return _decide(context, options, stats, staging_dir / SLICE_FILE_NAME, schema_event)
 
 
-def _prepared(data: DataStream, context: ChainContext) -> DataStream:
+def _prepared(data: DataStream, context: ChainContext, options: WriteOptions) -> DataStream:
     """Timestamps normalised and an event-time column present (NULL when synthesised)."""
     column = context.vocab.event_time_column
+    source = options.source
     schema = normalized_schema(data.schema)
     prev_type = (
         context.schema.field(column).type
@@ -139,6 +142,8 @@ def _prepared(data: DataStream, context: ChainContext) -> DataStream:
 
     def batches() -> Iterator[pa.RecordBatch]:
         for batch in data:
+            check_utf8_batch(batch, name=source)
+            check_time_range(batch, name=source)
             if synthesise:
                 batch = batch.append_column(field, pa.nulls(batch.num_rows, field.type))
             yield normalize_batch(batch, schema)

@@ -10,7 +10,6 @@ rows asked for are read back.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from coordinator.engine import EngineInvalidQueryError, EngineMounts, EngineProv
 from coordinator.engine.factory import provider_from_config
 from coordinator.ingest.context import data_files
 from coordinator.query.references import mentioned_names, name_chains, statements
+from coordinator.tempdirs import owned_temp_dir
 from coordinator.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -100,7 +100,7 @@ def run_query(
     inputs = [i for _, i in planned if i is not None]
     no_data = [v.alias for v, i in planned if i is None]
     provider = provider or provider_from_config(load_config(ws.odf_dir).engine)
-    with tempfile.TemporaryDirectory(prefix=_TMP_PREFIX, dir=ws.odf_dir) as tmp:
+    with owned_temp_dir(_TMP_PREFIX, ws.odf_dir) as tmp:  # cleaned by the next run if killed
         output = Path(tmp) / RESULT_FILE
         request = ep.QueryRequest(
             inputs=tuple(inputs),

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from common.hashing import logical_hash_parquet, physical_hash_file
 from common.hashing.logical import open_parquet
 from common.odf.errors import OdfError
 from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
+from coordinator.ingest.readers.utf8 import has_strings, invalid_utf8_column
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +36,8 @@ class FileFacts:
     """``(name, Arrow type)`` of each column (data files only)."""
     unreadable: str | None = None
     """Why the records could not be read (data files only)."""
+    invalid_utf8: str | None = None
+    """The first string column holding invalid UTF-8 (data files only)."""
 
 
 def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
@@ -46,6 +50,7 @@ def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
         with open_parquet(root / rel) as parquet:
             records = parquet.metadata.num_rows
             columns = column_types(parquet.schema_arrow)
+            invalid_utf8 = _invalid_utf8_column(parquet)
         logical = logical_hash_parquet(root / rel)
     except OdfError as e:
         return FileFacts(
@@ -61,7 +66,21 @@ def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
         logical_hash=logical,
         records=records,
         columns=columns,
+        invalid_utf8=invalid_utf8,
     )
+
+
+def _invalid_utf8_column(parquet: pq.ParquetFile) -> str | None:
+    """The first column whose strings are not valid UTF-8 (Arrow's ``utf8``, hence ODF's
+    ``string``, requires it; readers fail on such values), read batch by batch."""
+    names = [f.name for f in parquet.schema_arrow if has_strings(f.type)]
+    if not names:
+        return None
+    for batch in parquet.iter_batches(columns=names):
+        column = invalid_utf8_column(batch)
+        if column is not None:
+            return column
+    return None
 
 
 def column_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
@@ -99,6 +118,8 @@ def data_slice_problems(
             f"{what} has logical hash {facts.logical_hash}, the block says"
             f" {expected.logical_hash}: its records differ"
         )
+    if facts.invalid_utf8 is not None:
+        problems.append(f"{what} has invalid UTF-8 in string column {facts.invalid_utf8!r}")
     wanted = o.end - o.start + 1
     if facts.records is not None and facts.records != wanted:
         problems.append(f"{what} has {facts.records} records, the block's offsets say {wanted}")

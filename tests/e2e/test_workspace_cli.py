@@ -14,7 +14,7 @@ import yaml
 
 from common.odf.events import MetadataEvent
 from common.serde.flatbuffers_codec import block_hash, encode_block
-from common.serde.yaml_codec import load_block_manifest
+from common.serde.yaml_codec import load_block_manifest, load_snapshots
 from coordinator.dataset import CommitItem
 from coordinator.workspace import Workspace
 from tests.unit.coordinator.events import add_data_for, set_schema, write_slice
@@ -115,6 +115,38 @@ def test_list_in_every_format(workspace: Path) -> None:
     table = ok(workspace, "list")
     assert table.splitlines()[0].split()[:3] == ["name", "kind", "head"]
     assert "com.example.cities" in table
+
+
+def test_list_shows_a_broken_dataset_and_the_others(workspace: Path) -> None:
+    datasets = workspace / ".odf" / "datasets"
+    (datasets / "com.example.cities" / "refs" / "head").write_text("garbage")
+    block = sorted((datasets / "com.example.big-cities" / "blocks").iterdir())[0]
+    block.write_bytes(b"not a block")
+    healthy = Workspace(workspace).create_dataset(
+        load_snapshots(ROOT_SNAPSHOT.replace("com.example.cities", "com.example.healthy"))[0]
+    )
+    for fmt in ("json", "yaml", "csv", "table"):
+        result = odf(workspace, "list", "-o", fmt)
+        assert result.returncode == 1, result
+        assert result.stderr == (
+            "error: 2 broken dataset(s): com.example.big-cities, com.example.cities\n"
+        )
+        if fmt == "json":
+            rows = {r["name"]: r for r in json.loads(result.stdout)}
+            assert rows["com.example.cities"]["error"].startswith("refs/head: not a multihash")
+            assert rows["com.example.cities"]["head"] is None
+            assert "content does not match its hash" in rows["com.example.big-cities"]["error"]
+            assert rows["com.example.healthy"]["error"] is None
+            assert rows["com.example.healthy"]["head"] == str(healthy.head())
+        elif fmt == "yaml":
+            assert len(yaml.safe_load(result.stdout)) == 3
+        elif fmt == "csv":
+            parsed = list(csv.DictReader(io.StringIO(result.stdout)))
+            assert [bool(r["error"]) for r in parsed] == [True, True, False]
+        else:
+            lines = result.stdout.splitlines()
+            assert lines[0].split()[-1] == "error" and len(lines) == 4
+            assert lines[3].split()[:2] == ["com.example.healthy", "Root"]
 
 
 def test_log_shows_blocks_and_round_trips_as_manifests(workspace: Path) -> None:

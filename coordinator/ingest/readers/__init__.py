@@ -26,6 +26,7 @@ from coordinator.ingest.readers.json import read_json, read_ndjson
 from coordinator.ingest.readers.parquet import read_parquet
 from coordinator.ingest.readers.shapefile import read_shapefile
 from coordinator.ingest.readers.stream import DataStream
+from coordinator.ingest.readers.utf8 import check_utf8_file
 
 __all__ = ["FORMATS", "MEDIA_TYPES", "DataStream", "read_data", "read_step_for_format"]
 
@@ -50,10 +51,15 @@ FORMATS: dict[str, type] = {
 }
 """``--input-format`` names to read step kinds."""
 
+TEXT_STEPS = (ReadStepCsv, ReadStepJson, ReadStepNdJson, ReadStepGeoJson, ReadStepNdGeoJson)
+"""Formats read as UTF-8 text: the file is checked to be valid UTF-8 before it is parsed."""
+
 
 def read_data(step: ReadStep, path: Path, *, name: str | None = None) -> DataStream:
     """The records of the file at ``path`` read as ``step`` says; ``name`` names it in errors."""
     shown = name or str(path)
+    if isinstance(step, TEXT_STEPS):
+        check_utf8_file(path, name=shown)
     match step:
         case ReadStepCsv():
             return read_csv(step, path, name=shown)

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from common.odf.fragments import ReadStepCsv
-from coordinator.ingest.ddl import parse_ddl_schema
+from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
 from coordinator.ingest.readers.stream import DataStream
 from coordinator.ingest.readers.temporal import BadValue, is_temporal, parse_temporal
@@ -68,7 +68,7 @@ class _CsvReader:
                 f"escape {step.escape!r} is not supported: quotes are escaped by doubling",
                 path="read.escape",
             )
-        self.schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+        self.schema = parse_read_schema(step.schema) if step.schema else None
         self.header = bool(step.header)
         self.names: list[str] = []
 
@@ -173,7 +173,7 @@ class _CsvReader:
                         column = parse_temporal(column, field.type)
                     except BadValue as e:
                         raise self._bad_record(
-                            first_record + e.index, field.name, f"invalid {e.type_name} {e.value!r}"
+                            first_record + e.index, field.name, e.problem
                         ) from None
                 if not field.nullable and column.null_count:
                     index = _first_null(column)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.fragments import ReadStepGeoJson, ReadStepNdGeoJson
-from coordinator.ingest.ddl import parse_ddl_schema
+from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.readers.json import read_records
 from coordinator.ingest.readers.stream import DataStream
@@ -33,7 +33,7 @@ def read_geojson(step: ReadStepGeoJson, path: Path, *, name: str) -> DataStream:
     records = [
         feature_record(feature, f"{name}: features[{i}]") for i, feature in enumerate(features)
     ]
-    schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+    schema = parse_read_schema(step.schema) if step.schema else None
     return read_records(records, schema, name=name, describe=lambda n: f"{name}: features[{n - 1}]")
 
 
@@ -50,7 +50,7 @@ def read_ndgeojson(step: ReadStepNdGeoJson, path: Path, *, name: str) -> DataStr
                 raise ReadError(f"invalid JSON: {e.msg}", path=f"{name}:{number}") from None
             records.append(feature_record(feature, f"{name}:{number}"))
             lines.append(number)
-    schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+    schema = parse_read_schema(step.schema) if step.schema else None
     return read_records(records, schema, name=name, describe=lambda n: f"{name}:{lines[n - 1]}")
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.json as pajson
 
 from common.odf.fragments import ReadStepJson, ReadStepNdJson
-from coordinator.ingest.ddl import parse_ddl_schema
+from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
 from coordinator.ingest.readers.stream import DataStream
 from coordinator.ingest.readers.temporal import BadValue, is_temporal, parse_temporal
@@ -35,13 +35,13 @@ Describe = Callable[[int], str]
 
 def read_ndjson(step: ReadStepNdJson, path: Path, *, name: str) -> DataStream:
     _check_options(step.encoding, step.date_format, step.timestamp_format)
-    schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+    schema = parse_read_schema(step.schema) if step.schema else None
     return NdJsonReader(schema, str(path), name, lambda n: f"{name}:{n}").open(_line_source(path))
 
 
 def read_json(step: ReadStepJson, path: Path, *, name: str) -> DataStream:
     _check_options(step.encoding, step.date_format, step.timestamp_format)
-    schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+    schema = parse_read_schema(step.schema) if step.schema else None
     try:
         with open(path, encoding="utf-8") as f:
             document = json.load(f)
@@ -176,9 +176,7 @@ class NdJsonReader:
                 try:
                     column = parse_temporal(column, field.type)
                 except BadValue as e:
-                    raise self._record_error(
-                        first + e.index, field.name, f"invalid {e.type_name} {e.value!r}"
-                    ) from None
+                    raise self._record_error(first + e.index, field.name, e.problem) from None
             if not field.nullable and column.null_count:
                 index = column.is_null().to_pylist().index(True)
                 raise self._record_error(first + index, field.name, "missing or null value")

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.odf.fragments import ReadStepParquet
-from coordinator.ingest.ddl import parse_ddl_schema
+from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.readers.stream import DataStream
 
@@ -24,7 +24,7 @@ def read_parquet(step: ReadStepParquet, path: Path, *, name: str) -> DataStream:
         raise ReadError(f"not a readable Parquet file: {e}", path=name) from None
     if not step.schema:
         return DataStream(file.schema_arrow, _batches(file, None, name))
-    schema = parse_ddl_schema(step.schema, path="read.schema")
+    schema = parse_read_schema(step.schema)
     present = set(file.schema_arrow.names)
     for field in schema:
         if field.name not in present:

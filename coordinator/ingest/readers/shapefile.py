@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import tempfile
 import zipfile
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
@@ -20,10 +19,11 @@ import pyarrow as pa
 import shapefile  # type: ignore[import-untyped]
 
 from common.odf.fragments import ReadStepEsriShapefile
-from coordinator.ingest.ddl import parse_ddl_schema
+from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.readers.json import read_records
 from coordinator.ingest.readers.stream import DataStream
+from coordinator.tempdirs import owned_temp_dir
 
 _FLOAT_TYPES = ("N", "F", "Y", "B", "O")
 
@@ -33,13 +33,13 @@ def read_shapefile(step: ReadStepEsriShapefile, path: Path, *, name: str) -> Dat
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
         raise ReadError("a shapefile must be given as a ZIP archive", path=name) from None
-    with archive, tempfile.TemporaryDirectory(prefix="odf-shp-") as tmp:
+    with archive, owned_temp_dir("odf-shp-") as tmp:
         member = _shp_member(archive.namelist(), step.sub_path, name)
         stem = PurePosixPath(member).with_suffix("")
         wanted = {n for n in archive.namelist() if PurePosixPath(n).with_suffix("") == stem}
         for member_name in wanted:
             archive.extract(member_name, tmp)
-        schema = parse_ddl_schema(step.schema, path="read.schema") if step.schema else None
+        schema = parse_read_schema(step.schema) if step.schema else None
         integers = {f.name for f in schema or () if pa.types.is_integer(f.type)}
         records = _records(Path(tmp) / member, name, integers)
     return read_records(records, schema, name=name, describe=lambda n: f"{name}: record {n - 1}")

@@ -3,16 +3,19 @@
 TIMESTAMP: ``2020-01-01`` (midnight), ``2020-01-01T12:00:00`` or with a space (UTC), a
 ``Z`` or ``±hh[:mm]`` suffix (converted to UTC), fractions up to nanoseconds.
 DATE: ``2020-01-01`` and the unpadded ``2020-1-2``; a date-time is truncated to its date.
+Timestamps must fall in years 1 to 9999 (UTC), the range ODF blocks and readers handle.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from coordinator.ingest.errors import ReadError
 
 _HAS_ZONE = r"\d{2}:\d{2}(?::\d{2}(?:\.\d*)?)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$"
 _LOOSE_DATE = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$")
@@ -25,6 +28,50 @@ class BadValue(Exception):
     index: int
     value: str
     type_name: str
+    reason: str = ""
+
+    @property
+    def problem(self) -> str:
+        """``invalid TIMESTAMP '...'``, or the value followed by the reason."""
+        if self.reason:
+            return f"{self.type_name} {self.value!r} {self.reason}"
+        return f"invalid {self.type_name} {self.value!r}"
+
+
+MIN_TIME = datetime(1, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+OUT_OF_RANGE = "is outside years 1 to 9999 (UTC)"
+
+
+def first_out_of_range(values: pa.Array) -> int | None:
+    """The index of the first timestamp or date of ``values`` outside years 1-9999 (UTC)."""
+    dtype = values.type
+    if values.null_count == len(values):
+        return None
+    if pa.types.is_timestamp(dtype):
+        if dtype.unit == "ns":
+            return None  # nanoseconds since 1970 only reach 1677-2262
+        low = pa.scalar(MIN_TIME, pa.timestamp("us", "UTC")).cast(dtype)
+        high = pa.scalar(MAX_TIME, pa.timestamp("us", "UTC")).cast(dtype, safe=False)
+    elif pa.types.is_date(dtype):
+        low = pa.scalar(MIN_TIME.date(), dtype)
+        high = pa.scalar(MAX_TIME.date(), dtype)
+    else:
+        return None
+    bad = pc.or_(pc.less(values, low), pc.greater(values, high))
+    if not pc.any(bad).as_py():
+        return None
+    return int(pc.index(bad, True).as_py())
+
+
+def check_time_range(batch: pa.RecordBatch, *, name: str) -> None:
+    """Raise ``ReadError`` when a top-level timestamp or date of ``batch`` is outside years
+    1-9999 (possible in Parquet files): ODF blocks, Python and most readers cannot hold it."""
+    for field, column in zip(batch.schema, batch.columns, strict=True):
+        index = first_out_of_range(column)
+        if index is not None:
+            value = pc.cast(column.slice(index, 1), pa.string())[0].as_py()
+            raise ReadError(f"column {field.name!r}: {value!r} {OUT_OF_RANGE}", path=name)
 
 
 def is_temporal(dtype: pa.DataType) -> bool:
@@ -39,11 +86,33 @@ def parse_temporal(strings: pa.Array, target: pa.DataType) -> pa.Array:
 
 
 def parse_timestamps(strings: pa.Array, target: pa.DataType) -> pa.Array:
+    try:
+        parsed = _parse_timestamps_any(strings, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise _first_bad(strings, target, "TIMESTAMP") from None
+    index = first_out_of_range(parsed)
+    if index is not None:
+        raise BadValue(index, str(strings[index]), "TIMESTAMP", OUT_OF_RANGE)
+    return parsed
+
+
+def _parse_timestamps_any(strings: pa.Array, target: pa.DataType) -> pa.Array:
+    """Parsed in ``target``'s unit; fractions finer than the unit are truncated: through
+    nanoseconds when the values fit them (1677-2262, the reference's exact cast), else by
+    dropping the extra digits of the text."""
     tz = target.tz or "UTC"
     try:
         return _parse_timestamps_fast(strings, target.unit, tz).cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise _first_bad(strings, target, "TIMESTAMP") from None
+        if target.unit == "ns":
+            raise
+    try:
+        return _parse_timestamps_fast(strings, "ns", tz).cast(target, safe=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        digits = {"s": 0, "ms": 3, "us": 6}[target.unit]
+        pattern = rf"\.(\d{{{digits}}})\d*" if digits else r"\.\d*"
+        cut = pc.replace_substring_regex(strings, pattern, r".\1" if digits else "")
+        return _parse_timestamps_fast(cut, target.unit, tz).cast(target)
 
 
 def _parse_timestamps_fast(strings: pa.Array, unit: str, tz: str) -> pa.Array:
@@ -82,7 +151,7 @@ def _parse_one_date(text: str) -> date | None:
     try:
         if m:
             return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        ts = _parse_timestamps_fast(pa.array([text]), "ns", "UTC")
+        ts = _parse_timestamps_fast(pa.array([text]), "us", "UTC")
         return ts.cast(pa.date32())[0].as_py()  # type: ignore[no-any-return]
     except (ValueError, pa.ArrowInvalid):
         return None
@@ -94,7 +163,7 @@ def _first_bad(strings: pa.Array, target: pa.DataType, type_name: str) -> BadVal
         if text is None:
             continue
         try:
-            _parse_timestamps_fast(pa.array([text]), target.unit, target.tz or "UTC")
+            _parse_timestamps_any(pa.array([text]), target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return BadValue(i, text, type_name)
     return BadValue(0, str(strings[0]), type_name)

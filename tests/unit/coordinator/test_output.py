@@ -5,11 +5,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+from contextlib import redirect_stdout
 from datetime import UTC, datetime
+from pathlib import Path
 
+import pytest
 import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
-from coordinator.output import OutputFormat, render_document, render_rows
+from common.odf.events import SetInfo
+from common.odf.fragments import DatasetKind
+from common.odf.snapshot import DatasetSnapshot
+from coordinator.cli import main
+from coordinator.output import OutputFormat, _Cell, render_document, render_rows
+from coordinator.workspace import Workspace
 
 ROWS: list[dict[str, object]] = [
     {"name": "a", "when": datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "n": 1, "extra": "x"},
@@ -49,3 +60,52 @@ def test_document() -> None:
     out = io.StringIO()
     render_document({"t": datetime(2024, 1, 1, tzinfo=UTC), "xs": (1, 2)}, "json", out=out)
     assert json.loads(out.getvalue()) == {"t": "2024-01-01T00:00:00Z", "xs": [1, 2]}
+
+
+def _tables(cell: type[Text], width: int, rows: list[tuple[str, str]]) -> str:
+    console = Console(file=io.StringIO(), width=width, no_color=True, highlight=False)
+    table = Table()
+    table.add_column("a", overflow="fold")
+    table.add_column("b", overflow="fold")
+    for a, b in rows:
+        table.add_row(cell(a), cell(b))
+    with console.capture() as capture:
+        console.print(table)
+    return capture.get()
+
+
+@pytest.mark.parametrize("width", [20, 41, 400])
+def test_table_cells_render_exactly_as_rich_text(width: int) -> None:
+    rows = [
+        ("short", "word " * 40),
+        ("a\nmulti\n\nline", "x" * 130 + " tail"),
+        ("", "tabs\tand  spaces  " * 5),
+        ("ünïcödé 漢字 wide", "[red]not markup[/red] " * 3),
+    ]
+    assert _tables(_Cell, width, rows) == _tables(Text, width, rows)
+
+
+def test_a_table_cell_never_renders_several_lines_as_one_segment() -> None:
+    # rich splits a multi-line segment with repeated str.partition: quadratic in its size.
+    console = Console(file=io.StringIO(), width=30)
+    options = console.options.update(width=30)
+    segments = list(_Cell("word " * 10_000 + "\n" + "y" * 500).__rich_console__(console, options))
+    assert len(segments) > 1600
+    assert all(s.text.count("\n") <= 1 and len(s.text) <= 30 for s in segments)
+
+
+def test_log_of_a_large_description(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """5 MB: seconds when rendering is linear; quadratic rendering took minutes."""
+    ws = Workspace.init(tmp_path)
+    description = "word " * 1_000_000
+    snapshot = DatasetSnapshot(
+        name="big", kind=DatasetKind.ROOT, metadata=(SetInfo(description=description),)
+    )
+    ws.create_dataset(snapshot)
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["log", "big"]) == 0
+    text = out.getvalue()
+    assert text.count("word") == 1_000_000
+    assert text.splitlines()[0].split() == ["seq", "hash", "system_time", "event", "details"]

@@ -1,0 +1,97 @@
+"""UTF-8 validation of text inputs and of the string columns of any batch.
+
+ODF ``string`` columns hold UTF-8 (Arrow's ``utf8``). pyarrow's JSON reader copies the bytes of
+a JSON string as they are, so invalid UTF-8 would be committed and break every later reader;
+the text formats are therefore checked before they are parsed (one streamed pass; the error
+names the line), and every batch the writer receives (Parquet, shapefiles, preprocess results)
+has its string columns validated.
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+import pyarrow as pa
+
+from coordinator.ingest.errors import ReadError
+
+CHUNK = 1 << 20
+
+
+def check_utf8_file(path: Path, *, name: str) -> None:
+    """Raise ``ReadError`` at ``name:line`` for the first invalid UTF-8 sequence of ``path``."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(CHUNK)
+            pending = decoder.getstate()[0]
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as e:
+                position = offset - len(pending) + e.start
+                raise _error_at(path, name, position, e.object[e.start]) from None
+            if not chunk:
+                return
+            offset += len(chunk)
+
+
+def _error_at(path: Path, name: str, position: int, byte: int) -> ReadError:
+    """The error for the invalid byte at ``position`` (0-based), located by line and column."""
+    line, line_start, offset = 1, 0, 0
+    with open(path, "rb") as f:
+        while offset < position:
+            chunk = f.read(min(CHUNK, position - offset))
+            if not chunk:
+                break
+            newlines = chunk.count(b"\n")
+            if newlines:
+                line += newlines
+                line_start = offset + chunk.rindex(b"\n") + 1
+            offset += len(chunk)
+    column = position - line_start + 1
+    return ReadError(
+        f"invalid UTF-8: byte 0x{byte:02x} at byte {column} of the line", path=f"{name}:{line}"
+    )
+
+
+def check_utf8_batch(batch: pa.RecordBatch, *, name: str) -> None:
+    """Raise ``ReadError`` naming the column when a string column holds invalid UTF-8."""
+    column = invalid_utf8_column(batch)
+    if column is not None:
+        raise ReadError(f"column {column!r}: invalid UTF-8 in a string value", path=name)
+
+
+def invalid_utf8_column(batch: pa.RecordBatch) -> str | None:
+    """The first column of ``batch`` (strings at any depth) holding invalid UTF-8, if any."""
+    for field, column in zip(batch.schema, batch.columns, strict=True):
+        if not has_strings(field.type):
+            continue
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as e:
+            if "UTF8" not in str(e):
+                raise
+            return str(field.name)
+    return None
+
+
+def has_strings(dtype: pa.DataType) -> bool:
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return True
+    if pa.types.is_string_view(dtype):
+        return True
+    if (
+        pa.types.is_list(dtype)
+        or pa.types.is_large_list(dtype)
+        or pa.types.is_fixed_size_list(dtype)
+    ):
+        return has_strings(dtype.value_type)
+    if pa.types.is_map(dtype):
+        return has_strings(dtype.key_type) or has_strings(dtype.item_type)
+    if pa.types.is_struct(dtype):
+        return any(has_strings(dtype.field(i).type) for i in range(dtype.num_fields))
+    if pa.types.is_dictionary(dtype):
+        return has_strings(dtype.value_type)
+    return False

@@ -1,0 +1,137 @@
+"""Hostile or broken inputs through ``odf`` processes: refused with one line, nothing changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.serde.yaml_codec import load_snapshots
+from coordinator.workspace import Workspace
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EVENTS = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: events
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: main
+      read:
+        kind: NdJson
+        schema: ["t TIMESTAMP", "s STRING"]
+      merge:
+        kind: Append
+    - kind: SetVocab
+      eventTimeColumn: t
+"""
+
+
+def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], start: str) -> None:
+    assert result.returncode == 1, result
+    assert result.stderr.startswith(f"error: {start}"), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = Workspace.init(tmp_path / "ws")
+    for snapshot in load_snapshots(EVENTS):
+        ws.create_dataset(snapshot)
+    return tmp_path / "ws"
+
+
+def head(ws: Path, name: str = "events") -> str:
+    return str(Workspace(ws).open_dataset(name).head())
+
+
+def test_invalid_utf8_is_refused_with_file_and_line(workspace: Path) -> None:
+    before = head(workspace)
+    good = b'{"t": "2020-01-01T00:00:00Z", "s": "ok"}\n'
+    (workspace / "bad.ndjson").write_bytes(good + b'{"t": "2020-01-01T00:00:00Z", "s": "\xff"}\n')
+    one_line_error(odf(workspace, "ingest", "events", "bad.ndjson"), "bad.ndjson:2: invalid UTF-8")
+    assert head(workspace) == before
+    (workspace / "good.ndjson").write_bytes(good)
+    assert odf(workspace, "ingest", "events", "good.ndjson").returncode == 0
+    tail = odf(workspace, "tail", "events", "-o", "csv")
+    assert tail.returncode == 0 and tail.stdout.endswith(",ok\n"), tail
+
+
+@pytest.mark.parametrize("linked", [".coordinator/staging", ".coordinator"])
+def test_a_symlinked_staging_area_is_refused(workspace: Path, tmp_path: Path, linked: str) -> None:
+    target = tmp_path / "victim"
+    (target / "old").mkdir(parents=True)
+    (target / "old" / "precious").write_text("keep")
+    os.utime(target / "old", (0, 0))
+    root = Workspace(workspace).open_dataset("events").layout.root
+    (root / ".coordinator" / "staging").mkdir(parents=True, exist_ok=True)
+    if linked == ".coordinator":
+        (root / ".coordinator").rename(tmp_path / "moved")
+    else:
+        (root / linked).rmdir()
+    (root / linked).symlink_to(target)
+    before = head(workspace)
+    (workspace / "a.ndjson").write_text('{"t": "2020-01-01T00:00:00Z", "s": "a"}\n')
+    result = odf(workspace, "ingest", "events", "a.ndjson")
+    one_line_error(result, f"{root / linked}: is a symbolic link; refusing")
+    assert (target / "old" / "precious").read_text() == "keep"
+    assert sorted(p.name for p in target.iterdir()) == ["old"]
+    assert head(workspace) == before
+
+
+def test_an_empty_snapshot_file_is_an_error_naming_it(workspace: Path) -> None:
+    (workspace / "good.yaml").write_text(EVENTS.replace("name: events", "name: other"))
+    (workspace / "empty.yaml").write_text("")
+    (workspace / "comment.yaml").write_text("# nothing here\n")
+    listed = odf(workspace, "list", "-o", "csv").stdout
+    for name in ("empty.yaml", "comment.yaml"):
+        result = odf(workspace, "add", "good.yaml", name)
+        one_line_error(result, f"{name}: no DatasetSnapshot in the file (it is empty)")
+    (workspace / "binary.yaml").write_bytes(b"\xff\xfe")
+    one_line_error(odf(workspace, "add", "binary.yaml"), "binary.yaml: not UTF-8 text")
+    assert odf(workspace, "list", "-o", "csv").stdout == listed  # nothing added
+
+
+def test_timestamps_of_years_1_to_9999_through_the_cli(workspace: Path) -> None:
+    (workspace / "years.ndjson").write_text(
+        '{"t": "0001-01-01T00:00:00Z", "s": "1"}\n'
+        '{"t": "1500-01-01T00:00:00Z", "s": "1500"}\n'
+        '{"t": "3000-01-01T00:00:00Z", "s": "3000"}\n'
+        '{"t": "9999-12-31T23:59:59.999Z", "s": "9999"}\n'
+    )
+    assert odf(workspace, "ingest", "events", "years.ndjson").returncode == 0
+    tail = odf(workspace, "tail", "events", "-o", "csv")
+    assert tail.returncode == 0, tail.stderr
+    assert [line.split(",")[3:] for line in tail.stdout.splitlines()[1:]] == [
+        ["0001-01-01T00:00:00Z", "1"],
+        ["1500-01-01T00:00:00Z", "1500"],
+        ["3000-01-01T00:00:00Z", "3000"],
+        ["9999-12-31T23:59:59.999000Z", "9999"],
+    ]
+    log = odf(workspace, "log", "events")
+    assert log.returncode == 0 and "watermark=9999-12-31T23:59:59.999000" in log.stdout
+    before = head(workspace)
+    result = odf(
+        workspace, "ingest", "events", "years.ndjson", "--event-time", "0001-01-01T00:00+01:00"
+    )
+    one_line_error(result, "--event-time: '0001-01-01T00:00+01:00' is not an RFC 3339 time")
+    assert head(workspace) == before
