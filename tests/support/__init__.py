@@ -1,0 +1,1 @@
+"""Helpers shared by the test tiers: the ``odf`` CLI runner and workspace builders."""

@@ -1,0 +1,52 @@
+"""``odf`` as a real process: the one CLI runner of the end-to-end tests.
+
+Each call runs ``python -m coordinator`` in ``cwd`` with this checkout first on the import
+path (so a test exercises the tree it lives in, not an installed copy), captures both
+streams as text and never raises on a non-zero exit: ``ok`` is the variant that does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_TIMEOUT_S = 900.0
+
+
+def odf(
+    cwd: Path,
+    *args: str,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``odf ARGS`` in ``cwd``; ``env`` adds to (or overrides) this process's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+    )
+
+
+def ok(cwd: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+    """``odf ARGS`` that must succeed; returns its standard output."""
+    result = odf(cwd, *args, stdin=stdin, env=env)
+    assert result.returncode == 0, f"odf {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def fails(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """``odf ARGS`` that must fail with exit code 1 and a one-line error; returns that line."""
+    result = odf(cwd, *args, env=env)
+    assert result.returncode == 1, f"odf {' '.join(args)} exited {result.returncode}:\n{result}"
+    first = result.stderr.splitlines()[0] if result.stderr else ""
+    assert first.startswith("error: "), result.stderr
+    return first
