@@ -61,8 +61,29 @@ def run_sql(
         jvm: Any = session.sparkContext._jvm
         parser = jsession.sessionState().sqlParser()
         sandbox = Sandbox(jvm, parser, policy, alias)
-        parsed = parser.parsePlan(query)
+        parsed = _parse(jvm, jsession, parser, query)
         sandbox.vet_parsed(parsed)
         jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, parsed)
         sandbox.vet_analyzed(jdf.queryExecution().analyzed())
         return DataFrame(jdf, session)
+
+
+def _parse(jvm: Any, jsession: Any, parser: Any, query: str) -> Any:
+    """Parse ``query`` with the request session active on this (JVM) thread.
+
+    Spark's parser reads its settings (variable substitution among them) from the thread's
+    active session, and a gRPC worker thread has none: it would fall back to a default
+    configuration in which ``${env:VAR}`` is substituted. So the request session is made
+    active for the parse, and the setting that matters is checked before the text is read.
+    """
+    spark_session = jvm.org.apache.spark.sql.SparkSession
+    spark_session.setActiveSession(jsession)
+    try:
+        substitute = jvm.org.apache.spark.sql.internal.SQLConf.get().getConfString(
+            "spark.sql.variable.substitute", "true"
+        )
+        if substitute != "false":
+            raise RuntimeError("variable substitution is on in the parser's configuration")
+        return parser.parsePlan(query)
+    finally:
+        spark_session.clearActiveSession()

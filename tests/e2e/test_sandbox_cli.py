@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from common.odf.events import ExecuteTransform
+from common.odf.events import ExecuteTransform, SetDataSchema
 from common.testing.engine_server import engine_server_process
 from coordinator.dataset.commit import CommitItem
 from coordinator.workspace import Workspace
@@ -100,7 +100,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     ws.mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(SECRET_VAR, SECRET)
-        with engine_server_process(data_roots=[base]) as server:
+        with engine_server_process() as server:
             ok(ws, "init")
             (ws / ".odf" / "config.yaml").write_text(
                 f"engine:\n  provider: remote\n  address: {server.target}\n"
@@ -134,12 +134,15 @@ def hostile_transform_query(traps: Traps) -> str:
 
 
 def forge_history(ws: Workspace, *, honest: str, forged: str) -> None:
-    """Commit the honest dataset's ExecuteTransform (and its files) onto the forged one."""
+    """Commit the honest dataset's transactions (schema, ExecuteTransform and their files)
+    onto the forged one."""
     good, evil = ws.open_dataset(honest), ws.open_dataset(forged)
     items = []
     with evil.staging_dir() as staging:
         for _, block in reversed(list(good.iter_blocks())):
             event = block.event
+            if isinstance(event, SetDataSchema):
+                items.append(CommitItem(event))
             if not isinstance(event, ExecuteTransform):
                 continue
             data = checkpoint = None
@@ -153,11 +156,11 @@ def forge_history(ws: Workspace, *, honest: str, forged: str) -> None:
                 )
             items.append(CommitItem(event, data, checkpoint))
         assert items, "the honest dataset has no transaction to copy"
-        evil.commit_events(items, expected_head=evil.head)
+        evil.commit_events(items, expected_head=evil.head())
 
 
 def head(ws: Path, name: str) -> str:
-    return str(Workspace(ws).open_dataset(name).head)
+    return str(Workspace(ws).open_dataset(name).head())
 
 
 # --- odf sql (interactive: clock functions allowed, nothing else widened) ----------------
@@ -236,7 +239,12 @@ HOSTILE_SQL = [
         id="create-function",
     ),
     pytest.param("ADD JAR '/tmp/evil.jar'", "JAR", id="add-jar"),
-    pytest.param("BEGIN SELECT 1; END", "BEGIN", id="sql-scripting"),
+    pytest.param(
+        "SELECT * FROM src WHERE population < (SELECT COUNT(*) FROM src TABLESAMPLE (BUCKET 1 "
+        f"OUT OF 2) WHERE city IN (SELECT TRANSFORM(city) USING 'touch {MARKER}' AS (c) FROM src))",
+        "TRANSFORM",
+        id="script-transform-deep-in-scalar-subquery",
+    ),
 ]
 
 

@@ -573,3 +573,30 @@ def test_the_engine_jvm_sees_the_secret(spark_engine: SparkEngine) -> None:
     """So the hostile queries above had something to leak."""
     jvm: Any = spark_engine.session.sparkContext._jvm
     assert jvm.java.lang.System.getenv(SECRET_VAR) == SECRET
+
+
+def test_variables_stay_text_on_a_thread_without_an_active_session(
+    spark_engine: SparkEngine,
+) -> None:
+    """A gRPC worker thread has no active Spark session; the parser must still read the
+    request session's settings (found through a real engine server process, where
+    ``${env:VAR}`` was substituted). A JVM system property stands for the secret: the JVM's
+    environment is fixed when it starts."""
+    import threading
+
+    from engine_spark.queries import run_sql
+    from engine_spark.session import request_session
+
+    jvm: Any = spark_engine.session.sparkContext._jvm
+    jvm.java.lang.System.setProperty("odf.thread.secret", "leaked")
+    rows: list[Any] = []
+
+    def query() -> None:
+        jvm.org.apache.spark.sql.SparkSession.clearActiveSession()
+        session = request_session(spark_engine.session)
+        rows.extend(run_sql(session, "SELECT '${system:odf.thread.secret}' AS s", None).collect())
+
+    thread = threading.Thread(target=query)
+    thread.start()
+    thread.join()
+    assert [r.s for r in rows] == ["${system:odf.thread.secret}"]
