@@ -137,6 +137,9 @@ def ensure_podman_service(sock: Path) -> None:
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
+                # Not the caller's directory: once that is deleted (a test's workspace), the
+                # service fails every container start with "write child: broken pipe".
+                cwd="/",
             )
         deadline = time.monotonic() + _SERVICE_START_TIMEOUT_S
         while time.monotonic() < deadline:
