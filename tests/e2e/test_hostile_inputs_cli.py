@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from common.serde.yaml_codec import load_snapshots
 from coordinator.workspace import Workspace
+from tests.support.cli import odf
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 
 EVENTS = """\
 kind: DatasetSnapshot
@@ -33,17 +32,6 @@ content:
     - kind: SetVocab
       eventTimeColumn: t
 """
-
-
-def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], start: str) -> None:

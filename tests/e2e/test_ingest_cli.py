@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,10 +13,10 @@ import pytest
 from common.serde.yaml_codec import load_snapshots
 from coordinator.ingest.context import data_files
 from coordinator.workspace import Workspace
+from tests.support.cli import odf
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 
 CITIES = """\
 kind: DatasetSnapshot
@@ -88,18 +85,6 @@ content:
       merge:
         kind: Append
 """
-
-
-def odf(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
 
 
 def records(ws: Path, name: str) -> list[dict[str, object]]:

@@ -11,9 +11,6 @@ MigrateQuery result; the next pull runs the new query; the whole history verifie
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +21,10 @@ from common.odf.events import ExecuteTransform, SetDataSchema, SetTransform
 from common.testing.engine_server import engine_server_process
 from coordinator.dataset import Dataset
 from coordinator.workspace import Workspace
+from tests.support.cli import odf, ok
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 600
 
 ROOT_SNAPSHOT = """\
 kind: DatasetSnapshot
@@ -67,24 +63,6 @@ content:
 """
 
 NEW_QUERY = "SELECT event_time, name, population FROM cities WHERE population > 100"
-
-
-def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-
-
-def ok(cwd: Path, *args: str) -> str:
-    result = odf(cwd, *args)
-    assert result.returncode == 0, f"odf {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 def refused(cwd: Path, *args: str) -> str:

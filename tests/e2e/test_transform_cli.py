@@ -9,9 +9,6 @@ runs the engine: the container run must reproduce the embedded run's logical has
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +27,8 @@ from tests.integration.transform.pipeline import (
     write_round,
     write_snapshots,
 )
+from tests.support.cli import odf, ok
 
-ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_TIMES = ("2030-01-01T00:00:00Z", "2030-01-02T00:00:00Z", "2030-01-03T00:00:00Z")
 PULLS: tuple[tuple[str, ...], ...] = (
     ("--all",),
@@ -39,25 +36,6 @@ PULLS: tuple[tuple[str, ...], ...] = (
     ("--all",),
 )
 """How each round is pulled: everything, or the leaves and whatever they depend on."""
-PULL_TIMEOUT_S = 900
-
-
-def odf(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=PULL_TIMEOUT_S,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-    )
-
-
-def ok(cwd: Path, *args: str) -> str:
-    result = odf(cwd, *args)
-    assert result.returncode == 0, f"odf {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 @dataclass
@@ -173,7 +151,9 @@ def test_clear_errors_for_a_missing_runtime_image_or_engine(tmp_path: Path) -> N
     (tmp_path / "other.yaml").write_text(
         derivative_snapshot("other", ["cities"], "SELECT event_time, city FROM cities")
     )
-    result = odf(ws, "add", str(tmp_path / "other.yaml"), DOCKER_HOST="unix:///nonexistent.sock")
+    result = odf(
+        ws, "add", str(tmp_path / "other.yaml"), env={"DOCKER_HOST": "unix:///nonexistent.sock"}
+    )
     assert result.returncode == 1
     assert result.stderr.startswith(
         "error: container engine: no container runtime answers at unix:///nonexistent.sock"

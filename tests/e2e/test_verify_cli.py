@@ -9,10 +9,7 @@ one forged derivative are replayed with the pinned embedded engine.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,11 +25,10 @@ from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import block_hash, decode_block, encode_block
 from coordinator.dataset import Dataset
 from coordinator.workspace import Workspace
+from tests.support.cli import odf, ok
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 900
 
 CITIES = """\
 kind: DatasetSnapshot
@@ -74,24 +70,6 @@ BATCHES = (
     "2024-01-01T00:00:00Z,A,500\n2024-01-02T00:00:00Z,B,5000\n2024-01-03T00:00:00Z,C,7000\n",
     "event_time,city,population\n2024-01-04T00:00:00Z,D,9000\n2024-01-05T00:00:00Z,E,50\n",
 )
-
-
-def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-
-
-def ok(cwd: Path, *args: str) -> str:
-    result = odf(cwd, *args)
-    assert result.returncode == 0, f"odf {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 @dataclass(frozen=True)
