@@ -216,7 +216,9 @@ def main() -> int:
 
         print(f"warm engine: python -m engine_spark, {args.warm_runs} transactions of "
               f"{args.rows} rows")  # fmt: skip
-        with engine_server_process(master="local[*]", log_path=root / "engine.log") as server:
+        with engine_server_process(
+            master="local[*]", data_roots=[root], log_path=root / "engine.log"
+        ) as server:
             time.sleep(2)
             idle = tree_rss_mib(server.process.pid)
             with server.channel() as channel:

@@ -155,7 +155,9 @@ def main() -> int:
         staging = Path(tmp)
         create_root(ws, "small", 1000, staging)
         create_root(ws, "big", args.rows, staging)
-        provider = EmbeddedEngineProvider(master=args.master, driver_memory=args.driver_memory)
+        provider = EmbeddedEngineProvider(
+            master=args.master, driver_memory=args.driver_memory, data_roots=(Path(tmp),)
+        )
         version = provider.resolve_version()
         with EngineSession(provider) as engines:
             started = time.perf_counter()

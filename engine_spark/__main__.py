@@ -1,8 +1,12 @@
 """``python -m engine_spark`` / ``odf-engine-spark``: run the engine gRPC server.
 
-Ports, socket and Spark master come from flags, else from the environment
-(``ODF_ENGINE_PORTS`` comma-separated, ``ODF_ENGINE_UNIX_SOCKET``, ``SPARK_MASTER``,
-``SPARK_DRIVER_MEMORY``). SIGTERM or SIGINT stops the server gracefully, then Spark.
+Ports, socket, data roots and Spark master come from flags, else from the environment
+(``ODF_ENGINE_HOST``, ``ODF_ENGINE_PORTS`` comma-separated, ``ODF_ENGINE_UNIX_SOCKET``,
+``ODF_ENGINE_DATA_ROOTS`` separated by ``:``, ``SPARK_MASTER``, ``SPARK_DRIVER_MEMORY``).
+The server binds loopback unless told otherwise, serves requests only for files under its
+data roots, and can require a token and TLS (see docs/security.md). SIGTERM or SIGINT stops
+the server gracefully, then Spark. Exit codes: 0 stopped, 1 could not listen, 2 bad
+arguments, 3 the engine died (its JVM exited: out of memory, or killed).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import structlog
 
 from common.engine_rpc import REFERENCE_ENGINE_PORT, SPEC_ENGINE_PORT
 from common.logs import configure_logging
-from engine_spark.server import EngineServer, ServerBindError, ServerSettings
+from engine_spark.data_roots import DataRoots
+from engine_spark.server import EngineServer, ServerBindError, ServerSettings, TlsFiles
 
 if TYPE_CHECKING:
     from engine_spark.engine import SparkEngine
@@ -34,7 +39,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="odf-engine-spark", description="Run the ODF Spark engine gRPC server."
     )
-    p.add_argument("--host", default=env.get("ODF_ENGINE_HOST", "0.0.0.0"), help="bind address")
+    p.add_argument(
+        "--host",
+        default=env.get("ODF_ENGINE_HOST", "127.0.0.1"),
+        help="bind address (default 127.0.0.1; 0.0.0.0 exposes the engine: see --token-file)",
+    )
     p.add_argument(
         "--ports",
         default=default_ports,
@@ -55,7 +64,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--no-warm-up", action="store_true", help="skip the start-up warm-up transaction"
     )
-    p.add_argument("--max-workers", type=int, default=8, help="gRPC worker threads")
+    p.add_argument(
+        "--data-root",
+        action="append",
+        dest="data_roots",
+        metavar="DIR",
+        help="a directory requests may read and write under (repeatable; default: "
+        "$ODF_ENGINE_DATA_ROOTS, ':'-separated); paths elsewhere are refused",
+    )
+    p.add_argument(
+        "--token-file",
+        help="require 'authorization: Bearer <token>' on every call but health checks; "
+        "the file holds the token",
+    )
+    p.add_argument("--tls-cert", help="serve TCP ports over TLS with this PEM certificate chain")
+    p.add_argument("--tls-key", help="the PEM private key of --tls-cert")
+    p.add_argument("--reflection", action="store_true", help="enable gRPC server reflection")
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        default=16,
+        help="calls that may wait while one runs; more get RESOURCE_EXHAUSTED (default 16)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="cancel a call (and its Spark jobs) that runs longer than this",
+    )
     p.add_argument("-v", "--verbose", action="count", default=0, help="-v info, -vv debug")
     p.add_argument("--log-json", action="store_true", help="JSON log lines")
     return p.parse_args(argv)
@@ -85,17 +121,55 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
     return engine
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    configure_logging(args.verbose, json=args.log_json)
+def server_settings(args: argparse.Namespace) -> ServerSettings:
+    """The server's settings from the parsed flags; ``ValueError`` names a bad one."""
+    roots = args.data_roots
+    if roots is None:
+        roots = [p for p in os.environ.get("ODF_ENGINE_DATA_ROOTS", "").split(":") if p]
+    for root in roots:
+        if not os.path.isdir(root):
+            raise ValueError(f"--data-root {root}: not a directory")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together")
+    if args.max_queue < 0:
+        raise ValueError(f"--max-queue {args.max_queue}: must be 0 or more")
+    if args.request_timeout is not None and args.request_timeout <= 0:
+        raise ValueError(f"--request-timeout {args.request_timeout:g}: must be positive")
     settings = ServerSettings(
         host=args.host,
         ports=parse_ports(args.ports),
         unix_socket=args.unix_socket,
-        max_workers=args.max_workers,
+        data_roots=DataRoots.of(roots),
+        max_queue=args.max_queue,
+        request_timeout=args.request_timeout,
+        token=read_token(args.token_file) if args.token_file else None,
+        tls=TlsFiles(cert=args.tls_cert, key=args.tls_key) if args.tls_cert else None,
+        reflection=args.reflection,
     )
     if not settings.ports and not settings.unix_socket:
-        print("error: no TCP port and no Unix socket to listen on", file=sys.stderr)
+        raise ValueError("no TCP port and no Unix socket to listen on")
+    return settings
+
+
+def read_token(path: str) -> str:
+    """The token in ``path`` (surrounding whitespace stripped); ``ValueError`` if unusable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.read().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"--token-file {path}: cannot read it: {e}") from e
+    if not token or any(c.isspace() for c in token):
+        raise ValueError(f"--token-file {path}: the token must be one word, not empty")
+    return token
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.verbose, json=args.log_json)
+    try:
+        settings = server_settings(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     engines: list[SparkEngine] = []
 
@@ -117,9 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ServerBindError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    while not stop.wait(0.5):
+    while not stop.wait(0.5) and not server.failed.is_set():
         pass
     server.stop()
+    if server.failed.is_set():
+        print(f"error: the engine stopped: {server.failure}", file=sys.stderr)
+        return 3
     for engine in engines:
         engine.close()
     log.info("engine.stopped")

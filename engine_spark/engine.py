@@ -13,6 +13,7 @@ import dataclasses
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTable, TransformSql
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
+from engine_spark import calls
 from engine_spark import checkpoint as cp
 from engine_spark.exchange import write_table
 from engine_spark.inputs import (
@@ -188,18 +190,52 @@ class SparkEngine:
 
     @contextmanager
     def _isolated(self, operation: str, subject: str) -> Iterator[SparkSession]:
-        with self._lock:
+        """The engine's turn for one request: its own session, its Spark jobs tagged so that
+        cancelling the call (``calls.current()``) cancels them."""
+        control = calls.current()
+        if control is None:
+            self._lock.acquire()
+        else:
+            control.acquire(self._lock)
+        try:
             started = time.monotonic()
             log.info(f"{operation}.start", subject=subject)
             session = request_session(self._session)
             try:
-                yield session
+                with self._jobs_tagged(control):
+                    yield session
             finally:
                 log.info(
                     f"{operation}.end",
                     subject=subject,
                     seconds=round(time.monotonic() - started, 3),
                 )
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _jobs_tagged(self, control: calls.CallControl | None) -> Iterator[None]:
+        """Tag this thread's Spark jobs; a cancelled call cancels (interrupts) them."""
+        if control is None:
+            yield
+            return
+        context = self._session.sparkContext
+        tag = f"odf-call-{uuid.uuid4().hex}"
+        context.addJobTag(tag)
+        context.setInterruptOnCancel(True)
+        remove = control.on_cancel(lambda: context.cancelJobsWithTag(tag))
+        try:
+            yield
+            control.raise_if_cancelled()
+        finally:
+            remove()
+            context.removeJobTag(tag)
+
+    def alive(self) -> bool:
+        """Whether the JVM behind the session still runs (its process, when this process
+        launched it)."""
+        process = getattr(self._session.sparkContext._gateway, "proc", None)
+        return process is None or process.poll() is None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -9,13 +9,15 @@ never sees an empty stream and a failing request never takes the server down.
 
 from __future__ import annotations
 
+import hmac
 import os
 import threading
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import grpc
 import structlog
@@ -31,6 +33,8 @@ from common.engine_rpc import (
 from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
 from common.serde import flatbuffers_codec as codec
+from engine_spark.calls import Admission, CallControl, EngineBusyError, bound
+from engine_spark.data_roots import NO_DATA_ROOTS, DataRoots, PathOutsideRootsError
 from engine_spark.errors import InvalidQueryError
 
 log = structlog.get_logger("engine_spark.server")
@@ -52,6 +56,10 @@ class EngineBackend(Protocol):
     def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess: ...
 
     def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess: ...
+
+    def alive(self) -> bool:
+        """False once the backend can serve nothing more (its JVM died)."""
+        ...
 
 
 class EngineUnavailableError(Exception):
@@ -156,40 +164,69 @@ class BackendSlot:
 
 
 class EngineServicer(engine_pb2_grpc.EngineServicer):
-    """The ``engine.Engine`` service over a backend."""
+    """The ``engine.Engine`` service over a backend.
 
-    def __init__(self, backend: Callable[[], EngineBackend]) -> None:
+    Each call is admitted to the bounded queue (else RESOURCE_EXHAUSTED), has its paths checked
+    against the data roots, and runs under a ``CallControl`` that the client's cancellation or
+    deadline and the per-request timeout cancel.
+    """
+
+    def __init__(
+        self,
+        backend: Callable[[], EngineBackend],
+        *,
+        data_roots: DataRoots,
+        admission: Admission,
+        request_timeout: float | None = None,
+    ) -> None:
         self._backend = backend
+        self._roots = data_roots
+        self._admission = admission
+        self._timeout = request_timeout
 
     def ExecuteTransform(
         self, request: engine_pb2.TransformRequest, context: grpc.ServicerContext
     ) -> Iterator[engine_pb2.TransformResponse]:
-        yield engine_pb2.TransformResponse(flatbuffer=self._handle(_TRANSFORM, request.flatbuffer))
+        data = self._handle(_TRANSFORM, request.flatbuffer, context)
+        yield engine_pb2.TransformResponse(flatbuffer=data)
 
     def ExecuteRawQuery(
         self, request: engine_pb2.RawQueryRequest, context: grpc.ServicerContext
     ) -> Iterator[engine_pb2.RawQueryResponse]:
-        yield engine_pb2.RawQueryResponse(flatbuffer=self._handle(_RAW_QUERY, request.flatbuffer))
+        data = self._handle(_RAW_QUERY, request.flatbuffer, context)
+        yield engine_pb2.RawQueryResponse(flatbuffer=data)
 
     def ValidateQuery(
         self, request: engine_pb2.ValidateQueryRequest, context: grpc.ServicerContext
     ) -> Iterator[engine_pb2.ValidateQueryResponse]:
-        yield engine_pb2.ValidateQueryResponse(
-            flatbuffer=self._handle(_VALIDATE, request.flatbuffer)
-        )
+        data = self._handle(_VALIDATE, request.flatbuffer, context)
+        yield engine_pb2.ValidateQueryResponse(flatbuffer=data)
 
     def MigrateQuery(
         self, request: engine_pb2.MigrateQueryRequest, context: grpc.ServicerContext
     ) -> Iterator[engine_pb2.MigrateQueryResponse]:
-        yield engine_pb2.MigrateQueryResponse(flatbuffer=self._handle(_MIGRATE, request.flatbuffer))
+        data = self._handle(_MIGRATE, request.flatbuffer, context)
+        yield engine_pb2.MigrateQueryResponse(flatbuffer=data)
 
     def ExecuteQuery(
         self, request: engine_pb2.QueryRequest, context: grpc.ServicerContext
     ) -> Iterator[engine_pb2.QueryResponse]:
-        yield engine_pb2.QueryResponse(flatbuffer=self._handle(_QUERY, request.flatbuffer))
+        data = self._handle(_QUERY, request.flatbuffer, context)
+        yield engine_pb2.QueryResponse(flatbuffer=data)
 
-    def _handle(self, rpc: _Rpc[Any, Any], data: bytes) -> bytes:
-        response = self._respond(rpc, data)
+    def _handle(self, rpc: _Rpc[Any, Any], data: bytes, context: grpc.ServicerContext) -> bytes:
+        control = CallControl(rpc.request_name)
+        try:
+            with self._admission.admit(control):
+                context.add_callback(
+                    lambda: control.cancel("the client cancelled the call or its deadline passed")
+                )
+                with self._timer(control), bound(control):
+                    response = self._respond(rpc, data, control)
+                control.finish()
+        except EngineBusyError as e:
+            log.warning("request.refused_busy", rpc=rpc.request_name)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         try:
             return rpc.encode(response)
         except Exception as e:
@@ -201,7 +238,25 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
                 )
             )
 
-    def _respond(self, rpc: _Rpc[Any, Any], data: bytes) -> Any:
+    @contextmanager
+    def _timer(self, control: CallControl) -> Iterator[None]:
+        """Cancel ``control`` after the per-request timeout, if there is one."""
+        if self._timeout is None:
+            yield
+            return
+        timer = threading.Timer(
+            self._timeout,
+            control.cancel,
+            (f"it ran longer than the engine's request timeout of {self._timeout:g} s",),
+        )
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    def _respond(self, rpc: _Rpc[Any, Any], data: bytes, control: CallControl) -> Any:
         try:
             request = rpc.decode(data)
         except Exception as e:
@@ -210,34 +265,126 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
                 backtrace=traceback.format_exc(),
             )
         try:
+            self._roots.check_request(request)
+        except PathOutsideRootsError as e:
+            log.warning("request.path_refused", rpc=rpc.request_name, message=str(e))
+            return rpc.internal_error(message=str(e))
+        try:
             return rpc.call(self._backend(), request)
         except InvalidQueryError as e:
+            if control.cancelled:
+                return self._cancelled(rpc, control)
             log.info("request.invalid_query", rpc=rpc.request_name, message=str(e))
             return rpc.invalid_query(message=str(e))
         except Exception as e:
+            if control.cancelled:
+                return self._cancelled(rpc, control)
             log.warning("request.internal_error", rpc=rpc.request_name, error=describe_error(e))
             return rpc.internal_error(message=describe_error(e), backtrace=traceback.format_exc())
+
+    @staticmethod
+    def _cancelled(rpc: _Rpc[Any, Any], control: CallControl) -> Any:
+        log.warning("request.cancelled", rpc=rpc.request_name, reason=control.reason)
+        return rpc.internal_error(message=f"the {rpc.request_name} was cancelled: {control.reason}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsFiles:
+    """The server's certificate chain and private key (PEM files)."""
+
+    cert: str
+    key: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerSettings:
-    """Where the engine listens. Port 0 picks a free port (tests)."""
+    """Where the engine listens and what it lets callers do. Port 0 picks a free port (tests)."""
 
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     ports: tuple[int, ...] = (SPEC_ENGINE_PORT, REFERENCE_ENGINE_PORT)
     unix_socket: str | None = None
-    max_workers: int = 8
+    data_roots: DataRoots = NO_DATA_ROOTS
+    """Every path a request names must lie under one of these (``data_roots.py``)."""
+    max_queue: int = 16
+    """Engine calls that may wait while one runs; more are refused with RESOURCE_EXHAUSTED."""
+    request_timeout: float | None = None
+    """Seconds after which a call is cancelled (its Spark jobs too); ``None``: no limit."""
+    token: str | None = None
+    """When set, every call but health checks must carry ``authorization: Bearer <token>``."""
+    tls: TlsFiles | None = None
+    reflection: bool = False
+    liveness_interval: float = 1.0
+    """How often the backend's JVM is checked."""
     shutdown_grace_seconds: float = 4.0
     """Less than the 5 s the reference coordinator waits before SIGKILL."""
+
+    @property
+    def max_workers(self) -> int:
+        """Threads for every admitted engine call, plus some for health checks and reflection,
+        so the health service answers while the engine is busy."""
+        return self.max_queue + 1 + _SPARE_WORKERS
+
+
+_SPARE_WORKERS = 4
+_OPEN_METHODS = ("/grpc.health.v1.Health/",)
+"""Methods that need no token: orchestrators probe health without credentials."""
 
 
 class ServerBindError(OdfError):
     """An address the server was told to listen on cannot be bound."""
 
 
-def _bind(server: grpc.Server, address: str) -> int:
+if TYPE_CHECKING:
+    _Handler = grpc.RpcMethodHandler[Any, Any]
+    _Interceptor = grpc.ServerInterceptor[Any, Any]
+else:
+    _Handler = grpc.RpcMethodHandler
+    _Interceptor = grpc.ServerInterceptor
+
+
+class TokenInterceptor(_Interceptor):
+    """Refuse (UNAUTHENTICATED) any call but a health check without the bearer token."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], _Handler | None],
+        details: grpc.HandlerCallDetails,
+    ) -> _Handler | None:
+        method: str = details.method
+        if method.startswith(_OPEN_METHODS):
+            return continuation(details)
+        given = dict(details.invocation_metadata or ()).get("authorization", "")
+        given_bytes = given.encode() if isinstance(given, str) else bytes(given)
+        if hmac.compare_digest(given_bytes, self._expected):
+            return continuation(details)
+        log.warning("request.unauthenticated", method=method)
+        return _refuse(continuation(details))
+
+
+def _refuse(handler: _Handler | None) -> _Handler:
+    """A handler of the same shape as ``handler`` that aborts with UNAUTHENTICATED."""
+
+    def deny(request: Any, context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid engine token is required")
+
+    if handler is not None and handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(deny)
+    if handler is not None and handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(deny)
+    if handler is not None and handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(deny)
+    return grpc.unary_unary_rpc_method_handler(deny)
+
+
+def _bind(server: grpc.Server, address: str, tls: TlsFiles | None) -> int:
     try:
-        port = server.add_insecure_port(address)
+        if tls is None or address.startswith("unix:"):
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, _server_credentials(tls))
     except RuntimeError as e:
         raise ServerBindError(f"cannot listen on {address}: {e}") from e
     if port == 0 and not address.startswith("unix:"):
@@ -245,8 +392,18 @@ def _bind(server: grpc.Server, address: str) -> int:
     return port
 
 
+def _server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
+    try:
+        with open(tls.key, "rb") as key, open(tls.cert, "rb") as cert:
+            return grpc.ssl_server_credentials([(key.read(), cert.read())])
+    except OSError as e:
+        raise ServerBindError(f"cannot read the TLS key or certificate: {e}") from e
+
+
 class EngineServer:
-    """A gRPC server with the Engine, health and reflection services; backend built lazily."""
+    """A gRPC server with the Engine and health services (reflection when asked); the backend
+    is built lazily and watched: when its JVM dies the server reports NOT_SERVING and
+    ``failed`` is set, for the process to exit."""
 
     def __init__(
         self,
@@ -257,47 +414,86 @@ class EngineServer:
         self._factory = backend_factory
         self._slot = BackendSlot()
         self._health = health.HealthServicer()
+        self._admission = Admission(settings.max_queue)
         self._server: grpc.Server | None = None
+        self._stopping = threading.Event()
+        self.failed = threading.Event()
+        """Set when the backend died; ``failure`` says why."""
+        self.failure: str | None = None
         self.bound_ports: tuple[int, ...] = ()
 
     def start(self) -> None:
         """Bind every address and start serving; then build the backend in the background."""
-        server = grpc.server(ThreadPoolExecutor(max_workers=self.settings.max_workers))
-        engine_pb2_grpc.add_EngineServicer_to_server(EngineServicer(self._slot.get), server)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection(
-            (
-                SERVICE_NAME,
-                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                reflection.SERVICE_NAME,
-            ),
-            server,
+        settings = self.settings
+        interceptors: list[_Interceptor] = (
+            [TokenInterceptor(settings.token)] if settings.token else []
         )
+        server = grpc.server(
+            ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="grpc"),
+            interceptors=interceptors,
+        )
+        servicer = EngineServicer(
+            self._backend,
+            data_roots=settings.data_roots,
+            admission=self._admission,
+            request_timeout=settings.request_timeout,
+        )
+        engine_pb2_grpc.add_EngineServicer_to_server(servicer, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        if settings.reflection:
+            reflection.enable_server_reflection(
+                (
+                    SERVICE_NAME,
+                    health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                    reflection.SERVICE_NAME,
+                ),
+                server,
+            )
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.bound_ports = tuple(
-            _bind(server, f"{self.settings.host}:{port}") for port in self.settings.ports
+            _bind(server, f"{settings.host}:{port}", settings.tls) for port in settings.ports
         )
-        if self.settings.unix_socket:
-            if os.path.exists(self.settings.unix_socket):
-                os.unlink(self.settings.unix_socket)
-            _bind(server, f"unix:{self.settings.unix_socket}")
+        if settings.unix_socket:
+            if os.path.exists(settings.unix_socket):
+                os.unlink(settings.unix_socket)
+            _bind(server, f"unix:{settings.unix_socket}", None)
         server.start()
         self._server = server
-        log.info("server.listening", ports=self.bound_ports, unix_socket=self.settings.unix_socket)
+        log.info(
+            "server.listening",
+            host=settings.host,
+            ports=self.bound_ports,
+            unix_socket=settings.unix_socket,
+            tls=settings.tls is not None,
+            token=settings.token is not None,
+            reflection=settings.reflection,
+            data_roots=settings.data_roots.roots,
+        )
+        if not settings.data_roots.roots:
+            log.warning("server.no_data_roots", hint="every request that names a file is refused")
         threading.Thread(target=self._build_backend, name="engine-start", daemon=True).start()
 
     def wait_until_ready(self, timeout: float | None = None) -> bool:
         return self._slot.ready(timeout)
 
     def stop(self, grace: float | None = None) -> None:
-        """Refuse new calls, let running ones finish within the grace period."""
+        """Refuse new calls, let running ones finish within the grace period, cancel the rest."""
         if self._server is None:
             return
+        self._stopping.set()
         self._health.enter_graceful_shutdown()
         grace = self.settings.shutdown_grace_seconds if grace is None else grace
-        self._server.stop(grace).wait()
+        stopped = self._server.stop(grace)
+        if not stopped.wait(grace):
+            self._admission.cancel_all("the engine server is stopping")
+        stopped.wait()
         self._server = None
         log.info("server.stopped")
+
+    def _backend(self) -> EngineBackend:
+        if self.failed.is_set():
+            raise EngineUnavailableError(f"the engine cannot serve: {self.failure}")
+        return self._slot.get()
 
     def _build_backend(self) -> None:
         try:
@@ -309,6 +505,18 @@ class EngineServer:
         self._slot.set(backend)
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("engine.ready")
+        self._watch(backend)
+
+    def _watch(self, backend: EngineBackend) -> None:
+        """Check the backend until the server stops; report and flag its death."""
+        while not self._stopping.wait(self.settings.liveness_interval):
+            if not backend.alive():
+                self.failure = "its JVM died (out of memory, or killed)"
+                log.error("engine.jvm_died", hint="the server stops; restart it")
+                self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+                self._admission.cancel_all("the engine's JVM died")
+                self.failed.set()
+                return
 
     def _set_health(self, status: int) -> None:
         for name in ("", SERVICE_NAME):

@@ -96,12 +96,16 @@ def engine_server_process(
     *,
     master: str = "local[2]",
     unix_socket: str | None = None,
+    data_roots: Sequence[Path] = (),
     extra_args: Sequence[str] = (),
     wait: bool = True,
     ready_timeout: float = 180.0,
     log_path: Path | None = None,
 ) -> Iterator[EngineServerProcess]:
-    """Start the engine on a free loopback port; stop it with SIGTERM on exit."""
+    """Start the engine on a free loopback port; stop it with SIGTERM on exit.
+
+    ``data_roots``: the directories its requests may name files under (``--data-root``).
+    """
     port = free_port()
     args = [
         sys.executable,
@@ -114,6 +118,7 @@ def engine_server_process(
         "--master",
         master,
         *(["--unix-socket", unix_socket] if unix_socket else []),
+        *(arg for root in data_roots for arg in ("--data-root", str(root))),
         *extra_args,
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -118,20 +118,24 @@ class ContainerEngineProvider:
         ref = version if version is not None else self.resolve_version()
         self._inspect(ref)
         _remove_orphans(self.runtime.client)
-        with owned_temp_dir("odf-engine-") as socket_dir:  # cleaned by the next run if killed
-            os.chmod(socket_dir, 0o777)  # the engine may run as another user than the coordinator
-            with self._container(ref, mounts, socket_dir) as container:
-                client = EngineClient(
-                    f"unix:{socket_dir / SOCKET_NAME}",
-                    description=f"engine container {container.name} ({ref})",
-                    after_call=_chown_outputs(container, mounts),
+        # The socket directory is private (0700): the engine image runs as root, which is the
+        # coordinator's user under rootless Podman and bypasses permissions under a rootful
+        # runtime. Cleaned by the next run if this one is killed.
+        with (
+            owned_temp_dir("odf-engine-") as socket_dir,
+            self._container(ref, mounts, socket_dir) as container,
+        ):
+            client = EngineClient(
+                f"unix:{socket_dir / SOCKET_NAME}",
+                description=f"engine container {container.name} ({ref})",
+                after_call=_chown_outputs(container, mounts),
+            )
+            with client:
+                waited = client.wait_until_ready(
+                    self.start_timeout, failed=lambda: _exited(container)
                 )
-                with client:
-                    waited = client.wait_until_ready(
-                        self.start_timeout, failed=lambda: _exited(container)
-                    )
-                    log.info("engine.ready", provider="container", image=ref, seconds=waited)
-                    yield client
+                log.info("engine.ready", provider="container", image=ref, seconds=waited)
+                yield client
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -149,8 +153,7 @@ class ContainerEngineProvider:
 
     @contextmanager
     def _container(self, ref: str, mounts: EngineMounts, socket_dir: Path) -> Iterator[Any]:
-        for path in (*mounts.read_only, *mounts.read_write):
-            path.mkdir(parents=True, exist_ok=True)
+        mounts.create()
         volumes = {str(p): {"bind": str(p), "mode": "ro"} for p in mounts.read_only}
         volumes |= {str(p): {"bind": str(p), "mode": "rw"} for p in mounts.read_write}
         volumes[str(socket_dir)] = {"bind": SOCKET_DIR_IN_CONTAINER, "mode": "rw"}
@@ -165,6 +168,7 @@ class ContainerEngineProvider:
             "--master",
             self.master,
             *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
+            *mounts.data_root_args(),
         ]
         name = f"odf-engine-{secrets.token_hex(5)}"
         try:
@@ -174,6 +178,7 @@ class ContainerEngineProvider:
                 name=name,
                 detach=True,
                 network_mode="none",
+                user="0",  # see the socket directory: root reaches it, nobody else
                 volumes=volumes,
                 environment=jvm_environment(),
                 labels={

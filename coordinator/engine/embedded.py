@@ -44,6 +44,8 @@ class EmbeddedEngineProvider:
     master: str = "local[2]"
     driver_memory: str | None = DEFAULT_DRIVER_MEMORY
     start_timeout: float = 300.0
+    data_roots: tuple[Path, ...] = ()
+    """Directories served besides a command's mounts (a test run's temporary directory)."""
 
     @property
     def kind(self) -> str:
@@ -67,7 +69,9 @@ class EmbeddedEngineProvider:
     def engine(self, version: str | None, mounts: EngineMounts) -> Iterator[EngineClient]:
         self.check_version(version)
         # Locked while in use: the next command removes it if this one is killed.
-        with owned_temp_dir("odf-engine-") as workdir, self._process(workdir) as process:
+        mounts = EngineMounts.of(mounts.read_only, (*mounts.read_write, *self.data_roots))
+        mounts.create()
+        with owned_temp_dir("odf-engine-") as workdir, self._process(workdir, mounts) as process:
             client = EngineClient(
                 f"unix:{workdir / SOCKET_NAME}",
                 description=f"embedded engine (pid {process.pid})",
@@ -83,7 +87,7 @@ class EmbeddedEngineProvider:
                 yield client
 
     @contextmanager
-    def _process(self, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
+    def _process(self, workdir: Path, mounts: EngineMounts) -> Iterator[subprocess.Popen[bytes]]:
         args = [
             sys.executable,
             "-m",
@@ -95,6 +99,7 @@ class EmbeddedEngineProvider:
             "--master",
             self.master,
             *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
+            *mounts.data_root_args(),
         ]
         source_root = engine_package_dir().parent
         path = os.pathsep.join(p for p in (str(source_root), os.environ.get("PYTHONPATH")) if p)

@@ -37,7 +37,9 @@ class EngineMounts:
     """Host directories the engine reads (inputs) and writes (outputs).
 
     Requests name files by their host paths; an engine in a container sees each directory at
-    the same path, read-only or writable. Local and remote engines ignore this.
+    the same path, read-only or writable. Embedded and container engines are started with
+    these directories as their data roots (``--data-root``), so they touch no other files;
+    a remote engine has the roots it was started with.
     """
 
     read_only: tuple[Path, ...] = ()
@@ -48,6 +50,19 @@ class EngineMounts:
         rw = _unique(read_write)
         ro = tuple(p for p in _unique(read_only) if p not in rw)
         return cls(read_only=ro, read_write=rw)
+
+    @property
+    def all(self) -> tuple[Path, ...]:
+        return (*self.read_only, *self.read_write)
+
+    def create(self) -> None:
+        """Create every directory (an engine's data roots and mounts must exist)."""
+        for path in self.all:
+            path.mkdir(parents=True, exist_ok=True)
+
+    def data_root_args(self) -> list[str]:
+        """``--data-root DIR`` for each directory: the engine serves files under these only."""
+        return [arg for path in self.all for arg in ("--data-root", str(path))]
 
 
 def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:

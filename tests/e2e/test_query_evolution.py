@@ -87,7 +87,9 @@ class Story:
 @pytest.fixture(scope="module")
 def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     base = tmp_path_factory.mktemp("evolution")
-    with engine_server_process(master="local[1]", log_path=base / "engine.log") as engine:
+    with engine_server_process(
+        master="local[1]", data_roots=[base], log_path=base / "engine.log"
+    ) as engine:
         ws = base / "ws"
         ws.mkdir()
         ok(ws, "init")

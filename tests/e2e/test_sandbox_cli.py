@@ -100,7 +100,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     ws.mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(SECRET_VAR, SECRET)
-        with engine_server_process() as server:
+        with engine_server_process(data_roots=[ws]) as server:
             ok(ws, "init")
             (ws / ".odf" / "config.yaml").write_text(
                 f"engine:\n  provider: remote\n  address: {server.target}\n"

@@ -115,7 +115,7 @@ def remote_workspace(workspace: Path) -> Iterator[Path]:
     """A copy of the workspace whose engine is one running engine server."""
     copy = workspace.parent / "remote"
     shutil.copytree(workspace, copy)
-    with engine_server_process() as server:
+    with engine_server_process(data_roots=[workspace.parent]) as server:
         (copy / ".odf" / "config.yaml").write_text(
             f"engine:\n  provider: remote\n  address: {server.target}\n"
         )

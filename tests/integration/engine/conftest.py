@@ -14,6 +14,7 @@ import grpc
 import pytest
 
 from common.engine_rpc import engine_pb2_grpc
+from engine_spark.data_roots import DataRoots
 from engine_spark.engine import SparkEngine
 from engine_spark.server import EngineServer, ServerSettings
 from engine_spark.session import SessionSettings, build_session
@@ -31,7 +32,12 @@ def engine_server(
     spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[EngineServer]:
     socket_path = tmp_path_factory.mktemp("engine-socket") / "engine.sock"
-    settings = ServerSettings(host="127.0.0.1", ports=(0,), unix_socket=str(socket_path))
+    settings = ServerSettings(
+        host="127.0.0.1",
+        ports=(0,),
+        unix_socket=str(socket_path),
+        data_roots=DataRoots.of([str(tmp_path_factory.getbasetemp())]),
+    )
     server = EngineServer(settings, lambda: spark_engine)
     server.start()
     assert server.wait_until_ready(60)

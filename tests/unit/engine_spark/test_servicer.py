@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,8 @@ from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
 from common.odf.identity import DatasetID
 from common.serde import flatbuffers_codec as codec
+from engine_spark.calls import Admission
+from engine_spark.data_roots import DataRoots
 from engine_spark.errors import InvalidQueryError
 from engine_spark.server import (
     BackendSlot,
@@ -45,21 +48,38 @@ class Backend:
         return ep.TransformResponseSuccess()
 
 
+class Context:
+    """What the servicer uses of a gRPC call's context."""
+
+    def add_callback(self, callback: Any) -> bool:
+        return True
+
+    def abort(self, code: Any, details: str) -> None:
+        raise AssertionError(f"aborted: {code} {details}")
+
+
+def servicer(backend: Any) -> EngineServicer:
+    return EngineServicer(
+        backend, data_roots=DataRoots.of(["/out"]), admission=Admission(max_queue=0)
+    )
+
+
 def call(servicer: EngineServicer, data: bytes) -> ep.TransformResponse:
-    messages = list(servicer.ExecuteTransform(engine_pb2.TransformRequest(flatbuffer=data), None))
+    request = engine_pb2.TransformRequest(flatbuffer=data)
+    messages = list(servicer.ExecuteTransform(request, Context()))  # type: ignore[arg-type]
     assert len(messages) == 1
     return codec.decode_transform_response(messages[0].flatbuffer)
 
 
 def test_each_outcome_is_one_terminal_message() -> None:
     data = codec.encode_transform_request(REQUEST)
-    ok = EngineServicer(lambda: Backend())
+    ok = servicer(lambda: Backend())
     assert call(ok, data) == ep.TransformResponseSuccess()
 
-    invalid = EngineServicer(lambda: Backend(InvalidQueryError("no event_time")))
+    invalid = servicer(lambda: Backend(InvalidQueryError("no event_time")))
     assert call(invalid, data) == ep.TransformResponseInvalidQuery(message="no event_time")
 
-    broken = EngineServicer(lambda: Backend(KeyError("boom")))
+    broken = servicer(lambda: Backend(KeyError("boom")))
     response = call(broken, data)
     assert isinstance(response, ep.TransformResponseInternalError)
     assert response.message == "KeyError: 'boom'"
@@ -73,7 +93,7 @@ def test_each_outcome_is_one_terminal_message() -> None:
 def test_a_backend_that_failed_to_start_answers_internal_error() -> None:
     slot = BackendSlot()
     slot.fail(RuntimeError("no java"))
-    response = call(EngineServicer(slot.get), codec.encode_transform_request(REQUEST))
+    response = call(servicer(slot.get), codec.encode_transform_request(REQUEST))
     assert isinstance(response, ep.TransformResponseInternalError)
     assert "the engine failed to start: RuntimeError: no java" in response.message
 
@@ -87,3 +107,20 @@ def test_a_port_in_use_is_a_one_line_error() -> None:
         server = EngineServer(ServerSettings(host="127.0.0.1", ports=(port,)), lambda: Backend())
         with pytest.raises(ServerBindError, match=f"cannot listen on 127.0.0.1:{port}"):
             server.start()
+
+
+def test_a_path_outside_the_data_roots_is_refused_before_the_backend_runs() -> None:
+    ran: list[ep.TransformRequest] = []
+
+    class Recording(Backend):
+        def execute_transform(self, request: ep.TransformRequest) -> Any:
+            ran.append(request)
+            return ep.TransformResponseSuccess()
+
+    request = replace(REQUEST, new_data_path="/etc/cron.d/data")
+    response = call(servicer(lambda: Recording()), codec.encode_transform_request(request))
+    assert isinstance(response, ep.TransformResponseInternalError)
+    assert response.message == (
+        "request refused: new_data_path /etc/cron.d/data is outside the engine's data roots: /out"
+    )
+    assert ran == []
