@@ -34,9 +34,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def health_status(target: str, *, timeout: float = 2.0) -> int | None:
+def open_channel(target: str, credentials: grpc.ChannelCredentials | None = None) -> grpc.Channel:
+    """A channel to ``target``: over TLS with ``credentials``, else in plain text."""
+    if credentials is None:
+        return grpc.insecure_channel(target)
+    return grpc.secure_channel(target, credentials)
+
+
+def health_status(
+    target: str, *, timeout: float = 2.0, credentials: grpc.ChannelCredentials | None = None
+) -> int | None:
     """The Health/Check status of the engine service at ``target``, None if unreachable."""
-    with grpc.insecure_channel(target) as channel:
+    with open_channel(target, credentials) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             reply = stub.Check(
@@ -48,14 +57,18 @@ def health_status(target: str, *, timeout: float = 2.0) -> int | None:
 
 
 def wait_until_serving(
-    target: str, *, timeout: float = 180.0, process: subprocess.Popen[bytes] | None = None
+    target: str,
+    *,
+    timeout: float = 180.0,
+    process: subprocess.Popen[bytes] | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
 ) -> float:
     """Poll health until SERVING; returns the seconds waited. Raises TimeoutError/RuntimeError."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"engine server exited with code {process.returncode} before ready")
-        if health_status(target) == health_pb2.HealthCheckResponse.SERVING:
+        if health_status(target, credentials=credentials) == health_pb2.HealthCheckResponse.SERVING:
             return time.monotonic() - started
         time.sleep(0.2)
     raise TimeoutError(f"engine at {target} not serving after {timeout:.0f} s")
@@ -68,13 +81,15 @@ class EngineServerProcess:
     process: subprocess.Popen[bytes]
     port: int
     unix_socket: str | None
+    credentials: grpc.ChannelCredentials | None = None
+    """TLS credentials of a client (the server was started with a certificate)."""
 
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def channel(self) -> grpc.Channel:
-        return grpc.insecure_channel(self.target)
+        return open_channel(self.target, self.credentials)
 
     def stub(self, channel: grpc.Channel) -> engine_pb2_grpc.EngineStub:
         return engine_pb2_grpc.EngineStub(channel)
@@ -97,6 +112,8 @@ def engine_server_process(
     master: str = "local[2]",
     unix_socket: str | None = None,
     data_roots: Sequence[Path] = (),
+    host: str | None = "127.0.0.1",
+    credentials: grpc.ChannelCredentials | None = None,
     extra_args: Sequence[str] = (),
     wait: bool = True,
     ready_timeout: float = 180.0,
@@ -105,14 +122,15 @@ def engine_server_process(
     """Start the engine on a free loopback port; stop it with SIGTERM on exit.
 
     ``data_roots``: the directories its requests may name files under (``--data-root``).
+    ``host``: ``None`` leaves the bind address to the engine's default. ``credentials``: the
+    client side of TLS when ``extra_args`` give the server a certificate.
     """
     port = free_port()
     args = [
         sys.executable,
         "-m",
         "engine_spark",
-        "--host",
-        "127.0.0.1",
+        *(["--host", host] if host is not None else []),
         "--ports",
         str(port),
         "--master",
@@ -125,10 +143,17 @@ def engine_server_process(
     log: IO[bytes] | int = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
     try:
         process = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=log)
-        server = EngineServerProcess(process=process, port=port, unix_socket=unix_socket)
+        server = EngineServerProcess(
+            process=process, port=port, unix_socket=unix_socket, credentials=credentials
+        )
         try:
             if wait:
-                wait_until_serving(server.target, timeout=ready_timeout, process=process)
+                wait_until_serving(
+                    server.target,
+                    timeout=ready_timeout,
+                    process=process,
+                    credentials=credentials,
+                )
             yield server
         finally:
             server.terminate()

@@ -37,6 +37,7 @@ def engine_server(
         ports=(0,),
         unix_socket=str(socket_path),
         data_roots=DataRoots.of([str(tmp_path_factory.getbasetemp())]),
+        reflection=True,
     )
     server = EngineServer(settings, lambda: spark_engine)
     server.start()
