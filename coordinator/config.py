@@ -6,6 +6,8 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       provider: embedded          # embedded | container | remote
       image: localhost/odf-engine-spark:latest   # container: a tag or repo@sha256:<digest>
       address: 127.0.0.1:2884     # remote: host:port, or unix:/path/to/socket
+      tokenFile: engine.token     # remote: file holding the engine's token (--token-file)
+      tlsCa: engine-ca.pem        # remote: CA certificate(s) to check the engine's TLS with
       master: local[2]            # embedded and container: the Spark master
       driverMemory: 2g            # embedded and container: Spark driver memory (default 2g)
       startTimeout: 300           # seconds for an engine to become ready
@@ -13,13 +15,14 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       exchange: arrow             # arrow (memory-mapped Arrow IPC files) | parquet
       maxInputRecords: 1000000    # input records per transaction, per input (batches)
 
-Errors name the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
+Relative paths (``tokenFile``, ``tlsCa``) are relative to the ``.odf`` directory. Errors name
+the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,10 @@ class EngineConfig:
     master: str = "local[2]"
     driver_memory: str | None = DEFAULT_DRIVER_MEMORY
     start_timeout: float = DEFAULT_START_TIMEOUT_S
+    token_file: Path | None = None
+    """Remote engines: the token sent as ``authorization: Bearer <token>`` on every call."""
+    tls_ca: Path | None = None
+    """Remote engines: connect over TLS, trusting these CA certificates (PEM)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,7 +90,16 @@ def load_config(odf_dir: Path) -> WorkspaceConfig:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return WorkspaceConfig()
-    return parse_config(text, source=str(path))
+    config = parse_config(text, source=str(path))
+    engine = config.engine
+    return replace(
+        config,
+        engine=replace(
+            engine,
+            token_file=odf_dir / engine.token_file if engine.token_file else None,
+            tls_ca=odf_dir / engine.tls_ca if engine.tls_ca else None,
+        ),
+    )
 
 
 def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
@@ -110,7 +126,16 @@ def _workspace_config(value: Any) -> WorkspaceConfig:
     )
 
 
-_ENGINE_KEYS = ("provider", "image", "address", "master", "driverMemory", "startTimeout")
+_ENGINE_KEYS = (
+    "provider",
+    "image",
+    "address",
+    "master",
+    "driverMemory",
+    "startTimeout",
+    "tokenFile",
+    "tlsCa",
+)
 
 
 def _engine_config(value: Any) -> EngineConfig:
@@ -129,6 +154,8 @@ def _engine_config(value: Any) -> EngineConfig:
         master=_string(m, "engine", "master", default.master) or default.master,
         driver_memory=_string(m, "engine", "driverMemory", default.driver_memory),
         start_timeout=_positive(m, "engine", "startTimeout", default.start_timeout),
+        token_file=_path(m, "engine", "tokenFile"),
+        tls_ca=_path(m, "engine", "tlsCa"),
     )
 
 
@@ -166,6 +193,15 @@ def _string(m: dict[str, Any], path: str, key: str, default: str | None) -> str 
     if not isinstance(value, str):
         raise ValidationError(f"expected a string, got {_kind(value)}", path=_join(path, key))
     return value
+
+
+def _path(m: dict[str, Any], path: str, key: str) -> Path | None:
+    value = _string(m, path, key, None)
+    if value is None:
+        return None
+    if not value:
+        raise ValidationError("expected a file path, got an empty string", path=_join(path, key))
+    return Path(value)
 
 
 def _enum(m: dict[str, Any], path: str, key: str, cls: type[Any], default: Any) -> Any:

@@ -111,6 +111,21 @@ _QUERY: _Rpc[ep.QueryRequest, ep.QueryResponseSuccess] = _Rpc(
 )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineCredentials:
+    """How to reach an exposed engine: TLS trusting ``tls_ca`` (PEM), and a bearer token."""
+
+    token: str | None = None
+    tls_ca: bytes | None = None
+
+
+_REFUSALS = {
+    grpc.StatusCode.UNAUTHENTICATED: " (check engine.tokenFile in .odf/config.yaml)",
+    grpc.StatusCode.RESOURCE_EXHAUSTED: " (its queue is full; try again later)",
+}
+"""Status codes with which a running engine turns a call away, and what to do about it."""
+
+
 class EngineClient:
     """A connection to one engine (``target``: ``host:port`` or ``unix:/path``)."""
 
@@ -120,12 +135,21 @@ class EngineClient:
         *,
         description: str | None = None,
         after_call: Callable[[], None] | None = None,
+        credentials: EngineCredentials | None = None,
     ) -> None:
         self.target = target
         self.description = description or f"engine at {target}"
         self._after_call = after_call
         """Run after every call (a container engine hands its output files to the host user)."""
-        self._channel = grpc.insecure_channel(target)
+        credentials = credentials or EngineCredentials()
+        if credentials.tls_ca is not None:
+            tls = grpc.ssl_channel_credentials(root_certificates=credentials.tls_ca)
+            self._channel = grpc.secure_channel(target, tls)
+        else:
+            self._channel = grpc.insecure_channel(target)
+        self._metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {credentials.token}"),) if credentials.token else ()
+        )
         self._stub = engine_pb2_grpc.EngineStub(self._channel)
 
     def close(self) -> None:
@@ -185,14 +209,19 @@ class EngineClient:
 
     def _call(self, rpc: _Rpc[Req, Ok], request: Req) -> Ok:
         envelope = rpc.envelope(flatbuffer=rpc.encode(request))
-        stream: Any = rpc.method(self._stub)(envelope)
+        stream: Any = rpc.method(self._stub)(envelope, metadata=self._metadata)
         try:
             return self._read_stream(rpc, stream)
         except grpc.RpcError as e:
             call: Any = e
-            if hasattr(call, "code") and call.code() is grpc.StatusCode.UNIMPLEMENTED:
+            code = call.code() if hasattr(call, "code") else None
+            if code is grpc.StatusCode.UNIMPLEMENTED:
                 raise EngineError(
                     f"{self.description} does not implement {rpc.name} (an older engine?)"
+                ) from None
+            if code in _REFUSALS:
+                raise EngineError(
+                    f"{rpc.name} refused by {self.description}: {_status(e)}{_REFUSALS[code]}"
                 ) from None
             raise EngineError(
                 f"{rpc.name} failed: {self.description}: {_status(e)}"

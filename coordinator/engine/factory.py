@@ -28,7 +28,12 @@ def provider_from_config(config: EngineConfig) -> EngineProvider:
             )
         case EngineProviderKind.REMOTE:
             assert config.address is not None  # checked when the configuration is read
-            return RemoteEngineProvider(address=config.address, start_timeout=config.start_timeout)
+            return RemoteEngineProvider(
+                address=config.address,
+                start_timeout=config.start_timeout,
+                token_file=config.token_file,
+                tls_ca=config.tls_ca,
+            )
 
 
 def workspace_engines(odf_dir: Path, mounts: EngineMounts | None = None) -> EngineSession:

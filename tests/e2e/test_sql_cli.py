@@ -14,17 +14,20 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import pytest
 
 from common.testing.containers import BuiltImage
-from common.testing.engine_server import engine_server_process
+from common.testing.engine_server import engine_server_process, make_certificate
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 600
+TOKEN = "e2e-engine-token"
 
 FLIGHTS = """\
 kind: DatasetSnapshot
@@ -110,16 +113,72 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
+@dataclass(frozen=True)
+class Remote:
+    workspace: Path
+    target: str
+
+
 @pytest.fixture(scope="module")
-def remote_workspace(workspace: Path) -> Iterator[Path]:
-    """A copy of the workspace whose engine is one running engine server."""
-    copy = workspace.parent / "remote"
+def remote(workspace: Path) -> Iterator[Remote]:
+    """One running engine server, exposed as it should be: TLS and a token."""
+    base = workspace.parent
+    cert, key = make_certificate(base)
+    (base / "engine.token").write_text(TOKEN)
+    args = [
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        "--token-file",
+        str(base / "engine.token"),
+    ]
+    tls = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+    copy = base / "remote"
     shutil.copytree(workspace, copy)
-    with engine_server_process(data_roots=[workspace.parent]) as server:
-        (copy / ".odf" / "config.yaml").write_text(
-            f"engine:\n  provider: remote\n  address: {server.target}\n"
-        )
-        yield copy
+    with engine_server_process(data_roots=[base], credentials=tls, extra_args=args) as server:
+        (copy / ".odf" / "engine.token").write_text(TOKEN + "\n")
+        shutil.copy(cert, copy / ".odf" / "engine-ca.pem")
+        (copy / ".odf" / "config.yaml").write_text(remote_config(server.target))
+        yield Remote(workspace=copy, target=server.target)
+
+
+def remote_config(target: str, token_file: str = "engine.token") -> str:
+    return (
+        f"engine:\n  provider: remote\n  address: {target}\n"
+        f"  tokenFile: {token_file}\n  tlsCa: engine-ca.pem\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def remote_workspace(remote: Remote) -> Path:
+    """A copy of the workspace whose engine is the running engine server."""
+    return remote.workspace
+
+
+def test_a_wrong_token_is_a_one_line_error(remote: Remote, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(remote.workspace, ws)
+    (ws / ".odf" / "wrong.token").write_text("not-the-token")
+    (ws / ".odf" / "config.yaml").write_text(remote_config(remote.target, "wrong.token"))
+    result = odf(ws, "sql", "-c", "SELECT 1 AS x")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert "UNAUTHENTICATED: a valid engine token is required" in line
+    assert "check engine.tokenFile" in line
+
+
+def test_a_workspace_outside_the_engine_roots_is_refused(
+    remote: Remote, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    ws = tmp_path_factory.mktemp("elsewhere") / "ws"
+    shutil.copytree(remote.workspace, ws)
+    result = odf(ws, "sql", "-c", "SELECT count(*) AS n FROM `nyc.airlines`")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert "outside the engine's data roots" in line
+    assert not list((ws / ".odf").glob(".query-*"))
 
 
 def test_embedded_engine_join_and_aggregate_as_json(workspace: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from common.testing.engine_server import (
     EngineServerProcess,
     engine_server_process,
     health_status,
+    make_certificate,
     wait_until_serving,
 )
 
@@ -50,34 +50,6 @@ class Secured:
 
     def stub(self, channel: grpc.Channel) -> engine_pb2_grpc.EngineStub:
         return engine_pb2_grpc.EngineStub(channel)
-
-
-def make_certificate(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and localhost (openssl), and its key."""
-    cert, key = directory / "engine.crt", directory / "engine.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
 
 
 @pytest.fixture(scope="module")

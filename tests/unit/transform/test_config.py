@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from coordinator.config import (
 )
 from coordinator.engine.container import is_pinned_reference, pinned_reference
 from coordinator.engine.embedded import EmbeddedEngineProvider
-from coordinator.engine.errors import EngineVersionError
+from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.factory import provider_from_config
 from coordinator.engine.remote import RemoteEngineProvider, grpc_target
 from coordinator.engine.version import embedded_engine_version, source_digest
@@ -81,6 +82,35 @@ def test_providers_from_config() -> None:
     assert isinstance(remote, RemoteEngineProvider)
     assert remote.resolve_version() is None
     assert isinstance(provider_from_config(WorkspaceConfig().engine), EmbeddedEngineProvider)
+
+
+def test_remote_credentials_are_files_relative_to_the_odf_dir(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "engine:\n  provider: remote\n  address: h:1\n"
+        "  tokenFile: engine.token\n  tlsCa: /etc/ca.pem\n"
+    )
+    engine = load_config(tmp_path).engine
+    assert engine.token_file == tmp_path / "engine.token"
+    assert engine.tls_ca == Path("/etc/ca.pem")
+    remote = provider_from_config(engine)
+    assert isinstance(remote, RemoteEngineProvider)
+    with pytest.raises(EngineUnavailableError, match=r"engine.tokenFile .*engine.token: cannot"):
+        remote.credentials()
+    (tmp_path / "engine.token").write_text("two words\n")
+    with pytest.raises(EngineUnavailableError, match="the token must be one word"):
+        remote.credentials()
+    (tmp_path / "engine.token").write_text(" tok3n \n")
+    with pytest.raises(EngineUnavailableError, match=r"engine.tlsCa /etc/ca.pem: cannot read"):
+        remote.credentials()
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(b"PEM")
+    credentials = replace(remote, tls_ca=ca).credentials()
+    assert (credentials.token, credentials.tls_ca) == ("tok3n", b"PEM")
+
+
+def test_an_empty_token_file_key_is_an_error() -> None:
+    with pytest.raises(ValidationError, match=r"engine\.tokenFile: expected a file path"):
+        parse_config('engine:\n  tokenFile: ""\n')
 
 
 def test_grpc_targets() -> None:
