@@ -105,16 +105,20 @@ def fetch_container(
 ) -> FetchResult:
     env = container_env(step, prev)
     target = work_dir / FETCHED_FILE
-    with tempfile.TemporaryDirectory(prefix="fetch-", dir=work_dir) as out_dir:
+    with tempfile.TemporaryDirectory(prefix="fetch-", dir=work_dir) as private:
+        # The image may run as any user, so the directory it writes to is world-writable; it
+        # sits in a private (0700) directory, so on the host only the coordinator reaches it.
+        out_dir = Path(private) / "out"
+        out_dir.mkdir()
         os.chmod(out_dir, 0o777)
-        exit_code = _run(step, env, Path(out_dir), target, work_dir, client_factory, progress)
+        exit_code = _run(step, env, out_dir, target, work_dir, client_factory, progress)
         if exit_code != 0:
             raise ProcessError(
                 f"fetch container {step.image} exited with code {exit_code}"
                 f"{_stderr_tail(work_dir / STDERR_FILE)}"
             )
-        state = _new_state(Path(out_dir))
-        has_more = (Path(out_dir) / "new-has-more-data").exists()
+        state = _new_state(out_dir)
+        has_more = (out_dir / "new-has-more-data").exists()
     if target.stat().st_size == 0 and state == prev:
         return UpToDate()
     return Fetched(
