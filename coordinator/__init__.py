@@ -1,1 +1,8 @@
 """The ODF coordinator: workspace, dataset storage, ingestion, transformation, verification."""
+
+import os
+
+# Commands start engines and containers (fork + exec) while gRPC channels may be open; gRPC's
+# fork handlers then crash the child before it execs (SIGABRT, "epoll_wait error: Bad file
+# descriptor", about 2% of starts). Read by grpc when it is first imported, so set here.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")

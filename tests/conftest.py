@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 
+# Before anything imports grpc: see coordinator/__init__.py (this process starts engines).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import pytest
 from hypothesis import HealthCheck, settings
 
