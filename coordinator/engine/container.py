@@ -190,10 +190,14 @@ class ContainerEngineProvider:
         except _RUNTIME_ERRORS as e:
             raise EngineUnavailableError(f"cannot start engine container from {ref}: {e}") from None
         log.info("engine.started", provider="container", container=name, image=ref)
+        timeout = STOP_TIMEOUT_S
         try:
             yield container
+        except KeyboardInterrupt:
+            timeout = 0  # interrupted: kill it at once, do not wait for a clean stop
+            raise
         finally:
-            _stop(container)
+            _stop(container, timeout)
 
 
 def _exited(container: Any) -> str | None:
@@ -223,9 +227,10 @@ def _chown_outputs(container: Any, mounts: EngineMounts) -> Any:
     return chown
 
 
-def _stop(container: Any) -> None:
+def _stop(container: Any, timeout: float = STOP_TIMEOUT_S) -> None:
+    """Stop (SIGTERM, SIGKILL after ``timeout``; 0: SIGKILL at once) and remove the engine."""
     try:
-        container.stop(timeout=STOP_TIMEOUT_S)
+        container.stop(timeout=timeout)
     except _RUNTIME_ERRORS as e:
         log.warning("engine.stop_failed", container=container.name, error=str(e))
     try:

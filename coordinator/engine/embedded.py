@@ -5,6 +5,11 @@ container runtime and no network are needed. The process is started once per com
 ready when its health service reports SERVING (its SparkSession is up), gets SIGTERM at the
 end (SIGKILL if it does not stop in time), and is killed by the kernel if the coordinator
 dies first (``PR_SET_PDEATHSIG``), so a killed command leaves no engine behind.
+
+It runs in its own session, so a Ctrl-C at the terminal reaches the coordinator alone: an
+interrupted command kills the engine's whole process group (its JVM too) at once instead of
+waiting for a graceful stop. Spark's and Python's scratch files go to the engine's temporary
+directory (``SPARK_LOCAL_DIRS``, ``TMPDIR``), which is removed with it either way.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ log = structlog.get_logger(__name__)
 
 SOCKET_NAME = "engine.sock"
 LOG_NAME = "engine.log"
+SCRATCH_NAME = "scratch"
 STOP_TIMEOUT_S = 30.0
+KILL_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 1500
 START_FAILED = "engine.start_failed"
@@ -103,7 +110,15 @@ class EmbeddedEngineProvider:
         ]
         source_root = engine_package_dir().parent
         path = os.pathsep.join(p for p in (str(source_root), os.environ.get("PYTHONPATH")) if p)
-        env = {**os.environ, "PYTHONPATH": path, **jvm_environment(dict(os.environ))}
+        scratch = workdir / SCRATCH_NAME
+        scratch.mkdir()
+        env = {
+            **os.environ,
+            "PYTHONPATH": path,
+            "SPARK_LOCAL_DIRS": str(scratch),
+            "TMPDIR": str(scratch),
+            **jvm_environment(dict(os.environ)),
+        }
         with open(workdir / LOG_NAME, "wb") as out:
             try:
                 process = subprocess.Popen(
@@ -113,6 +128,7 @@ class EmbeddedEngineProvider:
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=out,
+                    start_new_session=True,
                     preexec_fn=_die_with_parent,
                 )
             except OSError as e:
@@ -120,6 +136,9 @@ class EmbeddedEngineProvider:
         log.info("engine.started", provider="embedded", pid=process.pid)
         try:
             yield process
+        except KeyboardInterrupt:
+            _kill(process)
+            raise
         finally:
             _stop(process)
 
@@ -152,6 +171,22 @@ def _read_log(workdir: Path) -> str:
 def _log_tail(workdir: Path) -> str:
     tail = _read_log(workdir)[-_LOG_TAIL_CHARS:]
     return f": {' '.join(tail.split())}" if tail.strip() else ""
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the engine's process group (the engine and its JVM): the command was
+    interrupted, and nothing the engine holds is worth waiting for."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(KILL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        log.warning("engine.kill_timeout", pid=process.pid)
+    log.info("engine.killed", provider="embedded", pid=process.pid)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

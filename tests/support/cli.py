@@ -50,3 +50,17 @@ def fails(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     first = result.stderr.splitlines()[0] if result.stderr else ""
     assert first.startswith("error: "), result.stderr
     return first
+
+
+def start_odf(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``odf ARGS`` in ``cwd`` without waiting (to signal it); text pipes for both
+    streams. The caller waits for it and closes the pipes."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+    )
