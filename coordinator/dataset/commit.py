@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import structlog
@@ -245,12 +245,6 @@ def build_blocks(
         blocks.append((h, data))
         state = advance(state, h, block)
     return blocks, state
-
-
-def default_system_time(state: DatasetState) -> datetime:
-    """Now, but never before the head's time (a clock that stepped back would break the chain)."""
-    now = datetime.now(UTC)
-    return max(now, state.system_time) if state.system_time else now
 
 
 def write_transaction(

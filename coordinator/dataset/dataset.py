@@ -16,7 +16,7 @@ from coordinator.dataset import staging, state_cache
 from coordinator.dataset.chain import MetadataChain
 from coordinator.dataset.errors import CorruptDatasetError
 from coordinator.dataset.layout import DatasetLayout
-from coordinator.dataset.state import DatasetState
+from coordinator.dataset.state import DatasetState, next_system_time
 
 CommitItem = tx.CommitItem
 
@@ -138,7 +138,7 @@ class Dataset:
             tx.recover(self.layout, self.chain)
             tx.check_expected_head(self.alias, self.chain, expected_head)
             state = self.state()
-            when = system_time if system_time is not None else tx.default_system_time(state)
+            when = system_time if system_time is not None else next_system_time(state)
             blocks, new_state = tx.build_blocks(state, [e.event for e in entries], when)
             tx.write_transaction(self.layout, blocks, moves)
         self._state = new_state

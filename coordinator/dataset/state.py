@@ -13,7 +13,7 @@ just those blocks, oldest first, rebuilds the same state.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from common.odf.block import MetadataBlock
@@ -188,6 +188,13 @@ class DatasetState:
 
     def origin(self, key: str) -> Multihash | None:
         return next((h for k, h in self.origins if k == key), None)
+
+
+def next_system_time(state: DatasetState, now: datetime | None = None) -> datetime:
+    """The system time of the next block: ``now`` (default: the clock), but never before the
+    head's, so a clock that stepped back cannot break the chain (time never goes back)."""
+    now = now or datetime.now(UTC)
+    return max(now, state.system_time) if state.system_time else now
 
 
 def _with_origin(

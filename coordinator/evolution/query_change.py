@@ -18,7 +18,7 @@ transform of the dataset's latest ``SetTransform``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pyarrow as pa
 
@@ -33,7 +33,7 @@ from coordinator.config import ExchangeFormat
 from coordinator.dataset import CommitItem, Dataset, DatasetNotFoundError, DatasetState
 from coordinator.dataset.rules import schema_change_problem
 from coordinator.dataset.snapshot_events import normalize_transform
-from coordinator.dataset.state import last_input_block, last_input_offset
+from coordinator.dataset.state import last_input_block, last_input_offset, next_system_time
 from coordinator.engine import EngineInvalidQueryError, EngineSession
 from coordinator.evolution.migration import run_migration
 from coordinator.transform.graph import Resolver
@@ -93,7 +93,7 @@ def change_query(
     histories = _input_histories(event, resolve)
     schema = _validate(dataset, state, current, event, histories, engines)
     added = _check_schema_evolution(state, schema)
-    when = max(now or datetime.now(UTC), state.system_time or datetime.min.replace(tzinfo=UTC))
+    when = next_system_time(state, now)
     if state.last_execute_transform is None:
         head = dataset.commit(event, expected_head=state.head, system_time=when)
         return QueryChange(

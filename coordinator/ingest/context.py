@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import structlog
@@ -71,12 +71,6 @@ def data_files(dataset: Dataset, head: Multihash | None) -> list[Path]:
             files.append(dataset.data_path(event.new_data.physical_hash))
     files.reverse()
     return files
-
-
-def ingest_system_time(state: DatasetState) -> datetime:
-    """Now, but never before the head block's time (the chain's time must not go back)."""
-    now = datetime.now(UTC)
-    return max(now, state.system_time) if state.system_time else now
 
 
 def commit_staged(

@@ -21,11 +21,11 @@ import structlog
 
 from common.odf.events import SetPollingSource
 from coordinator.dataset import Dataset, DatasetState
+from coordinator.dataset.state import next_system_time
 from coordinator.ingest.context import (
     IngestResult,
     chain_context,
     commit_staged,
-    ingest_system_time,
     retrying_conflicts,
 )
 from coordinator.ingest.fetch import ClientFactory, UpToDate, default_client, fetch
@@ -83,7 +83,7 @@ def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
             "the source keeps no state, so it is not fetched again"
             " (use --fetch-uncacheable to force)",
         )
-    system_time = poll.system_time or ingest_system_time(state)
+    system_time = poll.system_time or next_system_time(state)
     with dataset.staging_dir() as staging:
         fetched = fetch(
             source.fetch,

@@ -15,11 +15,11 @@ import structlog
 
 from common.odf.events import AddPushSource
 from coordinator.dataset import Dataset, DatasetState
+from coordinator.dataset.state import next_system_time
 from coordinator.ingest.context import (
     IngestResult,
     chain_context,
     commit_staged,
-    ingest_system_time,
     retrying_conflicts,
 )
 from coordinator.ingest.errors import SourceNotFoundError
@@ -102,7 +102,7 @@ def _push_once(
     state, context = chain_context(dataset)
     source = choose_push_source(state, dataset.alias, request.source_name)
     step = read_step_for_format(source.read, request.input_format)
-    system_time = request.system_time or ingest_system_time(state)
+    system_time = request.system_time or next_system_time(state)
     with dataset.staging_dir() as staging:
         data: DataStream | None = None
         if path.stat().st_size > 0:

@@ -30,7 +30,12 @@ from common.odf.fragments import (
 )
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
-from coordinator.dataset.state import DatasetState, last_input_block, last_input_offset
+from coordinator.dataset.state import (
+    DatasetState,
+    last_input_block,
+    last_input_offset,
+    next_system_time,
+)
 from coordinator.transform.errors import InputDivergedError, TransformSetupError
 
 
@@ -171,7 +176,7 @@ def plan_next(
         return UpToDate("up to date")
     return TransformPlan(
         expected_head=state.head,
-        system_time=max(now, state.system_time) if state.system_time else now,
+        system_time=next_system_time(state, now),
         transform=state.transform.transform,
         vocab=state.vocab,
         prev_offset=state.last_offset,

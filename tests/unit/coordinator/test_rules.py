@@ -34,7 +34,7 @@ from common.odf.multihash import Multihash
 from coordinator.dataset.commit import build_blocks
 from coordinator.dataset.errors import AppendValidationError
 from coordinator.dataset.rules import schema_change_problem, validate_append
-from coordinator.dataset.state import DatasetState
+from coordinator.dataset.state import DatasetState, next_system_time
 from tests.unit.coordinator.events import (
     SCHEMA,
     at,
@@ -310,3 +310,11 @@ def test_execute_transform_input_and_checkpoint_chaining() -> None:
 def test_execute_transform_needs_set_transform() -> None:
     state = chain(seed(b"deriv", DatasetKind.DERIVATIVE), set_schema())
     rejects(state, execute(None, B1, None, None, new_watermark=at(0)), "preceded by a SetTransform")
+
+
+def test_the_next_system_time_never_goes_before_the_head() -> None:
+    state = chain(seed(), time=at(10))
+    assert next_system_time(state, at(20)) == at(20)
+    assert next_system_time(state, at(5)) == at(10)  # the clock stepped back
+    assert next_system_time(DatasetState(), at(5)) == at(5)
+    assert next_system_time(state) >= at(10)
