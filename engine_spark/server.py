@@ -17,29 +17,25 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from common.engine_rpc import (
-    REFERENCE_ENGINE_PORT,
-    SPEC_ENGINE_PORT,
-    engine_pb2,
-    engine_pb2_grpc,
-)
+from common.engine_rpc import REFERENCE_ENGINE_PORT, SPEC_ENGINE_PORT, rpcs
+from common.engine_rpc.rpcs import EngineRpc
 from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
-from common.serde import flatbuffers_codec as codec
 from engine_spark.calls import Admission, CallControl, EngineBusyError, bound
 from engine_spark.data_roots import NO_DATA_ROOTS, DataRoots, PathOutsideRootsError
 from engine_spark.errors import InvalidQueryError
 
 log = structlog.get_logger("engine_spark.server")
 
-SERVICE_NAME: str = engine_pb2.DESCRIPTOR.services_by_name["Engine"].full_name
+SERVICE_NAME: str = rpcs.SERVICE
 
 
 class EngineBackend(Protocol):
@@ -66,62 +62,14 @@ class EngineUnavailableError(Exception):
     """The backend failed to start; every request is answered with this as InternalError."""
 
 
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
-
-
-@dataclass(frozen=True, slots=True)
-class _Rpc(Generic[Req, Resp]):
-    """How one RPC decodes its request, calls the backend and reports errors."""
-
-    request_name: str
-    decode: Callable[[bytes], Req]
-    call: Callable[[EngineBackend, Req], Resp]
-    encode: Callable[[Any], bytes]
-    invalid_query: Callable[..., Any]
-    internal_error: Callable[..., Any]
-
-
-_TRANSFORM = _Rpc(
-    "TransformRequest",
-    codec.decode_transform_request,
-    lambda b, r: b.execute_transform(r),
-    codec.encode_transform_response,
-    ep.TransformResponseInvalidQuery,
-    ep.TransformResponseInternalError,
-)
-_RAW_QUERY = _Rpc(
-    "RawQueryRequest",
-    codec.decode_raw_query_request,
-    lambda b, r: b.execute_raw_query(r),
-    codec.encode_raw_query_response,
-    ep.RawQueryResponseInvalidQuery,
-    ep.RawQueryResponseInternalError,
-)
-_VALIDATE = _Rpc(
-    "ValidateQueryRequest",
-    codec.decode_validate_query_request,
-    lambda b, r: b.validate_query(r),
-    codec.encode_validate_query_response,
-    ep.ValidateQueryResponseInvalidQuery,
-    ep.ValidateQueryResponseInternalError,
-)
-_MIGRATE = _Rpc(
-    "MigrateQueryRequest",
-    codec.decode_migrate_query_request,
-    lambda b, r: b.migrate_query(r),
-    codec.encode_migrate_query_response,
-    ep.MigrateQueryResponseInvalidQuery,
-    ep.MigrateQueryResponseInternalError,
-)
-_QUERY = _Rpc(
-    "QueryRequest",
-    codec.decode_query_request,
-    lambda b, r: b.execute_query(r),
-    codec.encode_query_response,
-    ep.QueryResponseInvalidQuery,
-    ep.QueryResponseInternalError,
-)
+_BACKEND_CALLS: dict[str, Callable[[EngineBackend, Any], Any]] = {
+    rpcs.TRANSFORM.name: lambda b, r: b.execute_transform(r),
+    rpcs.RAW_QUERY.name: lambda b, r: b.execute_raw_query(r),
+    rpcs.VALIDATE.name: lambda b, r: b.validate_query(r),
+    rpcs.MIGRATE.name: lambda b, r: b.migrate_query(r),
+    rpcs.QUERY.name: lambda b, r: b.execute_query(r),
+}
+"""Which backend method serves each RPC of ``common.engine_rpc.rpcs``."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -163,8 +111,8 @@ class BackendSlot:
             raise EngineUnavailableError(f"the engine failed to start: {describe_error(e)}") from e
 
 
-class EngineServicer(engine_pb2_grpc.EngineServicer):
-    """The ``engine.Engine`` service over a backend.
+class EngineServicer:
+    """The ``engine.Engine`` service over a backend, one handler per RPC of the shared table.
 
     Each call is admitted to the bounded queue (else RESOURCE_EXHAUSTED), has its paths checked
     against the data roots, and runs under a ``CallControl`` that the client's cancellation or
@@ -184,37 +132,29 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
         self._admission = admission
         self._timeout = request_timeout
 
-    def ExecuteTransform(
-        self, request: engine_pb2.TransformRequest, context: grpc.ServicerContext
-    ) -> Iterator[engine_pb2.TransformResponse]:
-        data = self._handle(_TRANSFORM, request.flatbuffer, context)
-        yield engine_pb2.TransformResponse(flatbuffer=data)
+    def handler(self) -> grpc.GenericRpcHandler[Any, Any]:
+        """The gRPC handler of every RPC of the service."""
+        return grpc.method_handlers_generic_handler(
+            rpcs.SERVICE,
+            {
+                rpc.name: grpc.unary_stream_rpc_method_handler(
+                    partial(self.stream, rpc),
+                    request_deserializer=rpc.request_envelope.FromString,
+                    response_serializer=rpc.response_envelope.SerializeToString,
+                )
+                for rpc in rpcs.RPCS
+            },
+        )
 
-    def ExecuteRawQuery(
-        self, request: engine_pb2.RawQueryRequest, context: grpc.ServicerContext
-    ) -> Iterator[engine_pb2.RawQueryResponse]:
-        data = self._handle(_RAW_QUERY, request.flatbuffer, context)
-        yield engine_pb2.RawQueryResponse(flatbuffer=data)
+    def stream(
+        self, rpc: EngineRpc[Any, Any], request: Any, context: grpc.ServicerContext
+    ) -> Iterator[Any]:
+        """The response stream of one call: exactly one terminal message."""
+        yield rpc.response_envelope(flatbuffer=self._handle(rpc, request.flatbuffer, context))
 
-    def ValidateQuery(
-        self, request: engine_pb2.ValidateQueryRequest, context: grpc.ServicerContext
-    ) -> Iterator[engine_pb2.ValidateQueryResponse]:
-        data = self._handle(_VALIDATE, request.flatbuffer, context)
-        yield engine_pb2.ValidateQueryResponse(flatbuffer=data)
-
-    def MigrateQuery(
-        self, request: engine_pb2.MigrateQueryRequest, context: grpc.ServicerContext
-    ) -> Iterator[engine_pb2.MigrateQueryResponse]:
-        data = self._handle(_MIGRATE, request.flatbuffer, context)
-        yield engine_pb2.MigrateQueryResponse(flatbuffer=data)
-
-    def ExecuteQuery(
-        self, request: engine_pb2.QueryRequest, context: grpc.ServicerContext
-    ) -> Iterator[engine_pb2.QueryResponse]:
-        data = self._handle(_QUERY, request.flatbuffer, context)
-        yield engine_pb2.QueryResponse(flatbuffer=data)
-
-    def _handle(self, rpc: _Rpc[Any, Any], data: bytes, context: grpc.ServicerContext) -> bytes:
+    def _handle(
+        self, rpc: EngineRpc[Any, Any], data: bytes, context: grpc.ServicerContext
+    ) -> bytes:
         control = CallControl(rpc.request_name)
         try:
             with self._admission.admit(control):
@@ -228,10 +168,10 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
             log.warning("request.refused_busy", rpc=rpc.request_name)
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         try:
-            return rpc.encode(response)
+            return rpc.encode_response(response)
         except Exception as e:
             log.error("response.encode_failed", rpc=rpc.request_name, error=describe_error(e))
-            return rpc.encode(
+            return rpc.encode_response(
                 rpc.internal_error(
                     message=f"cannot encode the response: {describe_error(e)}",
                     backtrace=traceback.format_exc(),
@@ -256,9 +196,9 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
         finally:
             timer.cancel()
 
-    def _respond(self, rpc: _Rpc[Any, Any], data: bytes, control: CallControl) -> Any:
+    def _respond(self, rpc: EngineRpc[Any, Any], data: bytes, control: CallControl) -> Any:
         try:
-            request = rpc.decode(data)
+            request = rpc.decode_request(data)
         except Exception as e:
             return rpc.internal_error(
                 message=f"cannot decode the {rpc.request_name}: {describe_error(e)}",
@@ -270,7 +210,7 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
             log.warning("request.path_refused", rpc=rpc.request_name, message=str(e))
             return rpc.internal_error(message=str(e))
         try:
-            return rpc.call(self._backend(), request)
+            return _BACKEND_CALLS[rpc.name](self._backend(), request)
         except InvalidQueryError as e:
             if control.cancelled:
                 return self._cancelled(rpc, control)
@@ -283,7 +223,7 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
             return rpc.internal_error(message=describe_error(e), backtrace=traceback.format_exc())
 
     @staticmethod
-    def _cancelled(rpc: _Rpc[Any, Any], control: CallControl) -> Any:
+    def _cancelled(rpc: EngineRpc[Any, Any], control: CallControl) -> Any:
         log.warning("request.cancelled", rpc=rpc.request_name, reason=control.reason)
         return rpc.internal_error(message=f"the {rpc.request_name} was cancelled: {control.reason}")
 
@@ -438,7 +378,7 @@ class EngineServer:
             admission=self._admission,
             request_timeout=settings.request_timeout,
         )
-        engine_pb2_grpc.add_EngineServicer_to_server(servicer, server)
+        server.add_generic_rpc_handlers((servicer.handler(),))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         if settings.reflection:
             reflection.enable_server_reflection(

@@ -14,15 +14,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import structlog
 
-from common.engine_rpc import engine_pb2, engine_pb2_grpc
+from common.engine_rpc import rpcs
+from common.engine_rpc.rpcs import EngineRpc
 from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
-from common.serde import flatbuffers_codec as codec
 from coordinator.engine.errors import (
     EngineError,
     EngineInternalError,
@@ -36,79 +36,6 @@ Req = TypeVar("Req")
 Ok = TypeVar("Ok")
 
 _HEALTH_POLL_S = 0.2
-_ENGINE_SERVICE = "engine.Engine"
-
-
-@dataclass(frozen=True, slots=True)
-class _Rpc(Generic[Req, Ok]):
-    """One RPC: its name, stub method, envelope and the classes of its responses."""
-
-    name: str
-    method: Callable[[engine_pb2_grpc.EngineStub], Any]
-    envelope: Callable[..., Any]
-    encode: Callable[[Req], bytes]
-    decode: Callable[[bytes], Any]
-    success: type[Ok]
-    progress: type | None
-    invalid_query: type
-    internal_error: type
-
-
-_TRANSFORM: _Rpc[ep.TransformRequest, ep.TransformResponseSuccess] = _Rpc(
-    "ExecuteTransform",
-    lambda s: s.ExecuteTransform,
-    engine_pb2.TransformRequest,
-    codec.encode_transform_request,
-    codec.decode_transform_response,
-    ep.TransformResponseSuccess,
-    ep.TransformResponseProgress,
-    ep.TransformResponseInvalidQuery,
-    ep.TransformResponseInternalError,
-)
-_RAW_QUERY: _Rpc[ep.RawQueryRequest, ep.RawQueryResponseSuccess] = _Rpc(
-    "ExecuteRawQuery",
-    lambda s: s.ExecuteRawQuery,
-    engine_pb2.RawQueryRequest,
-    codec.encode_raw_query_request,
-    codec.decode_raw_query_response,
-    ep.RawQueryResponseSuccess,
-    ep.RawQueryResponseProgress,
-    ep.RawQueryResponseInvalidQuery,
-    ep.RawQueryResponseInternalError,
-)
-_VALIDATE: _Rpc[ep.ValidateQueryRequest, ep.ValidateQueryResponseSuccess] = _Rpc(
-    "ValidateQuery",
-    lambda s: s.ValidateQuery,
-    engine_pb2.ValidateQueryRequest,
-    codec.encode_validate_query_request,
-    codec.decode_validate_query_response,
-    ep.ValidateQueryResponseSuccess,
-    None,
-    ep.ValidateQueryResponseInvalidQuery,
-    ep.ValidateQueryResponseInternalError,
-)
-_MIGRATE: _Rpc[ep.MigrateQueryRequest, ep.MigrateQueryResponseSuccess] = _Rpc(
-    "MigrateQuery",
-    lambda s: s.MigrateQuery,
-    engine_pb2.MigrateQueryRequest,
-    codec.encode_migrate_query_request,
-    codec.decode_migrate_query_response,
-    ep.MigrateQueryResponseSuccess,
-    None,
-    ep.MigrateQueryResponseInvalidQuery,
-    ep.MigrateQueryResponseInternalError,
-)
-_QUERY: _Rpc[ep.QueryRequest, ep.QueryResponseSuccess] = _Rpc(
-    "ExecuteQuery",
-    lambda s: s.ExecuteQuery,
-    engine_pb2.QueryRequest,
-    codec.encode_query_request,
-    codec.decode_query_response,
-    ep.QueryResponseSuccess,
-    None,
-    ep.QueryResponseInvalidQuery,
-    ep.QueryResponseInternalError,
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,7 +77,6 @@ class EngineClient:
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {credentials.token}"),) if credentials.token else ()
         )
-        self._stub = engine_pb2_grpc.EngineStub(self._channel)
 
     def close(self) -> None:
         self._channel.close()
@@ -164,20 +90,20 @@ class EngineClient:
     # --- operations ---------------------------------------------------------------------------
 
     def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:
-        return self._call(_TRANSFORM, request)
+        return self._call(rpcs.TRANSFORM, request)
 
     def execute_raw_query(self, request: ep.RawQueryRequest) -> ep.RawQueryResponseSuccess:
-        return self._call(_RAW_QUERY, request)
+        return self._call(rpcs.RAW_QUERY, request)
 
     def validate_query(self, request: ep.ValidateQueryRequest) -> ep.ValidateQueryResponseSuccess:
-        return self._call(_VALIDATE, request)
+        return self._call(rpcs.VALIDATE, request)
 
     def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess:
-        return self._call(_MIGRATE, request)
+        return self._call(rpcs.MIGRATE, request)
 
     def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess:
         """An ad-hoc query over whole datasets (extension; ``odf sql``)."""
-        return self._call(_QUERY, request)
+        return self._call(rpcs.QUERY, request)
 
     # --- readiness ----------------------------------------------------------------------------
 
@@ -207,9 +133,14 @@ class EngineClient:
 
     # --- plumbing -----------------------------------------------------------------------------
 
-    def _call(self, rpc: _Rpc[Req, Ok], request: Req) -> Ok:
-        envelope = rpc.envelope(flatbuffer=rpc.encode(request))
-        stream: Any = rpc.method(self._stub)(envelope, metadata=self._metadata)
+    def _call(self, rpc: EngineRpc[Req, Ok], request: Req) -> Ok:
+        method = self._channel.unary_stream(
+            rpc.path,
+            request_serializer=rpc.request_envelope.SerializeToString,
+            response_deserializer=rpc.response_envelope.FromString,
+        )
+        envelope = rpc.request_envelope(flatbuffer=rpc.encode_request(request))
+        stream: Any = method(envelope, metadata=self._metadata)
         try:
             return self._read_stream(rpc, stream)
         except grpc.RpcError as e:
@@ -232,10 +163,10 @@ class EngineClient:
             if self._after_call is not None:
                 self._after_call()
 
-    def _read_stream(self, rpc: _Rpc[Req, Ok], stream: Iterator[Any]) -> Ok:
+    def _read_stream(self, rpc: EngineRpc[Req, Ok], stream: Iterator[Any]) -> Ok:
         for message in stream:
             try:
-                response = rpc.decode(message.flatbuffer)
+                response = rpc.decode_response(message.flatbuffer)
             except OdfError as e:
                 raise EngineError(f"{rpc.name}: undecodable response from the engine: {e}") from e
             if rpc.progress is not None and isinstance(response, rpc.progress):
@@ -281,7 +212,7 @@ def _health_check(channel: grpc.Channel) -> Callable[[], bool]:
 
     def check() -> bool:
         try:
-            reply = stub.Check(health_pb2.HealthCheckRequest(service=_ENGINE_SERVICE), timeout=2.0)
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=rpcs.SERVICE), timeout=2.0)
         except grpc.RpcError as e:
             # An engine without the health service is ready once it answers at all.
             call: Any = e

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from common.engine_rpc import engine_pb2
+from common.engine_rpc import engine_pb2, rpcs
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
 from common.odf.identity import DatasetID
@@ -66,7 +66,7 @@ def servicer(backend: Any) -> EngineServicer:
 
 def call(servicer: EngineServicer, data: bytes) -> ep.TransformResponse:
     request = engine_pb2.TransformRequest(flatbuffer=data)
-    messages = list(servicer.ExecuteTransform(request, Context()))  # type: ignore[arg-type]
+    messages = list(servicer.stream(rpcs.TRANSFORM, request, Context()))  # type: ignore[arg-type]
     assert len(messages) == 1
     return codec.decode_transform_response(messages[0].flatbuffer)
 
@@ -124,3 +124,17 @@ def test_a_path_outside_the_data_roots_is_refused_before_the_backend_runs() -> N
         "request refused: new_data_path /etc/cron.d/data is outside the engine's data roots: /out"
     )
     assert ran == []
+
+
+def test_the_rpc_table_is_the_service_in_the_proto() -> None:
+    service = engine_pb2.DESCRIPTOR.services_by_name["Engine"]
+    assert service.full_name == rpcs.SERVICE
+    declared = {
+        m.name: (m.input_type.name, m.output_type.name, m.server_streaming, m.client_streaming)
+        for m in service.methods
+    }
+    table = {
+        rpc.name: (rpc.request_envelope.__name__, rpc.response_envelope.__name__, True, False)
+        for rpc in rpcs.RPCS
+    }
+    assert table == declared
