@@ -11,27 +11,16 @@ import pytest
 from common.serde.yaml_codec import load_snapshots
 from coordinator.workspace import Workspace
 from tests.support.cli import odf
+from tests.support.datasets import root
 
 pytestmark = pytest.mark.e2e
 
 
-EVENTS = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: events
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: main
-      read:
-        kind: NdJson
-        schema: ["t TIMESTAMP", "s STRING"]
-      merge:
-        kind: Append
-    - kind: SetVocab
-      eventTimeColumn: t
-"""
+def events(name: str = "events") -> str:
+    return root(name, ["t TIMESTAMP", "s STRING"], read="NdJson", event_time="t")
+
+
+EVENTS = events()
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], start: str) -> None:
@@ -87,7 +76,7 @@ def test_a_symlinked_staging_area_is_refused(workspace: Path, tmp_path: Path, li
 
 
 def test_an_empty_snapshot_file_is_an_error_naming_it(workspace: Path) -> None:
-    (workspace / "good.yaml").write_text(EVENTS.replace("name: events", "name: other"))
+    (workspace / "good.yaml").write_text(events("other"))
     (workspace / "empty.yaml").write_text("")
     (workspace / "comment.yaml").write_text("# nothing here\n")
     listed = odf(workspace, "list", "-o", "csv").stdout

@@ -14,37 +14,24 @@ from common.serde.yaml_codec import load_snapshots
 from coordinator.ingest.context import data_files
 from coordinator.workspace import Workspace
 from tests.support.cli import odf
+from tests.support.datasets import push_source, root
 
 pytestmark = pytest.mark.e2e
 
 
-CITIES = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: cities
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: main
-      read:
-        kind: Csv
-        header: true
-        schema: ["date TIMESTAMP NOT NULL", "city STRING", "population BIGINT"]
-      merge:
-        kind: Ledger
-        primaryKey: [date, city]
-    - kind: AddPushSource
-      sourceName: plus
-      read:
-        kind: NdJson
-        schema: ["date TIMESTAMP NOT NULL", "city STRING", "population BIGINT"]
-      merge:
-        kind: Ledger
-        primaryKey: [date, city]
-    - kind: SetVocab
-      eventTimeColumn: date
-"""
+CITY_COLUMNS = ["date TIMESTAMP NOT NULL", "city STRING", "population BIGINT"]
+CITIES = root(
+    "cities",
+    CITY_COLUMNS,
+    merge="Ledger",
+    primary_key=["date", "city"],
+    event_time="date",
+    events=[
+        push_source(
+            "plus", CITY_COLUMNS, read="NdJson", merge="Ledger", primary_key=["date", "city"]
+        )
+    ],
+)
 
 POLLED = """\
 kind: DatasetSnapshot

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import ok, start_odf
+from tests.support.datasets import derivative, root
+from tests.support.workspace import add, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e
 
@@ -28,40 +30,13 @@ EXIT_BOUND_S = 15.0
 """Liveness bound, not a speed target: a command that waited for a graceful engine stop
 (a SparkSession stop, the 4 s gRPC grace) or the query would take far longer."""
 
-SOURCE = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: src
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: main
-      read:
-        kind: Csv
-        header: true
-        schema: ["event_time TIMESTAMP NOT NULL", "v BIGINT"]
-      merge:
-        kind: Append
-"""
-
-SLOW = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: slow
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: src
-      transform:
-        kind: Sql
-        engine: spark
-        query: >
-          SELECT event_time, v FROM src
-          WHERE v >= (SELECT count(*) FROM range(0, 1000000000000000)) * 0
-"""
+SOURCE = root("src", ["event_time TIMESTAMP NOT NULL", "v BIGINT"])
+SLOW = derivative(
+    "slow",
+    "SELECT event_time, v FROM src"
+    " WHERE v >= (SELECT count(*) FROM range(0, 1000000000000000)) * 0",
+    ["src"],
+)
 
 
 def descendants(pid: int) -> set[int]:
@@ -153,15 +128,10 @@ def assert_nothing_left(engine: set[int], workdirs: list[Path]) -> None:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    ws = tmp_path_factory.mktemp("interrupt") / "ws"
-    ws.mkdir()
-    ok(ws, "init")
-    (ws / "src.yaml").write_text(SOURCE)
-    (ws / "slow.yaml").write_text(SLOW)
-    ok(ws, "add", "src.yaml")
-    (ws / "src.csv").write_text("event_time,v\n2024-01-01T00:00:00Z,1\n2024-01-02T00:00:00Z,2\n")
-    ok(ws, "ingest", "src", "src.csv")
-    ok(ws, "add", "slow.yaml")
+    ws = new_workspace(tmp_path_factory.mktemp("interrupt") / "ws")
+    add(ws, SOURCE)
+    ingest(ws, "src", "event_time,v\n2024-01-01T00:00:00Z,1\n2024-01-02T00:00:00Z,2\n")
+    add(ws, SLOW)
     yield ws
 
 

@@ -20,47 +20,17 @@ import pytest
 from common.odf.events import ExecuteTransform, SetDataSchema, SetTransform
 from common.testing.engine_server import engine_server_process
 from coordinator.dataset import Dataset
-from coordinator.workspace import Workspace
 from tests.support.cli import odf, ok
+from tests.support.datasets import derivative, root
+from tests.support.workspace import add, dataset, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e
 
 
-ROOT_SNAPSHOT = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: Csv
-        header: true
-        schema: ["event_time TIMESTAMP", "name STRING", "population BIGINT"]
-      merge:
-        kind: Append
-"""
-
-PLACES = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: places
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: cities
-        - datasetRef: towns
-      transform:
-        kind: Sql
-        engine: spark
-        query: >
-          SELECT event_time, name FROM cities
-          UNION ALL SELECT event_time, name FROM towns
-"""
+COLUMNS = ["event_time TIMESTAMP", "name STRING", "population BIGINT"]
+PLACES_QUERY = "SELECT event_time, name FROM cities UNION ALL SELECT event_time, name FROM towns"
+PLACE_INPUTS = ["cities", "towns"]
+PLACES = derivative("places", PLACES_QUERY, PLACE_INPUTS)
 
 NEW_QUERY = "SELECT event_time, name, population FROM cities WHERE population > 100"
 
@@ -78,7 +48,7 @@ class Story:
     ws: Path
 
     def dataset(self, name: str) -> Dataset:
-        return Workspace(self.ws).open_dataset(name)
+        return dataset(self.ws, name)
 
     def head(self, name: str) -> str:
         return str(self.dataset(name).head())
@@ -90,20 +60,13 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     with engine_server_process(
         master="local[1]", data_roots=[base], log_path=base / "engine.log"
     ) as engine:
-        ws = base / "ws"
-        ws.mkdir()
-        ok(ws, "init")
+        ws = new_workspace(base / "ws")
         config = f"engine:\n  provider: remote\n  address: {engine.target}\n"
         (ws / ".odf" / "config.yaml").write_text(config)
-        for name in ("cities", "towns"):
-            (ws / f"{name}.yaml").write_text(ROOT_SNAPSHOT.format(name=name))
-        (ws / "places.yaml").write_text(PLACES)
-        ok(ws, "add", "cities.yaml", "towns.yaml", "places.yaml")
+        add(ws, *(root(name, COLUMNS, source="default") for name in ("cities", "towns")), PLACES)
         csv = "event_time,name,population\n"
-        (ws / "c1.csv").write_text(csv + "2024-01-01T00:00:00Z,A,500\n2024-01-02T00:00:00Z,B,50\n")
-        (ws / "t1.csv").write_text(csv + "2024-01-01T12:00:00Z,t1,20\n")
-        ok(ws, "ingest", "cities", "c1.csv")
-        ok(ws, "ingest", "towns", "t1.csv")
+        ingest(ws, "cities", csv + "2024-01-01T00:00:00Z,A,500\n2024-01-02T00:00:00Z,B,50\n")
+        ingest(ws, "towns", csv + "2024-01-01T12:00:00Z,t1,20\n")
         ok(ws, "pull", "places")
         yield Story(ws)
 
@@ -119,13 +82,11 @@ def test_invalid_sql_is_refused_with_the_engines_message(story: Story) -> None:
 
 
 def test_invalid_sql_is_refused_when_a_dataset_is_added(story: Story) -> None:
-    snapshot = PLACES.replace("name: places", "name: bad").replace(
-        "SELECT event_time, name", "SELEC"
-    )
+    snapshot = derivative("bad", "SELEC FROM cities UNION ALL SELEC FROM towns", PLACE_INPUTS)
     (story.ws / "bad.yaml").write_text(snapshot)
     line = refused(story.ws, "add", "bad.yaml")
     assert "invalid query:" in line and "SELEC" in line
-    assert "bad" not in [d.alias for d in Workspace(story.ws).list_datasets()]
+    assert "bad" not in ok(story.ws, "list", "-o", "csv")
 
 
 def test_a_query_dropping_a_column_is_refused(story: Story) -> None:
@@ -209,9 +170,7 @@ def test_the_evolved_history_verifies_by_replay(story: Story) -> None:
 
 
 def test_a_dataset_that_never_ran_needs_no_migration(story: Story) -> None:
-    snapshot = PLACES.replace("name: places", "name: fresh")
-    (story.ws / "fresh.yaml").write_text(snapshot)
-    ok(story.ws, "add", "fresh.yaml")
+    add(story.ws, derivative("fresh", PLACES_QUERY, PLACE_INPUTS))
     (story.ws / "fresh.sql").write_text(
         "SELECT event_time, name, 1 AS one FROM cities\nUNION ALL\n"
         "SELECT event_time, name, 2 AS one FROM towns\n"

@@ -26,49 +26,22 @@ from common.testing.engine_server import engine_server_process
 from coordinator.dataset.commit import CommitItem
 from coordinator.workspace import Workspace
 from tests.support.cli import fails, odf, ok
+from tests.support.datasets import derivative, root
+from tests.support.workspace import add, ingest
 
 pytestmark = pytest.mark.e2e
 
 SECRET_VAR = "ODF_SANDBOX_TEST_SECRET"
 SECRET = "s3cr3t-4f1d9c"
 
-SRC = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: src
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: main
-      read:
-        kind: Csv
-        header: true
-        schema: ["event_time TIMESTAMP", "city STRING", "population BIGINT"]
-      merge:
-        kind: Append
-"""
+SRC = root("src", ["event_time TIMESTAMP", "city STRING", "population BIGINT"])
 
 BENIGN = "SELECT event_time, city, population FROM src"
 
 
-def derivative(name: str, query: str) -> str:
-    quoted = query.replace("'", "''")
-    return f"""\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: src
-      transform:
-        kind: Sql
-        engine: spark
-        query: '{quoted}'
-"""
+def over_src(name: str, query: str) -> str:
+    """A derivative of ``src``."""
+    return derivative(name, query, ["src"])
 
 
 @dataclass(frozen=True)
@@ -105,8 +78,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             (ws / ".odf" / "config.yaml").write_text(
                 f"engine:\n  provider: remote\n  address: {server.target}\n"
             )
-            (ws / "src.yaml").write_text(SRC)
-            ok(ws, "add", "src.yaml")
+            add(ws, SRC)
             # Added before src has data: their queries are not validated (they stand for
             # datasets written elsewhere).
             for name, query in [
@@ -114,13 +86,13 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 ("evil-pull", hostile_transform_query(traps)),
                 ("evil-verify", hostile_transform_query(traps)),
             ]:
-                (ws / f"{name}.yaml").write_text(derivative(name, query))
-                ok(ws, "add", f"{name}.yaml")
-            (ws / "batch.csv").write_text(
+                add(ws, over_src(name, query))
+            ingest(
+                ws,
+                "src",
                 "event_time,city,population\n2024-01-01T00:00:00Z,A,500\n"
-                "2024-01-02T00:00:00Z,B,5000\n"
+                "2024-01-02T00:00:00Z,B,5000\n",
             )
-            ok(ws, "ingest", "src", "batch.csv")
             ok(ws, "pull", "good")
             forge_history(Workspace(ws), honest="good", forged="evil-verify")
             yield Setup(ws, traps)
@@ -339,7 +311,7 @@ def test_add_refuses_hostile_transform(setup: Setup, query: str, construct: str)
     """``odf add`` validates against the inputs' schemas: refused before anything is created."""
     sql = query.replace(MARKER, str(setup.traps.marker))
     snapshot = setup.ws / "hostile.yaml"
-    snapshot.write_text(derivative("hostile", sql))
+    snapshot.write_text(over_src("hostile", sql))
     error = fails(setup.ws, "add", str(snapshot))
     assert "not allowed" in error
     assert construct.lower() in error.lower()

@@ -9,10 +9,7 @@ case runs the engine image.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,50 +19,22 @@ import pytest
 
 from common.testing.containers import BuiltImage
 from common.testing.engine_server import engine_server_process, make_certificate
+from tests.support.cli import odf, ok
+from tests.support.datasets import root
+from tests.support.workspace import add, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 600
 TOKEN = "e2e-engine-token"
 
-FLIGHTS = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: nyc.flights
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: main
-      read:
-        kind: Csv
-        header: true
-        schema: ["dep TIMESTAMP NOT NULL", "carrier STRING", "delay BIGINT"]
-      merge:
-        kind: Append
-    - kind: SetVocab
-      eventTimeColumn: dep
-"""
-
-AIRLINES = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: nyc.airlines
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: main
-      read:
-        kind: Csv
-        header: true
-        schema: ["carrier STRING", "name STRING"]
-      merge:
-        kind: Snapshot
-        primaryKey: [carrier]
-"""
-
+FLIGHTS = root(
+    "nyc.flights",
+    ["dep TIMESTAMP NOT NULL", "carrier STRING", "delay BIGINT"],
+    event_time="dep",
+)
+AIRLINES = root(
+    "nyc.airlines", ["carrier STRING", "name STRING"], merge="Snapshot", primary_key=["carrier"]
+)
 NOTHING_YET = AIRLINES.replace("nyc.airlines", "nyc.later")
 
 BY_CARRIER = (
@@ -74,42 +43,17 @@ BY_CARRIER = (
 )
 
 
-def odf(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-
-
-def ok(cwd: Path, *args: str, stdin: str | None = None) -> str:
-    result = odf(cwd, *args, stdin=stdin)
-    assert result.returncode == 0, f"odf {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
-
-
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ws = tmp_path_factory.mktemp("sql") / "ws"
-    ws.mkdir()
-    ok(ws, "init")
-    for name, text in [("flights", FLIGHTS), ("airlines", AIRLINES), ("later", NOTHING_YET)]:
-        (ws / f"{name}.yaml").write_text(text)
-        ok(ws, "add", f"{name}.yaml")
+    ws = new_workspace(tmp_path_factory.mktemp("sql") / "ws")
+    add(ws, FLIGHTS, AIRLINES, NOTHING_YET)
     slices = [
         "dep,carrier,delay\n2024-01-01T10:00:00Z,AA,5\n2024-01-01T11:00:00Z,UA,10\n",
         "dep,carrier,delay\n2024-01-02T10:00:00.123456789Z,AA,20\n2024-01-02T11:00:00Z,DL,1\n",
     ]
     for i, text in enumerate(slices):
-        (ws / f"flights-{i}.csv").write_text(text)
-        ok(ws, "ingest", "nyc.flights", f"flights-{i}.csv")
-    (ws / "airlines.csv").write_text("carrier,name\nAA,American\nDL,Delta\nUA,United\n")
-    ok(ws, "ingest", "nyc.airlines", "airlines.csv")
+        ingest(ws, "nyc.flights", text, file=f"flights-{i}.csv")
+    ingest(ws, "nyc.airlines", "carrier,name\nAA,American\nDL,Delta\nUA,United\n")
     return ws
 
 

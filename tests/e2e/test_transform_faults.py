@@ -35,29 +35,13 @@ from tests.integration.transform.pipeline import (
     write_round,
     write_snapshots,
 )
+from tests.support.cli import REPO, odf, start_odf
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_TIME = "2030-01-01T00:00:00Z"
 BIG_CITIES = ["Kyiv", "Tokyo"]
 ENGINE_PID = re.compile(r"engine\.started\s.*pid=(\d+)")
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
-
-
-def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env=_env(),
-    )
 
 
 @pytest.fixture
@@ -108,14 +92,7 @@ def wait_gone(pid: int, timeout: float = 30.0) -> bool:
 
 def kill_engine_mid_transaction(ws: Path) -> None:
     """``odf pull`` whose embedded engine gets SIGKILL while it runs the transaction."""
-    pull = subprocess.Popen(
-        [sys.executable, "-m", "coordinator", "-v", "pull", "big-cities"],
-        cwd=ws,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    pull = start_odf(ws, "-v", "pull", "big-cities")
     assert pull.stderr is not None
     engine_pid = None
     for line in pull.stderr:
@@ -140,7 +117,7 @@ def kill_coordinator_before_commit(ws: Path) -> None:
         text=True,
         timeout=600,
         check=False,
-        env=_env(),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert "transform.output_hashed" in killed.stderr  # it got that far, and no further

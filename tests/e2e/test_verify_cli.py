@@ -26,44 +26,21 @@ from common.serde.flatbuffers_codec import block_hash, decode_block, encode_bloc
 from coordinator.dataset import Dataset
 from coordinator.workspace import Workspace
 from tests.support.cli import odf, ok
+from tests.support.datasets import derivative, root
+from tests.support.workspace import add, dataset, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e
 
 
-CITIES = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: cities
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: Csv
-        header: true
-        schema: ["event_time TIMESTAMP", "city STRING", "population BIGINT"]
-      merge:
-        kind: Append
-"""
-
-BIG_CITIES = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: big-cities
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: cities
-      transform:
-        kind: Sql
-        engine: spark
-        query: >
-          SELECT event_time, city, population * 10 AS population_x10
-          FROM cities WHERE population > 1000
-"""
+CITIES = root(
+    "cities", ["event_time TIMESTAMP", "city STRING", "population BIGINT"], source="default"
+)
+BIG_CITIES = derivative(
+    "big-cities",
+    "SELECT event_time, city, population * 10 AS population_x10 FROM cities"
+    " WHERE population > 1000",
+    ["cities"],
+)
 
 BATCHES = (
     "event_time,city,population\n"
@@ -86,17 +63,12 @@ def blocks_of(ds: Dataset) -> list[Multihash]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    ws = tmp_path_factory.mktemp("verify") / "ws"
-    ws.mkdir()
-    ok(ws, "init")
+    ws = new_workspace(tmp_path_factory.mktemp("verify") / "ws")
     # At most three input records per transaction: each ingested batch is one transaction.
     (ws / ".odf" / "config.yaml").write_text("transform:\n  maxInputRecords: 3\n")
-    (ws / "cities.yaml").write_text(CITIES)
-    (ws / "big-cities.yaml").write_text(BIG_CITIES)
-    ok(ws, "add", "cities.yaml", "big-cities.yaml")
+    add(ws, CITIES, BIG_CITIES)
     for i, batch in enumerate(BATCHES):
-        (ws / f"batch{i}.csv").write_text(batch)
-        ok(ws, "ingest", "cities", f"batch{i}.csv")
+        ingest(ws, "cities", batch, file=f"batch{i}.csv")
     ok(ws, "pull", "big-cities")
     workspace = Workspace(ws)
     root, derived = workspace.open_dataset("cities"), workspace.open_dataset("big-cities")
@@ -114,10 +86,6 @@ def copy_of(built: Built, tmp_path: Path) -> Path:
     target = tmp_path / "ws"
     shutil.copytree(built.path, target, symlinks=True)
     return target
-
-
-def dataset(ws: Path, name: str) -> Dataset:
-    return Workspace(ws).open_dataset(name)
 
 
 def event_of(ds: Dataset, block: Multihash) -> AddData | ExecuteTransform:

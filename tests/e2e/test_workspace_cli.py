@@ -5,8 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,75 +16,37 @@ from common.serde.flatbuffers_codec import block_hash, encode_block
 from common.serde.yaml_codec import load_block_manifest, load_snapshots
 from coordinator.dataset import CommitItem
 from coordinator.workspace import Workspace
+from tests.support.cli import fails as fails_with
+from tests.support.cli import odf, ok
+from tests.support.datasets import derivative, root
 from tests.unit.coordinator.events import add_data_for, set_schema, write_slice
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 
-ROOT_SNAPSHOT = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: com.example.cities
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: Csv
-        header: true
-        schema: ["city STRING", "population BIGINT"]
-      merge:
-        kind: Ledger
-        primaryKey: [city]
-    - kind: SetInfo
-      description: Cities of the world
-"""
-
-DERIVED_SNAPSHOT = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: com.example.big-cities
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: com.example.cities
-      transform:
-        kind: Sql
-        engine: spark
-        version: sha256:0123abcd
-        query: SELECT * FROM `com.example.cities` WHERE population > 1000000
-"""
-
-
-def odf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+def cities(name: str = "com.example.cities") -> str:
+    return root(
+        name,
+        ["city STRING", "population BIGINT"],
+        merge="Ledger",
+        primary_key=["city"],
+        source="default",
+        events=[{"kind": "SetInfo", "description": "Cities of the world"}],
     )
 
 
-def ok(cwd: Path, *args: str) -> str:
-    result = odf(cwd, *args)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+def big_cities(name: str = "com.example.big-cities", source: str = "com.example.cities") -> str:
+    return derivative(
+        name,
+        "SELECT * FROM `com.example.cities` WHERE population > 1000000",
+        [source],
+        version="sha256:0123abcd",
+    )
 
 
-def fails(cwd: Path, *args: str) -> str:
-    result = odf(cwd, *args)
-    assert result.returncode == 1, result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
+ROOT_SNAPSHOT = cities()
+DERIVED_SNAPSHOT = big_cities()
+fails = partial(fails_with, only_line=True)
 
 
 @pytest.fixture
@@ -122,9 +83,7 @@ def test_list_shows_a_broken_dataset_and_the_others(workspace: Path) -> None:
     (datasets / "com.example.cities" / "refs" / "head").write_text("garbage")
     block = sorted((datasets / "com.example.big-cities" / "blocks").iterdir())[0]
     block.write_bytes(b"not a block")
-    healthy = Workspace(workspace).create_dataset(
-        load_snapshots(ROOT_SNAPSHOT.replace("com.example.cities", "com.example.healthy"))[0]
-    )
+    healthy = Workspace(workspace).create_dataset(load_snapshots(cities("com.example.healthy"))[0])
     for fmt in ("json", "yaml", "csv", "table"):
         result = odf(workspace, "list", "-o", fmt)
         assert result.returncode == 1, result
@@ -198,22 +157,17 @@ def test_tail_and_schema_after_data_is_committed(workspace: Path) -> None:
 def test_bad_snapshot_names_file_and_field_and_adds_nothing(workspace: Path) -> None:
     before = ok(workspace, "list", "-o", "json")
     bad = workspace / "bad.yaml"
-    bad.write_text(
-        ROOT_SNAPSHOT.replace("name: com.example.cities", "name: other").replace(
-            "kind: Root", "kind: Rooot"
-        )
-    )
+    bad.write_text(cities("other").replace("kind: Root", "kind: Rooot"))
     line = fails(workspace, "add", "bad.yaml")
     assert "bad.yaml" in line and "kind" in line
     bad.write_text("kind: DatasetSnapshot\nversion: 1\ncontent: [unclosed\n")
     assert "bad.yaml" in fails(workspace, "add", "bad.yaml")
     good = workspace / "good.yaml"
-    good.write_text(ROOT_SNAPSHOT.replace("com.example.cities", "com.example.new"))
+    good.write_text(cities("com.example.new"))
     # One bad file among good ones: nothing is added.
     assert "bad.yaml" in fails(workspace, "add", "good.yaml", "bad.yaml")
     assert "already exists" in fails(workspace, "add", "manifests/nested/b-cities.yaml")
-    missing = DERIVED_SNAPSHOT.replace("datasetRef: com.example.cities", "datasetRef: nope")
-    (workspace / "missing.yaml").write_text(missing.replace("big-cities", "other"))
+    (workspace / "missing.yaml").write_text(big_cities("com.example.other", source="nope"))
     line = fails(workspace, "add", "missing.yaml")
     assert "inputs[0].datasetRef" in line and "'nope'" in line
     assert "is a directory" in fails(workspace, "add", "manifests")

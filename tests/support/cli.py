@@ -43,13 +43,15 @@ def ok(cwd: Path, *args: str, stdin: str | None = None, env: dict[str, str] | No
     return result.stdout
 
 
-def fails(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    """``odf ARGS`` that must fail with exit code 1 and a one-line error; returns that line."""
+def fails(cwd: Path, *args: str, env: dict[str, str] | None = None, only_line: bool = False) -> str:
+    """``odf ARGS`` that must fail with exit code 1 and an ``error:`` line (with
+    ``only_line``, nothing else on stderr; a query error may add Spark's hints); returns it."""
     result = odf(cwd, *args, env=env)
     assert result.returncode == 1, f"odf {' '.join(args)} exited {result.returncode}:\n{result}"
-    first = result.stderr.splitlines()[0] if result.stderr else ""
-    assert first.startswith("error: "), result.stderr
-    return first
+    lines = result.stderr.splitlines()
+    assert lines and lines[0].startswith("error: "), result.stderr
+    assert not only_line or len(lines) == 1, result.stderr
+    return lines[0]
 
 
 def start_odf(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -17,49 +17,18 @@ from common.odf.events import ExecuteTransform
 from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 from coordinator.dataset.state import last_input_block, last_input_offset
+from tests.support.datasets import derivative, root
 
 ROOTS = ("cities", "areas")
 DERIVATIVES = ("big-cities", "big-cities-x10", "city-density")
 
 
 def root_snapshot(name: str, columns: list[str]) -> str:
-    schema = ", ".join(f'"{c}"' for c in columns)
-    return f"""\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: Csv
-        header: true
-        schema: [{schema}]
-      merge:
-        kind: Append
-"""
+    return root(name, columns, source="default")
 
 
 def derivative_snapshot(name: str, inputs: list[str], query: str) -> str:
-    refs = "\n".join(f"        - datasetRef: {i}" for i in inputs)
-    return f"""\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-{refs}
-      transform:
-        kind: Sql
-        engine: spark
-        query: >-
-          {query}
-"""
+    return derivative(name, query, inputs)
 
 
 SNAPSHOTS = {

@@ -1,0 +1,87 @@
+"""Dataset snapshots for tests: the YAML a user would write, built from the parts that matter.
+
+``root`` and ``derivative`` return the text of a ``DatasetSnapshot`` file (what ``odf add``
+reads); a test names the schema, the merge strategy or the query, and the boilerplate around
+them is written once, here. ``events`` adds more metadata events (``SetInfo``, ``SetVocab``...)
+as plain mappings, in the spec's YAML spelling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+
+def root(
+    name: str,
+    schema: Sequence[str],
+    *,
+    read: str = "Csv",
+    merge: str = "Append",
+    primary_key: Sequence[str] = (),
+    source: str = "main",
+    event_time: str | None = None,
+    events: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """A root dataset with one push source (``read``: Csv with a header row, NdJson, ...)."""
+    return snapshot(
+        name,
+        "Root",
+        [
+            push_source(source, schema, read=read, merge=merge, primary_key=primary_key),
+            *([{"kind": "SetVocab", "eventTimeColumn": event_time}] if event_time else []),
+            *events,
+        ],
+    )
+
+
+def push_source(
+    name: str,
+    schema: Sequence[str],
+    *,
+    read: str = "Csv",
+    merge: str = "Append",
+    primary_key: Sequence[str] = (),
+) -> dict[str, Any]:
+    """An ``AddPushSource`` event (for a root with several sources, through ``events``)."""
+    reader: dict[str, Any] = {"kind": read}
+    if read == "Csv":
+        reader["header"] = True
+    reader["schema"] = list(schema)
+    strategy: dict[str, Any] = {"kind": merge}
+    if primary_key:
+        strategy["primaryKey"] = list(primary_key)
+    return {"kind": "AddPushSource", "sourceName": name, "read": reader, "merge": strategy}
+
+
+def derivative(
+    name: str,
+    query: str,
+    inputs: Sequence[str],
+    *,
+    version: str | None = None,
+    events: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """A derivative dataset: one Spark SQL ``query`` over ``inputs`` (dataset references)."""
+    transform: dict[str, Any] = {"kind": "Sql", "engine": "spark"}
+    if version is not None:
+        transform["version"] = version
+    transform["query"] = query
+    set_transform = {
+        "kind": "SetTransform",
+        "inputs": [{"datasetRef": ref} for ref in inputs],
+        "transform": transform,
+    }
+    return snapshot(name, "Derivative", [set_transform, *events])
+
+
+def snapshot(name: str, kind: str, metadata: Sequence[Mapping[str, Any]]) -> str:
+    """The YAML text of a ``DatasetSnapshot`` with these metadata events."""
+    document = {
+        "kind": "DatasetSnapshot",
+        "version": 1,
+        "content": {"name": name, "kind": kind, "metadata": [dict(e) for e in metadata]},
+    }
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1_000_000)
