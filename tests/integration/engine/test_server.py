@@ -8,12 +8,14 @@ from pathlib import Path
 
 import grpc
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
+from common.odf.fragments import OffsetInterval
 from common.testing.engine_server import engine_server_process, health_status, wait_until_serving
 from engine_spark.server import EngineServer
 from tests.integration.engine import client
@@ -39,11 +41,18 @@ def test_transform_over_the_unix_socket(engine_server: EngineServer, workdir: Pa
     assert engine_server.settings.unix_socket is not None
     src = InputDataset(workdir / "in", "a", pa.schema([("v", pa.int64())]))
     src.append([{"event_time": at(0), "v": 1}])
+    src.append([{"event_time": at(1), "v": 41}])
     out = OutputDataset(workdir / "out", "b", sql("select event_time, v + 1 as w from a"))
+    request = out.request([src.take()], system_time=at(10))
     with grpc.insecure_channel(f"unix:{engine_server.settings.unix_socket}") as channel:
-        response = client.transform(engine_pb2_grpc.EngineStub(channel), out.request([src.take()]))
-    assert isinstance(response, ep.TransformResponseSuccess)
-    assert response.new_offset_interval is not None
+        response = client.transform(engine_pb2_grpc.EngineStub(channel), request)
+    assert isinstance(response, ep.TransformResponseSuccess), response
+    assert response.new_offset_interval == OffsetInterval(start=0, end=1)
+    rows = pq.read_table(request.new_data_path).to_pylist()
+    assert rows == [  # inputs were written at T0: the rows carry the request's system time
+        {"offset": 0, "op": 0, "system_time": at(10), "event_time": at(0), "w": 2},
+        {"offset": 1, "op": 0, "system_time": at(10), "event_time": at(1), "w": 42},
+    ]
 
 
 def test_server_process_listens_at_once_and_stops_on_sigterm(tmp_path: Path) -> None:
