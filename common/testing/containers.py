@@ -253,14 +253,17 @@ def _ensure_running(container: Container, port: str) -> None:
         )
 
 
-def socket_ready(host: str, port: int) -> bool:
-    """kamu-cli's check: connect, then read one byte; data or a read timeout mean ready."""
+def socket_ready(host: str, port: int, *, read_timeout: float = _READ_TIMEOUT_S) -> bool:
+    """kamu-cli's check: connect, then read one byte; data or a read timeout mean ready.
+
+    ``read_timeout`` is kamu-cli's 1 s unless a test needs a longer wait for a peer's close.
+    """
     try:
         conn = socket.create_connection((host, port), timeout=_CONNECT_TIMEOUT_S)
     except OSError:
         return False
     with conn:
-        conn.settimeout(_READ_TIMEOUT_S)
+        conn.settimeout(read_timeout)
         try:
             return conn.recv(1) != b""
         except TimeoutError:

@@ -26,7 +26,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,6 +51,22 @@ from coordinator.tempdirs import require_real_dir
 log = structlog.get_logger(__name__)
 
 LOCK_TIMEOUT_SECONDS = 120.0
+
+step_hook: Callable[[str], None] | None = None
+"""For fault tests only, ``None`` otherwise: called with the name of each point a commit
+reaches, in the committing thread, so a test can stop or kill the writer exactly there:
+
+- ``"locking"``: the events are prepared, the commit lock is about to be taken;
+- ``"locked"``: the lock is held, nothing of the commit is written yet;
+- ``"stored"``: journal, data files and blocks are written, the head is not yet replaced;
+- ``"head_replaced"``: the commit point has passed, the journal is not yet removed.
+"""
+
+
+def reached(step: str) -> None:
+    """Tell ``step_hook``, if any, that a commit reached ``step``."""
+    if step_hook is not None:
+        step_hook(step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +283,9 @@ def write_transaction(
             durable.move_in(m.src, m.dst)
     for h, data in blocks:
         durable.write_new(layout.block_path(h), data)
+    reached("stored")
     durable.write_atomic(layout.head_ref_path, new_head.to_multibase().encode("ascii"))
+    reached("head_replaced")
     durable.remove_durably([layout.journal_path])
 
 

@@ -134,7 +134,9 @@ class Dataset:
             raise ValueError("nothing to commit")
         moves = [m for e in entries for m in tx.check_staged_files(self.layout, e)]
         self.layout.root.mkdir(parents=True, exist_ok=True)
+        tx.reached("locking")
         with tx.commit_lock(self.layout):
+            tx.reached("locked")
             tx.recover(self.layout, self.chain)
             tx.check_expected_head(self.alias, self.chain, expected_head)
             state = self.state()

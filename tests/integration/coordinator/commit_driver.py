@@ -5,6 +5,9 @@ Run as ``python -m tests.integration.coordinator.commit_driver MODE DATASET ...`
 - ``commit``: commit one batch. ``--kill-at M`` makes the process SIGKILL itself right before
   the M-th file-system operation of the commit (``os.open``, ``write``, ``fsync``, ``rename``,
   ``replace``, ``unlink``, ``mkdir``); ``--count-ops`` prints how many the commit made.
+  ``--hold FILE`` prepares the batch from the current head, prints ``prepared``, waits until
+  ``FILE`` exists and only then commits, printing ``committed B``, or ``conflict B`` and exiting
+  with status 3: two writers held this way are forced to interleave.
 - ``loop``: commit ``--batches`` batches one after another, printing ``ready`` first and
   ``committed B`` after each; on a conflict it retries (``--retry``) or prints
   ``conflict B`` and exits with status 3.
@@ -75,8 +78,22 @@ def batch_table(batch: int, rows: int, start: int) -> pa.Table:
     )
 
 
-def commit_batch(ds: Dataset, batch: int, rows: int, counter: OpCounter | None = None) -> None:
-    """Prepare a batch from the current head and commit it (may raise ConflictError)."""
+def wait_for(path: Path) -> None:
+    while not path.exists():
+        time.sleep(0.001)
+
+
+def commit_batch(
+    ds: Dataset,
+    batch: int,
+    rows: int,
+    counter: OpCounter | None = None,
+    before_commit: Callable[[], None] | None = None,
+) -> None:
+    """Prepare a batch from the current head and commit it (may raise ConflictError).
+
+    ``before_commit`` runs between the two: after the head was read and the data staged.
+    """
     state = ds.state()
     with ds.staging_dir() as staging:
         path = staging / "data"
@@ -94,6 +111,8 @@ def commit_batch(ds: Dataset, batch: int, rows: int, counter: OpCounter | None =
         if state.last_watermark is not None:
             watermark = max(watermark, state.last_watermark)
         event = AddData(prev_offset=state.last_offset, new_data=new_data, new_watermark=watermark)
+        if before_commit is not None:
+            before_commit()
         if counter is not None:
             counter.active = True
         ds.commit(event, data_file=path, expected_head=state.head)
@@ -103,7 +122,21 @@ def commit_batch(ds: Dataset, batch: int, rows: int, counter: OpCounter | None =
 
 def run_commit(args: argparse.Namespace) -> int:
     counter = OpCounter(args.kill_at)
-    commit_batch(Dataset(Path(args.dataset)), args.batch, args.rows, counter)
+    ds = Dataset(Path(args.dataset))
+    if args.hold is None:
+        commit_batch(ds, args.batch, args.rows, counter)
+    else:
+
+        def hold() -> None:
+            print("prepared", flush=True)
+            wait_for(Path(args.hold))
+
+        try:
+            commit_batch(ds, args.batch, args.rows, counter, before_commit=hold)
+        except ConflictError:
+            print(f"conflict {args.batch}", flush=True)
+            return CONFLICT_EXIT
+        print(f"committed {args.batch}", flush=True)
     if args.count_ops:
         print(counter.count)
     return 0
@@ -113,8 +146,7 @@ def run_loop(args: argparse.Namespace) -> int:
     ds = Dataset(Path(args.dataset))
     print("ready", flush=True)
     if args.barrier:
-        while not Path(args.barrier).exists():
-            time.sleep(0.001)
+        wait_for(Path(args.barrier))
     for batch in range(args.first_batch, args.first_batch + args.batches):
         while True:
             try:
@@ -137,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=3)
     p.add_argument("--kill-at", type=int)
     p.add_argument("--count-ops", action="store_true")
+    p.add_argument("--hold")
     p.set_defaults(run=run_commit)
     p = modes.add_parser("loop")
     p.add_argument("dataset")

@@ -2,6 +2,11 @@
 
 With retries every batch of both ends up committed exactly once; without, the loser reports
 a conflict and its batch is absent. Either way the chain stays valid.
+
+The conflict itself is produced deterministically: two writers prepare from the same head and
+are held (``commit_driver commit --hold``) until the test lets one commit, then the other.
+The free-running pair of loops checks the same invariants under a real race, in which
+conflicts may or may not happen.
 """
 
 from __future__ import annotations
@@ -71,7 +76,45 @@ def test_retrying_writers_commit_every_batch_exactly_once(ds: Dataset, tmp_path:
     check_no_leftovers(ds)
 
 
+def held_writer(ds: Dataset, batch: int, go: Path) -> subprocess.Popen[str]:
+    """A writer that prepares ``batch`` from the current head, then waits for ``go``."""
+    proc = subprocess.Popen(
+        [*DRIVER, "commit", str(ds.layout.root), "--batch", str(batch), "--hold", str(go)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    assert line == "prepared", proc.stderr.read() if proc.stderr else line
+    return proc
+
+
 def test_losing_writer_reports_a_conflict(ds: Dataset, tmp_path: Path) -> None:
+    head = ds.head()
+    winner = held_writer(ds, 1, tmp_path / "go-winner")
+    loser = held_writer(ds, 101, tmp_path / "go-loser")
+    assert ds.head() == head  # both prepared from this head, neither has committed
+
+    (tmp_path / "go-winner").touch()
+    out, err = winner.communicate(timeout=120)
+    assert (winner.returncode, out) == (0, "committed 1\n"), err
+    assert ds.head() != head
+
+    (tmp_path / "go-loser").touch()
+    out, err = loser.communicate(timeout=120)
+    assert (loser.returncode, out) == (CONFLICT_EXIT, "conflict 101\n"), err
+
+    assert check_consistent(Dataset(ds.layout.root)) == {1: 3}  # the loser's batch is absent
+    check_no_leftovers(ds)
+
+
+def test_racing_writers_without_retry_keep_exactly_what_they_report(
+    ds: Dataset, tmp_path: Path
+) -> None:
+    """Free-running writers: whether or not one loses, the dataset holds exactly the batches
+    reported committed, none reported as conflicts, and a valid chain."""
     results = run_writers(ds, tmp_path / "go")
     batches = check_consistent(Dataset(ds.layout.root))
     for _, lines in results:

@@ -2,6 +2,10 @@
 
 After every fault the dataset must replay through the chain rules, hold each ingested file
 wholly or not at all (never twice), with offsets 0..n-1, and take the next ingest.
+
+Where a test needs the process at a given point of its commit, it runs ``odf`` through
+``odf_driver``, which stops the commit exactly there (``coordinator.dataset.commit.step_hook``)
+until the test kills the process or lets it go on: no polling race with the writer.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ pytestmark = pytest.mark.e2e
 
 ROWS = 30_000
 ODF = [sys.executable, "-m", "coordinator"]
+ODF_DRIVER = [sys.executable, "-m", "tests.integration.ingest.odf_driver"]
+REPO = Path(__file__).resolve().parents[3]
 SOURCE = AddPushSource(
     source_name="src",
     read=ReadStepCsv(schema=("batch STRING", "n BIGINT")),
@@ -49,15 +55,38 @@ def batch_file(tmp_path: Path, name: str, rows: int = ROWS) -> Path:
     return path
 
 
-def ingest(ws: Path, file: Path) -> subprocess.Popen[str]:
+def ingest(
+    ws: Path, file: Path, *, steps: Path | None = None, stop_at: str | None = None
+) -> subprocess.Popen[str]:
+    """``odf ingest faults FILE``; with ``steps``, through ``odf_driver`` (see its docstring)."""
+    odf = (
+        ODF
+        if steps is None
+        else [*ODF_DRIVER, str(steps), *(["--stop-at", stop_at] if stop_at else []), "--"]
+    )
     return subprocess.Popen(
-        [*ODF, "ingest", "faults", str(file)],
+        [*odf, "ingest", "faults", str(file)],
         cwd=ws,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
+
+
+def wait_until_stopped_at(proc: subprocess.Popen[str], steps: Path, step: str) -> None:
+    """Wait until ``proc`` (started with ``stop_at=step``) waits at ``step`` of its commit."""
+    deadline = time.monotonic() + 300  # a bound for failures only: the process waits there
+    while not (steps / f"at-{step}").exists():
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            raise AssertionError(f"odf ingest exited with {proc.returncode} first: {err}")
+        assert time.monotonic() < deadline, f"odf ingest never reached {step}"
+        time.sleep(0.05)
+
+
+def steps_reached(steps: Path) -> list[str]:
+    return (steps / "steps").read_text().split()
 
 
 def batches_present(ds: Dataset) -> Counter[str]:
@@ -90,36 +119,30 @@ def holds_commit_lock(ds: Dataset) -> bool:
     return False
 
 
-def kill_during_commit(proc: subprocess.Popen[str], ds: Dataset) -> bool:
-    """SIGKILL ``proc`` as soon as it holds the commit lock; False if it finished first."""
-    while proc.poll() is None:
-        if holds_commit_lock(ds):
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return True
-        time.sleep(0.0002)  # leave the CPU to the ingest on small machines
-    return False
+KILL_POINTS = {"locked": False, "stored": False, "head_replaced": True}
+"""Where in its commit an ingest is killed, and whether its file is committed by then."""
 
 
 def test_sigkill_during_commit_leaves_old_or_new_head(tmp_path: Path) -> None:
     ws, ds = setup(tmp_path)
     expected: set[str] = set()
-    killed_in_commit = 0
-    for attempt in range(3):
+    for attempt, (step, committed) in enumerate(KILL_POINTS.items()):
         name = f"b{attempt}"
         head = ds.head()
-        proc = ingest(ws, batch_file(tmp_path, name))
-        if kill_during_commit(proc, ds):
-            killed_in_commit += 1
-        else:
-            assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+        steps = tmp_path / f"steps-{name}"
+        proc = ingest(ws, batch_file(tmp_path, name), steps=steps, stop_at=step)
+        wait_until_stopped_at(proc, steps, step)
+        assert holds_commit_lock(ds)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
         present = batches_present(ds)
-        if name in present:
+        if committed:
             expected.add(name)
+            assert ds.head() != head
         else:
             assert ds.head() == head
         assert set(present) == expected
-    assert killed_in_commit >= 2
+    assert expected == {"b2"}
     proc = ingest(ws, batch_file(tmp_path, "after"))
     assert proc.wait() == 0
     assert set(batches_present(ds)) == expected | {"after"}
@@ -174,3 +197,34 @@ def test_concurrent_ingests_commit_exactly_once_or_report_a_conflict(tmp_path: P
         assert all(n == 1 for n in counts.values())
     replay_chain(ds.chain)
     assert len(committed) >= 2
+
+
+def test_an_ingest_that_loses_the_race_retries_and_commits_once(tmp_path: Path) -> None:
+    """Two ingests prepared from the same head: the second to commit hits the conflict,
+    prepares again from the new head and commits; each file is in the dataset once."""
+    ws, ds = setup(tmp_path)
+    procs = {}
+    for name in ("first", "second"):
+        steps = tmp_path / f"steps-{name}"
+        procs[name] = (
+            ingest(ws, batch_file(tmp_path, name), steps=steps, stop_at="locking"),
+            steps,
+        )
+        wait_until_stopped_at(procs[name][0], steps, "locking")
+    head = ds.head()  # both prepared from it, neither has taken the lock
+    for name in ("first", "second"):
+        proc, steps = procs[name]
+        (steps / "go").touch()
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    assert steps_reached(procs["first"][1]) == ["locking", "locked", "stored", "head_replaced"]
+    assert steps_reached(procs["second"][1]) == [
+        "locking",
+        "locked",  # the head moved: a conflict, nothing written
+        "locking",
+        "locked",
+        "stored",
+        "head_replaced",
+    ]
+    assert ds.head() != head
+    assert batches_present(ds) == {"first": ROWS, "second": ROWS}

@@ -14,13 +14,17 @@ from common.serde import flatbuffers_codec
 from common.serde.yaml_codec import load_block_manifest
 from coordinator.cli import main
 
+# Source: kamu-cli f92b4f25d, src/domain/opendatafabric/tests/tests/test_serde_yaml.rs
+# (serde_set_data_schema): arrow-rs 52 bytes of `a: Int64 not null, b: Boolean not null`.
 ARROW_SCHEMA_AB = (
     "DAAAAAgACAAAAAQACAAAAAQAAAACAAAAQAAAAAQAAADY////GAAAAAwAAAAAAAAGEAAAAAAAAAAEAAQABAAAAAEAAABi"
     "AAAAEAAUABAAAAAPAAQAAAAIABAAAAAYAAAAIAAAAAAAAAIcAAAACAAMAAQACwAIAAAAQAAAAAAAAAEAAAAAAQAAAGEAAAA="
 )
 
-# kamu's YAML SetDataSchema block (test_serde_yaml.rs); its hash is derived with the reference
-# FlatBuffers encoder (shared/guides/flatbuffers-serialization.md, section 8).
+# The text is kamu's: the expected YAML of serde_set_data_schema in kamu-cli f92b4f25d
+# src/domain/opendatafabric/tests/tests/test_serde_yaml.rs (sequence number 123). kamu states no
+# hash for it. SET_DATA_SCHEMA_HASH is self-derived, pinned to detect change (our encoder's
+# output; the serialization guide, section 8, lists it as "Derived value, not an upstream vector").
 SET_DATA_SCHEMA_BLOCK = f"""\
 kind: MetadataBlock
 version: 2
@@ -34,7 +38,17 @@ content:
 """
 SET_DATA_SCHEMA_HASH = "f16200fddaca15aebd849e2be5f14dfc6bbcce9dc5feaca1a88d330d79286efdce553"
 
-# kamu's SetInfo block from its metadata block repository tests (112-byte content).
+# The same event in kamu's FlatBuffers test block (sequence number 117). The YAML text is
+# written here; the hash is upstream: kamu-cli f92b4f25d,
+# src/domain/opendatafabric/tests/tests/test_serde_flatbuffers.rs (serde_set_data_schema).
+SET_DATA_SCHEMA_117_BLOCK = SET_DATA_SCHEMA_BLOCK.replace(
+    "sequenceNumber: 123", "sequenceNumber: 117"
+)
+SET_DATA_SCHEMA_117_HASH = "f162044d64d764fb207713407b9a761566409404c907f765993105608299cd6f5bebf"
+
+# kamu's SetInfo block from its metadata block repository tests: kamu-cli f92b4f25d,
+# src/infra/core/tests/tests/repos/test_metadata_block_repository_shared.rs (create_block; a
+# 112-byte block, 68 bytes of content). The YAML text is written here; the hash is upstream.
 SET_INFO_BLOCK = """\
 kind: MetadataBlock
 version: 2
@@ -74,7 +88,7 @@ def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
 
 @pytest.mark.parametrize(
     ("manifest", "expected"),
-    [(SET_DATA_SCHEMA_BLOCK, SET_DATA_SCHEMA_HASH), (SET_INFO_BLOCK, SET_INFO_HASH)],
+    [(SET_DATA_SCHEMA_117_BLOCK, SET_DATA_SCHEMA_117_HASH), (SET_INFO_BLOCK, SET_INFO_HASH)],
     ids=["SetDataSchema", "SetInfo"],
 )
 def test_hash_of_yaml_manifest_matches_the_reference(
@@ -83,6 +97,13 @@ def test_hash_of_yaml_manifest_matches_the_reference(
     path = tmp_path / "block.yaml"
     path.write_text(manifest)
     assert run(capsys, "block", "hash", str(path)) == (0, expected + "\n", "")
+
+
+def test_hash_of_kamus_yaml_manifest_is_pinned(
+    yaml_block: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kamu's YAML text; the hash is self-derived (see SET_DATA_SCHEMA_HASH)."""
+    assert run(capsys, "block", "hash", str(yaml_block)) == (0, SET_DATA_SCHEMA_HASH + "\n", "")
 
 
 def test_hash_reads_stdin(

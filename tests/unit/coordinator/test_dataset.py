@@ -19,6 +19,7 @@ from coordinator.dataset import (
     Dataset,
     DatasetState,
     LockTimeoutError,
+    commit,
 )
 from coordinator.dataset.commit import commit_lock
 from coordinator.dataset.state import fold
@@ -217,6 +218,31 @@ def test_commit_waits_for_the_lock(tmp_path: Path) -> None:
         commit_lock(ds.layout, timeout=0.05),
     ):
         pass
+
+
+def test_step_hook_sees_each_point_of_a_commit_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook fault tests stop writers with: what is on disk at each point it names."""
+    ds = new_dataset(tmp_path)
+    old = ds.head()
+    seen: list[tuple[str, bool, bool]] = []
+
+    def hook(step: str) -> None:
+        seen.append((step, ds.head() != old, ds.layout.journal_path.exists()))
+
+    monkeypatch.setattr(commit, "step_hook", hook)
+    ds.commit(watermark_only(None, at(1)), expected_head=old)
+    assert seen == [
+        ("locking", False, False),
+        ("locked", False, False),
+        ("stored", False, True),  # journal and objects written, head not yet moved
+        ("head_replaced", True, True),  # commit point passed, journal not yet removed
+    ]
+    seen.clear()
+    with pytest.raises(ConflictError):
+        ds.commit(watermark_only(None, at(2)), expected_head=old)
+    assert [step for step, _, _ in seen] == ["locking", "locked"]
 
 
 def test_state_is_prepared_without_scanning_the_chain(tmp_path: Path) -> None:

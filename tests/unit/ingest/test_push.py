@@ -18,7 +18,8 @@ from common.odf.fragments import (
     SqlQueryStep,
     TransformSql,
 )
-from coordinator.dataset import Dataset
+from coordinator.dataset import ConflictError, Dataset, commit
+from coordinator.ingest.context import CONFLICT_ATTEMPTS
 from coordinator.ingest.errors import PreprocessError, ReadError, SourceNotFoundError
 from coordinator.ingest.push import push_ingest
 from tests.unit.ingest.helpers import add_data_events, all_data, new_dataset, rows, utc
@@ -214,6 +215,32 @@ def test_a_concurrent_commit_makes_the_ingest_start_over(tmp_path: Path) -> None
     assert result.num_records == 2
     assert rows(all_data(ds), "offset", "city") == [(0, "O"), (1, "M"), (2, "N")]
     assert len(add_data_events(ds)) == 2
+
+
+def test_an_ingest_that_keeps_losing_reports_the_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer commits each time the ingest is about to take the commit lock: after
+    CONFLICT_ATTEMPTS tries the ingest gives up with the conflict, and none of its data is in."""
+    ds = new_dataset(tmp_path, csv_source())
+    mine = write(tmp_path, "mine.csv", "date,city,population\n2020-01-01,M,1\n")
+    other = write(tmp_path, "other.csv", "date,city,population\n2020-01-01,O,3\n")
+    rival = Dataset(ds.layout.root)
+    attempts = 0
+
+    def hook(step: str) -> None:
+        nonlocal attempts
+        if step == "locking":
+            attempts += 1
+            monkeypatch.setattr(commit, "step_hook", None)  # the rival's own commit
+            push_ingest(rival, other)
+            monkeypatch.setattr(commit, "step_hook", hook)
+
+    monkeypatch.setattr(commit, "step_hook", hook)
+    with pytest.raises(ConflictError, match="modified concurrently"):
+        push_ingest(ds, mine)
+    assert attempts == CONFLICT_ATTEMPTS
+    assert rows(all_data(ds), "city") == [("O",)] * CONFLICT_ATTEMPTS
 
 
 def test_explicit_system_time(tmp_path: Path) -> None:

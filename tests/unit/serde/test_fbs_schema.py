@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,42 @@ from common.serde.fbs_schema import SCALARS, FbsField, FbsSchema, FbsTable, pars
 
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FBS_DIR = REPO / "fbs"
-SPEC_SCHEMAS = REPO.parent / "shared" / "spec" / "odf-0.35.0" / "schemas"
+SHARED_ENV = "ODF_SHARED_DIR"
+SPEC_IN_SHARED = Path("spec", "odf-0.35.0")
+
+
+def find_spec() -> tuple[Path, str]:
+    """The ODF 0.35.0 spec (JSON schemas, generated fbs) and how it was found.
+
+    The spec is not part of this repository: it is in the shared reference material, a
+    ``shared/`` directory. ``$ODF_SHARED_DIR`` names that directory; otherwise it is looked for
+    next to the repository (``../shared``), then next to each ancestor, so that a clone or
+    worktree nested anywhere under the directory holding ``shared/`` finds it.
+    """
+    override = os.environ.get(SHARED_ENV)
+    if override:
+        return Path(override) / SPEC_IN_SHARED, f"${SHARED_ENV}={override}"
+    for ancestor in REPO.parents:
+        if (ancestor / "shared" / SPEC_IN_SHARED).is_dir():
+            return ancestor / "shared" / SPEC_IN_SHARED, f"found beside {ancestor}"
+    return (
+        REPO.parent / "shared" / SPEC_IN_SHARED,
+        f"{SHARED_ENV} unset; no shared/{SPEC_IN_SHARED} beside {REPO} or any of its ancestors",
+    )
+
+
+SPEC_DIR, SPEC_LOOKUP = find_spec()
+SPEC_SCHEMAS = SPEC_DIR / "schemas"
+
+
+def skip_unless_present(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(
+            f"{path} is missing ({SPEC_LOOKUP}): the ODF 0.35.0 spec is in the shared reference"
+            f" material, not in this repository; set {SHARED_ENV} to the directory holding"
+            f" {SPEC_IN_SHARED} to run this test"
+        )
+
 
 JSON_ONLY = {"DatasetSnapshot"}
 """JSON schemas with no FlatBuffers form (DatasetSnapshot only exists as YAML)."""
@@ -130,8 +166,7 @@ class JsonSpec:
 
 @pytest.fixture(scope="module")
 def spec() -> JsonSpec:
-    if not SPEC_SCHEMAS.is_dir():
-        pytest.skip(f"the ODF 0.35.0 JSON schemas are not at {SPEC_SCHEMAS} (../shared missing)")
+    skip_unless_present(SPEC_SCHEMAS)
     return JsonSpec(SPEC_SCHEMAS)
 
 
@@ -317,9 +352,8 @@ def test_parser_reports_unparseable_declarations(tmp_path: Path) -> None:
 
 def test_odf_fbs_matches_the_specs_generated_fbs(odf: FbsSchema) -> None:
     """Same tables, fields, types and defaults as the spec's own generated file."""
-    generated = SPEC_SCHEMAS.parent / "schemas-generated" / "flatbuffers" / "opendatafabric.fbs"
-    if not generated.is_file():
-        pytest.skip(f"{generated} is not available (../shared missing)")
+    generated = SPEC_DIR / "schemas-generated" / "flatbuffers" / "opendatafabric.fbs"
+    skip_unless_present(generated)
     theirs = parse_fbs(generated)
 
     def shape(s: FbsSchema) -> dict[str, list[tuple[str, str, str | None]]]:
