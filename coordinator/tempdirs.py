@@ -144,3 +144,14 @@ def lock_held(lock_path: Path) -> bool | None:
     finally:
         os.close(fd)
     return False
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -46,7 +46,7 @@ from coordinator.dataset.errors import ConflictError, LockTimeoutError, StagedFi
 from coordinator.dataset.layout import PENDING_PREFIX, DatasetLayout
 from coordinator.dataset.rules import validate_append
 from coordinator.dataset.state import DatasetState, advance
-from coordinator.tempdirs import require_real_dir
+from coordinator.tempdirs import pid_alive, require_real_dir
 
 log = structlog.get_logger(__name__)
 
@@ -148,15 +148,7 @@ def _remove_dead_pending(directory: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid == os.getpid() or pid_alive(pid)
 
 
 def _read_journal(layout: DatasetLayout) -> tuple[Multihash, list[Path]] | None:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from coordinator.dataset.layout import DatasetLayout
-from coordinator.tempdirs import remove_tree, require_real_dir
+from coordinator.tempdirs import lock_held, remove_tree, require_real_dir
 
 _LOCK_SUFFIX = ".lock"
 _MIN_AGE_SECONDS = 10.0
@@ -91,16 +91,5 @@ def _younger_than(path: Path, now: float, age: float) -> bool:
 
 
 def _held(lock_path: Path) -> bool:
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    except OSError:  # a symbolic link (ELOOP): not a lock of ours, so keep what it guards
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    """A missing lock file is not held; a link or unreadable one counts as held (kept)."""
+    return lock_held(lock_path) is True

@@ -34,7 +34,7 @@ from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts, jvm_environment
-from coordinator.tempdirs import owned_temp_dir
+from coordinator.tempdirs import owned_temp_dir, pid_alive
 
 log = structlog.get_logger(__name__)
 
@@ -250,18 +250,8 @@ def _remove_orphans(client: docker.DockerClient) -> None:
     for c in containers:
         labels = c.labels or {}
         pid = labels.get(LABEL_PID, "")
-        if labels.get(LABEL_HOST) != host or not pid.isdigit() or _alive(int(pid)):
+        if labels.get(LABEL_HOST) != host or not pid.isdigit() or pid_alive(int(pid)):
             continue
         log.info("engine.remove_orphan", container=c.name, coordinator_pid=pid)
         with suppress(*_RUNTIME_ERRORS):
             c.remove(force=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
