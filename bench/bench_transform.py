@@ -41,8 +41,8 @@ from coordinator.config import ExchangeFormat, TransformConfig
 from coordinator.dataset import CommitItem, Dataset
 from coordinator.engine import EngineSession
 from coordinator.engine.embedded import EmbeddedEngineProvider
-from coordinator.transform.executor import TransactionResult
 from coordinator.transform.runner import Transformer, workspace_resolver
+from coordinator.transform.transaction import TransactionResult
 from coordinator.workspace import Workspace
 
 OVERHEAD_TARGET = 0.25

@@ -23,7 +23,6 @@ from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.ingest.polling import pull_root
 from coordinator.ingest.progress import Progress
 from coordinator.ingest.source_state import parse_rfc3339
-from coordinator.transform.executor import TransactionResult
 from coordinator.transform.graph import dependency_order
 from coordinator.transform.plan import UpToDate
 from coordinator.transform.runner import (
@@ -33,6 +32,7 @@ from coordinator.transform.runner import (
     workspace_resolver,
     workspace_transformer,
 )
+from coordinator.transform.transaction import TransactionResult
 from coordinator.workspace import Workspace
 
 

@@ -8,10 +8,10 @@
    every ``SetDataSchema`` is committed under).
 3. The new ``SetTransform`` (same inputs, the new query pinned to the engine that validated
    it) is committed. If the dataset has run transactions, MigrateQuery hands the engine's
-   state over to the new query first (``migration``), and what it records is committed in
-   the same commit, right after the ``SetTransform``.
+   state over to the new query first (a ``MigrationPlan`` run by ``run_transaction``), and
+   what it records is committed in the same commit, right after the ``SetTransform``.
 
-From that block on, the planner and executor run the new query: they always use the
+From that block on, the planner and the transactions run the new query: they always use the
 transform of the dataset's latest ``SetTransform``.
 """
 
@@ -35,11 +35,11 @@ from coordinator.dataset.rules import schema_change_problem
 from coordinator.dataset.snapshot_events import normalize_transform
 from coordinator.dataset.state import last_input_block, last_input_offset, next_system_time
 from coordinator.engine import EngineInvalidQueryError, EngineSession
-from coordinator.evolution.migration import run_migration
 from coordinator.transform.graph import Resolver
-from coordinator.transform.plan import InputPlan
-from coordinator.verify.input_history import InputHistory, load_input_history, recorded_input_plan
-from coordinator.verify.requests import MigrationPlan
+from coordinator.transform.migration import migration_changes_state
+from coordinator.transform.plan import InputPlan, MigrationPlan, TransformPlan
+from coordinator.transform.recorded import InputHistory, read_input_history, recorded_input_plan
+from coordinator.transform.transaction import COLLECT, run_transaction
 
 
 class QueryChangeError(ValidationError):
@@ -110,8 +110,10 @@ def change_query(
     engine = engines.get(new.version)
     with dataset.staging_dir() as staging:
         datasets = [histories[p.dataset_id].dataset for p in plan.inputs]
-        result = run_migration(plan, dataset, datasets, engine, staging, exchange)
-        recorded = result.changes_state(state.last_watermark)
+        result = run_transaction(
+            plan, dataset, datasets, engine, policy=COLLECT, exchange=exchange, staging=staging
+        )
+        recorded = migration_changes_state(result.event, state.last_watermark)
         items = [CommitItem(event), *(result.items if recorded else ())]
         hashes = dataset.commit_events(items, expected_head=state.head, system_time=when)
     return QueryChange(
@@ -149,14 +151,11 @@ def _input_histories(current: SetTransform, resolve: Resolver) -> dict[DatasetID
     for i, entry in enumerate(current.inputs):
         dataset_id = DatasetID.from_did(entry.dataset_ref)
         try:
-            history = load_input_history(resolve(dataset_id))
+            histories[dataset_id] = read_input_history(resolve(dataset_id))
         except DatasetNotFoundError:
             raise OdfError(
                 f"input {entry.alias or entry.dataset_ref!r} (inputs[{i}]) is not in the workspace"
             ) from None
-        if isinstance(history, str):
-            raise OdfError(history)
-        histories[dataset_id] = history
     return histories
 
 
@@ -234,14 +233,16 @@ def _migration_plan(
         )
         inputs.append(recorded_input_plan(at_rest, entry.alias or history.alias, history))
     return MigrationPlan(
-        expected_head=state.head,
-        system_time=when,
         prev_transform=prev,
-        new_transform=new.transform,
-        vocab=state.vocab,
-        prev_offset=state.last_offset,
-        prev_checkpoint=state.last_checkpoint,
-        prev_watermark=state.last_watermark,
-        output_schema=state.schema_bytes,
-        inputs=tuple(inputs),
+        transform_plan=TransformPlan(
+            expected_head=state.head,
+            system_time=when,
+            transform=new.transform,
+            vocab=state.vocab,
+            prev_offset=state.last_offset,
+            prev_checkpoint=state.last_checkpoint,
+            prev_watermark=state.last_watermark,
+            output_schema=state.schema_bytes,
+            inputs=tuple(inputs),
+        ),
     )

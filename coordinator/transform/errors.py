@@ -23,3 +23,7 @@ class InputDataMissingError(TransformError):
 
 class OutputSchemaError(TransformError):
     """The engine's output schema is not the dataset's schema plus added columns."""
+
+
+class RecordedInputError(TransformError):
+    """What a recorded transaction read from an input cannot be found again in its chain."""

@@ -149,6 +149,24 @@ class TransformPlan:
         return tuple(i.execute_transform_input() for i in self.inputs)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrationPlan:
+    """The switch of a dataset from ``prev_transform`` to the transform of ``transform_plan``
+    (MigrateQuery).
+
+    ``transform_plan`` is the same transaction seen as a transform of the new query (what its
+    events record). Its inputs are at rest (no new blocks): the migration consumes no input
+    data, it only hands the engine's state over to the new query.
+    """
+
+    prev_transform: TransformSql
+    transform_plan: TransformPlan
+
+    @property
+    def inputs(self) -> tuple[InputPlan, ...]:
+        return self.transform_plan.inputs
+
+
 @dataclass(frozen=True, slots=True)
 class UpToDate:
     """No transaction to run, and why."""

@@ -19,10 +19,10 @@ from common.odf.identity import DatasetID
 from coordinator.config import TransformConfig, load_config
 from coordinator.dataset import Dataset
 from coordinator.engine import EngineMounts, EngineProvider, EngineSession, provider_from_config
-from coordinator.transform.executor import TransactionResult, execute_plan
 from coordinator.transform.graph import Resolver, input_ids
 from coordinator.transform.inputs import load_inputs
 from coordinator.transform.plan import UpToDate, plan_next
+from coordinator.transform.transaction import COMMIT, TransactionResult, run_transaction
 from coordinator.workspace import Workspace
 
 log = structlog.get_logger(__name__)
@@ -99,7 +99,14 @@ class Transformer:
                 yield plan
                 return
             engine = self.engines.get(plan.transform.version)
-            result = execute_plan(plan, dataset, inputs, engine, self.options.exchange)
+            result = run_transaction(
+                plan,
+                dataset,
+                [inputs.dataset(p.dataset_id) for p in plan.inputs],
+                engine,
+                policy=COMMIT,
+                exchange=self.options.exchange,
+            )
             log.info(
                 "transform.committed",
                 dataset=dataset.alias,

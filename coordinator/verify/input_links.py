@@ -15,7 +15,7 @@ from common.odf.events import ExecuteTransform, SetTransform
 from common.odf.fragments import ExecuteTransformInput
 from common.odf.identity import DatasetID
 from coordinator.dataset.state import last_input_offset
-from coordinator.verify.input_history import InputHistory
+from coordinator.transform.recorded import InputHistory
 from coordinator.verify.integrity import StoredBlock
 from coordinator.verify.report import Check, Problem
 

@@ -9,7 +9,7 @@ the stored one except for what Parquet and the engine may encode differently: th
 physical hash and size and the new checkpoint are not compared, the **logical hash**, the
 output offsets, the watermark and the output schema are.
 
-An ``ExecuteTransform`` recorded by a query change (``evolution.migration``) is replayed
+An ``ExecuteTransform`` recorded by a query change (``transform.migration``) is replayed
 through MigrateQuery from the previous transform to the new one.
 """
 
@@ -18,26 +18,24 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from common.odf.errors import OdfError
-from common.odf.events import ExecuteTransform, SetDataSchema, SetTransform
+from common.odf.events import ExecuteTransform, SetTransform
 from common.odf.fragments import TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from coordinator.config import ExchangeFormat
-from coordinator.dataset import CommitItem, Dataset
+from coordinator.dataset import Dataset
 from coordinator.dataset.state import DatasetState
 from coordinator.engine import EngineClient, EngineSession
-from coordinator.evolution.migration import is_migration, run_migration
 from coordinator.transform.errors import OutputSchemaError
-from coordinator.transform.output import collect_output, commit_items
-from coordinator.transform.plan import InputPlan, TransformPlan
+from coordinator.transform.migration import is_migration
+from coordinator.transform.plan import InputPlan, MigrationPlan, TransformPlan
+from coordinator.transform.recorded import InputHistory, recorded_input_plan
+from coordinator.transform.transaction import CompareWithRecorded, run_transaction
 from coordinator.verify.errors import ReplayError
-from coordinator.verify.input_history import InputHistory, recorded_input_plan
 from coordinator.verify.integrity import StoredBlock
 from coordinator.verify.report import BlockRef
-from coordinator.verify.requests import MigrationPlan, prepare_exchange, transform_request
 
 TRANSACTION = "transaction"
 MIGRATION = "migration"
@@ -93,12 +91,18 @@ class Replayer:
         migration = is_migration(event, replaced)
         kind = MIGRATION if migration else TRANSACTION
         try:
-            if migration:
-                assert replaced is not None
-                items = self._migrate(stored, event, replaced)
-            else:
-                items = self._transform(stored, event)
-            differences = event_differences(event, items)
+            plan = self._plan(stored, event, replaced if migration else None)
+            inputs = self._datasets(plan.inputs)
+            engine = self._engine(_transform_of(stored.state_before).version)
+            result = run_transaction(
+                plan,
+                self.dataset,
+                inputs,
+                engine,
+                policy=CompareWithRecorded(event),
+                exchange=self.exchange,
+            )
+            differences = list(result.settled.differences)
         except OutputSchemaError as e:
             differences = [f"output schema: {e}"]
         except (OdfError, OSError) as e:
@@ -112,9 +116,10 @@ class Replayer:
             seconds=time.perf_counter() - started,
         )
 
-    # --- the two kinds of transactions ---------------------------------------------------------
-
-    def _transform(self, stored: StoredBlock, event: ExecuteTransform) -> list[CommitItem]:
+    def _plan(
+        self, stored: StoredBlock, event: ExecuteTransform, previous: TransformSql | None
+    ) -> TransformPlan | MigrationPlan:
+        """The transaction as it ran: a transform, or the migration from ``previous``."""
         state = stored.state_before
         transform = _transform_of(state)
         inputs = self._input_plans(state, event)
@@ -129,37 +134,9 @@ class Replayer:
             output_schema=state.schema_bytes,
             inputs=inputs,
         )
-        engine = self._engine(transform.version)
-        with self.dataset.staging_dir() as staging:
-            exchange = prepare_exchange(inputs, self._datasets(inputs), staging, self.exchange)
-            response = engine.execute_transform(transform_request(plan, self.dataset, exchange))
-            output = collect_output(response, plan, exchange.data_path, exchange.checkpoint_path)
-            return commit_items(plan, output, response)
-
-    def _migrate(
-        self, stored: StoredBlock, event: ExecuteTransform, previous: TransformSql
-    ) -> list[CommitItem]:
-        state = stored.state_before
-        transform = _transform_of(state)
-        inputs = self._input_plans(state, event)
-        plan = MigrationPlan(
-            expected_head=_prev(stored),
-            system_time=stored.block.system_time,
-            prev_transform=previous,
-            new_transform=transform,
-            vocab=state.vocab,
-            prev_offset=event.prev_offset,
-            prev_checkpoint=event.prev_checkpoint,
-            prev_watermark=state.last_watermark,
-            output_schema=state.schema_bytes,
-            inputs=inputs,
-        )
-        engine = self._engine(transform.version)
-        with self.dataset.staging_dir() as staging:
-            result = run_migration(
-                plan, self.dataset, self._datasets(inputs), engine, staging, self.exchange
-            )
-            return list(result.items)
+        if previous is None:
+            return plan
+        return MigrationPlan(prev_transform=previous, transform_plan=plan)
 
     # --- pieces ----------------------------------------------------------------------------------
 
@@ -208,42 +185,3 @@ def _prev(stored: StoredBlock) -> Multihash:
     if prev is None:
         raise ReplayError("an ExecuteTransform cannot be the first block")
     return prev
-
-
-def event_differences(stored: ExecuteTransform, items: Sequence[CommitItem]) -> list[str]:
-    """How the replayed events differ from the stored event (physical hash, size and the new
-    checkpoint aside); a replayed ``SetDataSchema`` means the output schema differs."""
-    replayed = items[-1].event
-    assert isinstance(replayed, ExecuteTransform)
-    found = []
-    if any(isinstance(i.event, SetDataSchema) for i in items[:-1]):
-        found.append("output schema: the replay's columns differ from the dataset's schema")
-    a, b = stored.new_data, replayed.new_data
-    if a is not None and b is None:
-        o = a.offset_interval
-        found.append(f"newData: the block has offsets {o.start}..{o.end}, the replay no records")
-    elif a is None and b is not None:
-        o = b.offset_interval
-        found.append(f"newData: the block has no records, the replay offsets {o.start}..{o.end}")
-    elif a is not None and b is not None:
-        if a.offset_interval != b.offset_interval:
-            x, y = a.offset_interval, b.offset_interval
-            found.append(
-                f"newData.offsetInterval: the block has {x.start}..{x.end},"
-                f" the replay {y.start}..{y.end}"
-            )
-        if a.logical_hash != b.logical_hash:
-            found.append(
-                f"newData.logicalHash: the block has {a.logical_hash},"
-                f" the replay {b.logical_hash}: the records differ"
-            )
-    if stored.new_watermark != replayed.new_watermark:
-        found.append(
-            f"newWatermark: the block has {_time(stored.new_watermark)},"
-            f" the replay {_time(replayed.new_watermark)}"
-        )
-    return found
-
-
-def _time(value: datetime | None) -> str:
-    return "none" if value is None else value.isoformat()

@@ -25,7 +25,8 @@ from common.odf.identity import DatasetID
 from coordinator.config import ExchangeFormat, load_config
 from coordinator.dataset import Dataset, DatasetNotFoundError
 from coordinator.engine import EngineMounts, EngineSession, provider_from_config
-from coordinator.verify.input_history import InputHistory, load_input_history
+from coordinator.transform.recorded import InputHistory
+from coordinator.verify.input_history import load_input_history
 from coordinator.verify.input_links import input_link_problems
 from coordinator.verify.integrity import IntegrityResult, StoredBlock, sorted_problems
 from coordinator.verify.integrity import verify_integrity as check_integrity

@@ -11,10 +11,11 @@ from common.odf.events import ExecuteTransform, SetDataSchema
 from common.odf.fragments import ExecuteTransformInput, OffsetInterval, Watermark
 from common.odf.multihash import ARROW0_SHA3_256, Multihash
 from coordinator.dataset import CommitItem
-from coordinator.evolution.migration import is_migration
-from coordinator.verify.errors import ReplayError
-from coordinator.verify.input_history import InputHistory, load_input_history, recorded_input_plan
-from coordinator.verify.replay import event_differences
+from coordinator.transform.errors import RecordedInputError
+from coordinator.transform.migration import is_migration
+from coordinator.transform.recorded import InputHistory, recorded_input_plan
+from coordinator.transform.transaction import event_differences
+from coordinator.verify.input_history import load_input_history
 from tests.unit.coordinator.events import at, set_schema
 from tests.unit.verify.pipeline import Pipeline, build_pipeline
 
@@ -60,7 +61,7 @@ def test_an_input_at_rest_and_an_input_not_read_yet(p: Pipeline) -> None:
 
 def test_an_input_block_that_is_no_longer_in_the_chain(p: Pipeline) -> None:
     p.root.layout.head_ref_path.write_text(p.root_blocks[2].to_multibase())
-    with pytest.raises(ReplayError, match=r"newBlockHash f1620\w+ is not in its chain"):
+    with pytest.raises(RecordedInputError, match=r"newBlockHash f1620\w+ is not in its chain"):
         recorded_input_plan(recorded_entry(p, 4), "root", root_history(p))
 
 
