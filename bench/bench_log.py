@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.text import Text
 
-import coordinator.output as output
+import coordinator.cli.output as output
 from common.odf.events import SetInfo
 from common.odf.fragments import DatasetKind
 from common.odf.snapshot import DatasetSnapshot

@@ -10,7 +10,7 @@ import argparse
 import shutil
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,16 +31,13 @@ from rich.progress import (
 from rich.text import Text
 
 from common.odf.errors import ValidationError
-from coordinator.engine import EngineMounts, workspace_engines
-from coordinator.engine.raw_query import RawQueryEngines
+from coordinator.app import Application, IngestFile
 from coordinator.ingest.context import IngestResult
 from coordinator.ingest.progress import NO_PROGRESS, ProgressTask
 from coordinator.ingest.progress import Progress as IngestProgress
-from coordinator.ingest.push import push_ingest
 from coordinator.ingest.readers import FORMATS
 from coordinator.ingest.source_state import parse_rfc3339
 from coordinator.tempdirs import owned_temp_dir
-from coordinator.workspace import Workspace
 
 STDIN = "-"
 
@@ -65,25 +62,25 @@ def register(subparsers: Any) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     event_time = _event_time(args.event_time)
-    ws = Workspace.find()
-    dataset = ws.open_dataset(args.name)
+    app = Application.open()
+    app.dataset(args.name)  # it exists, before stdin is read
     if args.files.count(STDIN) > 1:
         raise ValidationError("stdin (-) can be given only once", path="FILE")
-    mounts = EngineMounts.of([], [dataset.layout.staging_root])
-    with terminal_progress() as progress, workspace_engines(ws.odf_dir, mounts) as engines:
-        for file in args.files:
-            with _local_file(file) as (path, shown):
-                result = push_ingest(
-                    dataset,
-                    path,
-                    name=shown,
-                    source_name=args.source_name,
-                    input_format=args.input_format,
-                    event_time=event_time,
-                    engines=RawQueryEngines(engines),
-                    progress=progress,
-                )
-            print(describe(result, shown))
+    with ExitStack() as files, terminal_progress() as progress:
+        local = [IngestFile(*files.enter_context(_local_file(f))) for f in args.files]
+        for file, result in zip(
+            local,
+            app.ingest(
+                args.name,
+                local,
+                source_name=args.source_name,
+                input_format=args.input_format,
+                event_time=event_time,
+                progress=progress,
+            ),
+            strict=False,
+        ):
+            print(describe(result, file.name))
     return 0
 
 

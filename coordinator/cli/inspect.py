@@ -6,23 +6,16 @@ import argparse
 import sys
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from common.odf.errors import ValidationError
-from common.odf.events import AddData, ExecuteTransform
-from common.odf.fragments import DataSlice
 from common.serde.yaml_codec import dump_block_manifest, to_plain
-from coordinator.dataset import Dataset
-from coordinator.dataset.describe import describe_event
-from coordinator.output import (
+from coordinator.app import Application
+from coordinator.cli.output import (
     OutputFormat,
     add_output_format_argument,
     render_document,
     render_rows,
     table_rows,
 )
-from coordinator.workspace import Workspace
+from coordinator.dataset.describe import describe_event
 
 LOG_COLUMNS = ("seq", "hash", "system_time", "event", "details")
 SCHEMA_COLUMNS = ("name", "type", "nullable")
@@ -68,12 +61,7 @@ def _non_negative(text: str) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    ds = Workspace.find().open_dataset(args.name)
-    blocks = []
-    for item in ds.iter_blocks():
-        blocks.append(item)
-        if args.limit is not None and len(blocks) >= args.limit:
-            break
+    blocks = Application.open().log(args.name, args.limit)
     fmt = OutputFormat(args.output_format)
     if fmt is OutputFormat.YAML:
         for h, block in blocks:
@@ -99,47 +87,16 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    ds = Workspace.find().open_dataset(args.name)
-    table = tail_records(ds, args.num_records, skip=args.skip)
+    table = Application.open().tail(args.name, args.num_records, skip=args.skip)
     render_rows(table_rows(table), table.column_names, args.output_format)
     return 0
-
-
-def tail_records(ds: Dataset, n: int, *, skip: int = 0) -> pa.Table:
-    """The latest ``n`` records (after skipping the latest ``skip``), oldest first."""
-    state = ds.state()
-    offset_column = state.vocab.offset_column
-    wanted = n + skip
-    slices: list[DataSlice] = []
-    covered = 0
-    for _, block in ds.iter_blocks():
-        if covered >= wanted:
-            break
-        event = block.event
-        if isinstance(event, AddData | ExecuteTransform) and event.new_data is not None:
-            slices.append(event.new_data)
-            o = event.new_data.offset_interval
-            covered += o.end - o.start + 1
-    if not slices:
-        schema = state.arrow_schema()
-        return (schema or pa.schema([])).empty_table()
-    tables = [pq.read_table(ds.data_path(s.physical_hash)) for s in reversed(slices)]
-    table = pa.concat_tables(tables, promote_options="default")
-    table = table.sort_by(offset_column)
-    end = max(table.num_rows - skip, 0)
-    return table.slice(max(end - n, 0), end - max(end - n, 0))
 
 
 # --- inspect schema ----------------------------------------------------------------------------
 
 
 def cmd_inspect_schema(args: argparse.Namespace) -> int:
-    ds = Workspace.find().open_dataset(args.name)
-    schema = ds.state().arrow_schema()
-    if schema is None:
-        raise ValidationError(
-            f"dataset {ds.alias!r} has no schema yet (it is set by the first ingest or transform)"
-        )
+    schema = Application.open().schema(args.name)
     rows = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
     render_rows(rows, SCHEMA_COLUMNS, args.output_format)
     return 0

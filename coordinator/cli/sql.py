@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
-from coordinator.output import add_output_format_argument, render_rows, table_rows
-from coordinator.query import QueryResult, run_query, single_query
-from coordinator.workspace import Workspace
+from coordinator.app import Application
+from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
+from coordinator.query import QueryResult, single_query
 
 DEFAULT_LIMIT = 1000
 
@@ -54,12 +54,12 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    ws = Workspace.find()
+    app = Application.open()
     if args.command is not None:
         query = single_query(args.command, where="--command")
     else:
         query = single_query(_read_script(args.script), where=args.script)
-    result = run_query(ws, query, aliases=parse_aliases(args.input), limit=args.limit or None)
+    result = app.query(query, aliases=parse_aliases(args.input), limit=args.limit or None)
     print_result(result, args.output_format)
     return 0
 

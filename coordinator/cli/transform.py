@@ -10,18 +10,14 @@ when the file ends in ``.yaml``/``.yml``.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
-from common.odf.fragments import TransformInput, TransformSql
+from common.odf.fragments import TransformSql
 from common.serde.yaml_codec import load_object
-from coordinator.config import load_config
-from coordinator.engine import workspace_engines
-from coordinator.evolution.query_change import QueryChange, change_query
-from coordinator.transform.runner import engine_mounts, workspace_resolver
-from coordinator.workspace import Workspace
+from coordinator.app import Application
+from coordinator.evolution.query_change import QueryChange
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -55,47 +51,22 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_set_transform(args: argparse.Namespace) -> int:
-    ws = Workspace.find()
-    dataset = ws.open_dataset(args.name)
-    current = dataset.state().transform
-    engine = args.engine or (current.transform.engine if current else "spark")
-    transform = read_transform(args, engine)
-    if args.version is not None:
-        transform = replace(transform, version=args.version)
-    config = load_config(ws.odf_dir)
-    resolve = workspace_resolver(ws)
-    # A container engine migrating the dataset reads its checkpoint and writes to its staging.
-    with workspace_engines(ws.odf_dir, engine_mounts([dataset], resolve)) as engines:
-        change = change_query(
-            dataset,
-            transform,
-            resolve,
-            engines,
-            inputs=resolve_inputs(ws, args.inputs) if args.inputs else None,
-            exchange=config.transform.exchange,
-        )
+    change = Application.open().set_transform(
+        args.name,
+        read_transform(args),
+        engine=args.engine,
+        version=args.version,
+        inputs=args.inputs,
+    )
     for line in describe(change):
         print(line)
     return 0
 
 
-def resolve_inputs(ws: Workspace, specs: list[str]) -> tuple[TransformInput, ...]:
-    """``[ALIAS=]NAME`` options as resolved transform inputs (the alias defaults to the name)."""
-    inputs = []
-    for spec in specs:
-        alias, _, name = spec.rpartition("=")
-        ds = ws.open_dataset(name)
-        inputs.append(TransformInput(dataset_ref=ds.id.to_did(), alias=alias or ds.alias))
-    aliases = [i.alias for i in inputs]
-    if len(set(aliases)) != len(aliases):
-        raise ValidationError("two inputs have the same alias", path="--input")
-    return tuple(inputs)
-
-
-def read_transform(args: argparse.Namespace, engine: str) -> TransformSql:
-    """The new transform from ``--query`` or ``--file``."""
+def read_transform(args: argparse.Namespace) -> str | TransformSql:
+    """The new query from ``--query`` or ``--file``: SQL text, or a whole ``Transform``."""
     if args.query is not None:
-        return _sql(args.query, "--query", engine)
+        return _sql(args.query, "--query")
     path: Path = args.file
     try:
         text = path.read_text(encoding="utf-8")
@@ -104,15 +75,15 @@ def read_transform(args: argparse.Namespace, engine: str) -> TransformSql:
     if path.suffix in YAML_SUFFIXES:
         transform = load_object(TransformSql, text, source=str(path))
         assert isinstance(transform, TransformSql)
-        return transform if args.engine is None else replace(transform, engine=args.engine)
-    return _sql(text, str(path), engine)
+        return transform
+    return _sql(text, str(path))
 
 
-def _sql(text: str, where: str, engine: str) -> TransformSql:
+def _sql(text: str, where: str) -> str:
     query = text.strip()
     if not query:
         raise ValidationError("the query is empty", path=where)
-    return TransformSql(engine=engine, query=query)
+    return query
 
 
 def describe(change: QueryChange) -> list[str]:

@@ -12,22 +12,17 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator.dataset import Dataset
-from coordinator.output import (
+from coordinator.app import Application
+from coordinator.cli.output import (
     OutputFormat,
     add_output_format_argument,
     render_document,
     render_rows,
 )
+from coordinator.dataset import Dataset
 from coordinator.verify.errors import VerificationFailed
 from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import DatasetReport, Problem, TransactionResult
-from coordinator.verify.verifier import (
-    tolerant_resolver,
-    verification_order,
-    workspace_verifier,
-)
-from coordinator.workspace import Workspace
 
 COLUMNS = ("dataset", "block", "hash", "event", "offsets", "integrity", "replay", "detail")
 
@@ -50,15 +45,9 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    ws = Workspace.find()
-    selected = [ws.open_dataset(n) for n in args.names]
-    datasets = verification_order(selected, tolerant_resolver(ws), recursive=args.recursive)
-    reports = []
-    with workspace_verifier(
-        ws, datasets, integrity_only=args.integrity, on_replay=_progress
-    ) as verifier:
-        for dataset in datasets:
-            reports.append(verifier.verify(dataset))
+    reports = Application.open().verify(
+        args.names, recursive=args.recursive, integrity_only=args.integrity, on_replay=_progress
+    )
     if args.output_format == OutputFormat.JSON.value:
         render_document([report_document(r) for r in reports], OutputFormat.JSON)
     else:

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from common.odf.errors import OdfError, ValidationError
-from common.odf.events import SetTransform
-from common.odf.snapshot import DatasetSnapshot
-from common.serde.yaml_codec import load_snapshots
-from coordinator.dataset import Dataset
-from coordinator.engine import workspace_engines
-from coordinator.output import OutputFormat, add_output_format_argument, render_rows
-from coordinator.transform.creation import TransformCreation
-from coordinator.workspace import Workspace
+from coordinator.app import Application, read_snapshots, snapshot_files
+from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
 
-SNAPSHOT_SUFFIXES = (".yaml", ".yml")
 LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
 
 
@@ -50,106 +43,23 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    ws = Workspace.init(Path.cwd(), exist_ok=args.exists_ok)
+    ws = Application.init(Path.cwd(), exist_ok=args.exists_ok)
     print(f"initialized an odf workspace in {ws.odf_dir}")
     return 0
 
 
-# --- add ---------------------------------------------------------------------------------------
-
-
 def cmd_add(args: argparse.Namespace) -> int:
-    ws = Workspace.find()
+    app = Application.open()
     sources = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
-    origin = {id(s): f for f, s in sources}
-    with workspace_engines(ws.odf_dir) as engines:
-        creation = TransformCreation(ws, engines)  # pins and validates derivative transforms
-        for snapshot in creation_order([s for _, s in sources]):
-            try:
-                ds = ws.create_dataset(creation.prepare(snapshot))
-            except ValidationError as e:
-                raise ValidationError(e.reason, path=f"{origin[id(snapshot)]}: {e.path}") from None
-            print(f"added {ds.alias} ({ds.id})")
+    for ds in app.add(sources):
+        print(f"added {ds.alias} ({ds.id})")
     return 0
-
-
-def snapshot_files(paths: list[Path], *, recursive: bool) -> list[Path]:
-    """The snapshot files named by ``paths``; directories only with ``recursive``."""
-    files = []
-    for path in paths:
-        if path.is_dir():
-            if not recursive:
-                raise ValidationError("is a directory (use --recursive)", path=str(path))
-            files += sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix in SNAPSHOT_SUFFIXES
-            )
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise ValidationError("no such file", path=str(path))
-    return files
-
-
-def read_snapshots(files: list[Path]) -> list[tuple[Path, DatasetSnapshot]]:
-    """Parse every file first, so that one bad file adds nothing."""
-    return [(f, s) for f in files for s in _file_snapshots(f)]
-
-
-def _file_snapshots(path: Path) -> list[DatasetSnapshot]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        reason = f"not UTF-8 text ({e.reason} at byte {e.start})"
-        raise ValidationError(reason, path=str(path)) from None
-    snapshots = load_snapshots(text, source=str(path))
-    if not snapshots:
-        raise ValidationError("no DatasetSnapshot in the file (it is empty)", path=str(path))
-    return snapshots
-
-
-def creation_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
-    """Snapshots ordered so that inputs defined in the same batch are created first."""
-    by_name: dict[str, DatasetSnapshot] = {}
-    for s in snapshots:
-        key = s.name.lower()
-        if key in by_name:
-            raise ValidationError(f"dataset {s.name!r} is defined twice", path="name")
-        by_name[key] = s
-    ordered: list[DatasetSnapshot] = []
-    state: dict[str, str] = {}
-
-    def visit(s: DatasetSnapshot, trail: tuple[str, ...]) -> None:
-        key = s.name.lower()
-        if state.get(key) == "done":
-            return
-        if key in trail:
-            raise ValidationError(f"inputs form a cycle: {' -> '.join((*trail, key))}")
-        for ref in _input_refs(s):
-            dep = by_name.get(ref.lower())
-            if dep is not None:
-                visit(dep, (*trail, key))
-        state[key] = "done"
-        ordered.append(s)
-
-    for s in snapshots:
-        visit(s, ())
-    return ordered
-
-
-def _input_refs(snapshot: DatasetSnapshot) -> list[str]:
-    return [
-        i.dataset_ref for e in snapshot.metadata if isinstance(e, SetTransform) for i in e.inputs
-    ]
-
-
-# --- list and delete ---------------------------------------------------------------------------
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Every dataset; a broken one (unreadable head or blocks) is listed with a one-line
     ``error`` and the others as usual, and the exit code is then 1 (after the listing)."""
-    ws = Workspace.find()
-    rows = [_list_row(ds) for ds in ws.list_datasets()]
+    rows = [asdict(summary) for summary in Application.open().list_datasets()]
     broken = [r["name"] for r in rows if r["error"] is not None]
     table = OutputFormat(args.output_format) is OutputFormat.TABLE
     columns = (*LIST_COLUMNS, "error") if broken or not table else LIST_COLUMNS
@@ -160,32 +70,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list_row(ds: Dataset) -> dict[str, Any]:
-    try:
-        return {**summary_row(ds), "error": None}
-    except (OdfError, OSError) as e:
-        reason = " ".join(str(e).split()).replace(f"{ds.layout.root}/", "")
-        return {"name": ds.alias, "error": reason}
-
-
-def summary_row(ds: Dataset) -> dict[str, Any]:
-    state = ds.state()
-    return {
-        "name": ds.alias,
-        "kind": state.kind.value if state.kind else None,
-        "head": state.head,
-        "blocks": state.sequence_number + 1,
-        "records": state.num_records,
-        "size": state.data_size,
-        "updated": state.system_time,
-        "watermark": state.last_watermark,
-    }
-
-
 def cmd_delete(args: argparse.Namespace) -> int:
-    ws = Workspace.find()
-    datasets = [ws.open_dataset(name) for name in args.names]  # all must exist
-    for ds in datasets:
-        ws.delete_dataset(ds.alias)
-        print(f"deleted {ds.alias}")
+    for name in Application.open().delete(args.names):
+        print(f"deleted {name}")
     return 0

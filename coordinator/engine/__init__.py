@@ -15,7 +15,7 @@ from coordinator.engine.errors import (
     EngineUnavailableError,
     EngineVersionError,
 )
-from coordinator.engine.factory import provider_from_config, workspace_engines
+from coordinator.engine.factory import provider_from_config
 from coordinator.engine.provider import EngineMounts, EngineProvider, EngineSession
 
 __all__ = [
@@ -30,5 +30,4 @@ __all__ = [
     "EngineUnavailableError",
     "EngineVersionError",
     "provider_from_config",
-    "workspace_engines",
 ]

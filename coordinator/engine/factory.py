@@ -1,13 +1,11 @@
-"""The engine provider a workspace's configuration asks for, and a command's engine session."""
+"""The engine provider a workspace's configuration asks for."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from coordinator.config import EngineConfig, EngineProviderKind, load_config
+from coordinator.config import EngineConfig, EngineProviderKind
 from coordinator.engine.container import ContainerEngineProvider
 from coordinator.engine.embedded import EmbeddedEngineProvider
-from coordinator.engine.provider import EngineMounts, EngineProvider, EngineSession
+from coordinator.engine.provider import EngineProvider
 from coordinator.engine.remote import RemoteEngineProvider
 
 
@@ -34,9 +32,3 @@ def provider_from_config(config: EngineConfig) -> EngineProvider:
                 token_file=config.token_file,
                 tls_ca=config.tls_ca,
             )
-
-
-def workspace_engines(odf_dir: Path, mounts: EngineMounts | None = None) -> EngineSession:
-    """The engine session of one command in the workspace whose ``.odf`` is ``odf_dir``."""
-    provider = provider_from_config(load_config(odf_dir).engine)
-    return EngineSession(provider, mounts)

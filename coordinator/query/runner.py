@@ -1,8 +1,8 @@
 """Ad-hoc SQL over the datasets of a workspace, run by the workspace's engine.
 
 Every dataset the query mentions (see ``references``) becomes a view under its name, over all
-its data files; ``aliases`` add views under other names. The request goes to the engine of the
-workspace's configuration (embedded, container or remote: ``coordinator.engine``) as our
+its data files; ``aliases`` add views under other names. The request goes to an engine of the
+given provider (embedded, container or remote: ``coordinator.engine``) as our
 ``ExecuteQuery`` extension; the engine writes the result as an Arrow IPC file in a private
 directory of the workspace (where a container or remote engine can reach it), and only the
 rows asked for are read back.
@@ -21,10 +21,8 @@ import structlog
 from common.odf import engine_protocol as ep
 from common.odf.errors import ValidationError
 from common.odf.fragments import SqlQueryStep, TransformSql
-from coordinator.config import load_config
 from coordinator.dataset import Dataset
 from coordinator.engine import EngineInvalidQueryError, EngineMounts, EngineProvider, EngineSession
-from coordinator.engine.factory import provider_from_config
 from coordinator.ingest.context import data_files
 from coordinator.query.references import mentioned_names, name_chains, statements
 from coordinator.tempdirs import owned_temp_dir
@@ -89,17 +87,16 @@ def query_views(ws: Workspace, query: str, aliases: Mapping[str, str]) -> list[Q
 def run_query(
     ws: Workspace,
     query: str,
+    provider: EngineProvider,
     *,
     aliases: Mapping[str, str] | None = None,
     limit: int | None = None,
-    provider: EngineProvider | None = None,
 ) -> QueryResult:
-    """Run ``query`` on the workspace's engine; read back at most ``limit`` rows."""
+    """Run ``query`` on an engine of ``provider``; read back at most ``limit`` rows."""
     views = query_views(ws, query, aliases or {})
     planned = [(v, _query_input(v)) for v in views]
     inputs = [i for _, i in planned if i is not None]
     no_data = [v.alias for v, i in planned if i is None]
-    provider = provider or provider_from_config(load_config(ws.odf_dir).engine)
     with owned_temp_dir(_TMP_PREFIX, ws.odf_dir) as tmp:  # cleaned by the next run if killed
         output = Path(tmp) / RESULT_FILE
         request = ep.QueryRequest(

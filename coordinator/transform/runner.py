@@ -9,16 +9,15 @@ until its inputs are fully processed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
 
 from common.odf.identity import DatasetID
-from coordinator.config import TransformConfig, load_config
+from coordinator.config import TransformConfig
 from coordinator.dataset import Dataset
-from coordinator.engine import EngineMounts, EngineProvider, EngineSession, provider_from_config
+from coordinator.engine import EngineMounts, EngineSession
 from coordinator.transform.graph import Resolver, input_ids
 from coordinator.transform.inputs import load_inputs
 from coordinator.transform.plan import UpToDate, plan_next
@@ -137,21 +136,3 @@ def engine_mounts(datasets: Sequence[Dataset], resolve: Resolver) -> EngineMount
             read_only.append(ds.layout.checkpoints_dir)
             read_only += [resolve(i).layout.data_dir for i in inputs]
     return EngineMounts.of(read_only, read_write)
-
-
-@contextmanager
-def workspace_transformer(
-    ws: Workspace,
-    datasets: Sequence[Dataset],
-    *,
-    provider: EngineProvider | None = None,
-    options: TransformConfig | None = None,
-    clock: Clock = utc_now,
-) -> Iterator[Transformer]:
-    """A ``Transformer`` for ``datasets`` of ``ws`` (and the preprocess queries of its root
-    datasets), with the engine and options of the workspace's configuration by default."""
-    config = load_config(ws.odf_dir)
-    provider = provider or provider_from_config(config.engine)
-    resolve = workspace_resolver(ws)
-    with EngineSession(provider, engine_mounts(datasets, resolve)) as engines:
-        yield Transformer(resolve, engines, options or config.transform, clock=clock)

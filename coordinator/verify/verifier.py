@@ -14,17 +14,16 @@ already read chains to the datasets downstream.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform, Seed, SetTransform
 from common.odf.fragments import DatasetKind
 from common.odf.identity import DatasetID
-from coordinator.config import ExchangeFormat, load_config
+from coordinator.config import ExchangeFormat
 from coordinator.dataset import Dataset, DatasetNotFoundError
-from coordinator.engine import EngineMounts, EngineSession, provider_from_config
+from coordinator.engine import EngineMounts, EngineSession
 from coordinator.transform.recorded import InputHistory
 from coordinator.verify.input_history import load_input_history
 from coordinator.verify.input_links import input_link_problems
@@ -258,26 +257,7 @@ def _id_of(ds: Dataset) -> DatasetID | None:
         return first.dataset_id if isinstance(first, Seed) else None
 
 
-@contextmanager
-def workspace_verifier(
-    ws: Workspace,
-    targets: list[Dataset],
-    *,
-    integrity_only: bool,
-    on_replay: ReplayProgress | None = None,
-) -> Iterator[Verifier]:
-    """A ``Verifier`` for ``targets`` of ``ws``; engines start only when a replay needs one."""
-    resolve = tolerant_resolver(ws)
-    config = load_config(ws.odf_dir)
-    if integrity_only:
-        yield Verifier(resolve, None, config.transform.exchange, on_replay=on_replay)
-        return
-    provider = provider_from_config(config.engine)
-    with EngineSession(provider, _mounts(targets, resolve)) as engines:
-        yield Verifier(resolve, engines, config.transform.exchange, on_replay=on_replay)
-
-
-def _mounts(targets: list[Dataset], resolve: Resolver) -> EngineMounts:
+def replay_mounts(targets: Sequence[Dataset], resolve: Resolver) -> EngineMounts:
     """What a container engine needs to replay ``targets``: each one's staging (writable),
     its checkpoints and the data of every input it ever read (read-only)."""
     read_only, read_write = [], []

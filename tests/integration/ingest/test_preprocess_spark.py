@@ -13,7 +13,8 @@ from common.odf.fragments import (
     SqlQueryStep,
     TransformSql,
 )
-from coordinator.engine import EngineMounts, workspace_engines
+from coordinator.app import Application
+from coordinator.engine import EngineMounts
 from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.ingest.errors import PreprocessError
 from coordinator.ingest.push import push_ingest
@@ -45,7 +46,7 @@ def test_preprocess_queries_shape_the_data(tmp_path: Path) -> None:
     data.write_text("A,1000\nB,2000\nC,3000\n")
     ws = Workspace(tmp_path / "ws")
     mounts = EngineMounts.of([], [ds.layout.staging_root])
-    with workspace_engines(ws.odf_dir, mounts) as session:
+    with Application(ws).engines(mounts) as session:
         engines = RawQueryEngines(session)
         result = push_ingest(ds, data, source_name="good", engines=engines)
         assert result.num_records == 3

@@ -12,8 +12,8 @@ from common.hashing import physical_hash_file
 from common.odf.events import AddData
 from common.odf.fragments import Checkpoint
 from common.odf.multihash import Multihash
-from coordinator.cli.inspect import tail_records
 from coordinator.dataset import CommitItem, Dataset, StagedFileError
+from coordinator.query.tail import tail_records
 from tests.unit.coordinator.events import add_data_for, at, seed, set_schema, write_slice
 
 

@@ -19,7 +19,7 @@ from common.odf.events import SetInfo
 from common.odf.fragments import DatasetKind
 from common.odf.snapshot import DatasetSnapshot
 from coordinator.cli import main
-from coordinator.output import OutputFormat, _Cell, render_document, render_rows
+from coordinator.cli.output import OutputFormat, _Cell, render_document, render_rows
 from coordinator.workspace import Workspace
 
 ROWS: list[dict[str, object]] = [

@@ -12,11 +12,11 @@ import pytest
 from common.odf.events import AddPushSource, SetVocab
 from common.odf.fragments import MergeStrategyAppend, ReadStepNdJson
 from common.odf.multihash import Multihash
+from coordinator.cli.output import render_rows, table_rows
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.push import push_ingest
 from coordinator.ingest.readers import utf8
 from coordinator.ingest.readers.utf8 import check_utf8_file, invalid_utf8_column
-from coordinator.output import render_rows, table_rows
 from coordinator.verify.files import data_file_facts
 from tests.unit.ingest.helpers import add_data_events, new_dataset
 

@@ -1,0 +1,359 @@
+"""The application layer: one workspace, its configuration and its engines, and every use case.
+
+``Application`` is the composition root of the coordinator: it opens a workspace, reads
+``.odf/config.yaml`` once, owns engine provisioning (``engines``), and exposes each use case
+as a method that returns plain results or yields progress events. The CLI parses arguments,
+calls one method and renders what it gets; the daemon calls the same methods. Nothing here
+prints or knows about terminals; nothing below this layer reads the configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from common.odf.block import MetadataBlock
+from common.odf.errors import OdfError, ValidationError
+from common.odf.fragments import DatasetKind, TransformInput, TransformSql
+from common.odf.multihash import Multihash
+from coordinator.app.snapshots import SnapshotSource, creation_order
+from coordinator.config import WorkspaceConfig, load_config
+from coordinator.dataset import Dataset
+from coordinator.engine import EngineMounts, EngineProvider, EngineSession, provider_from_config
+from coordinator.engine.raw_query import RawQueryEngines
+from coordinator.evolution.query_change import QueryChange, change_query
+from coordinator.ingest.context import IngestResult
+from coordinator.ingest.polling import pull_root
+from coordinator.ingest.progress import NO_PROGRESS, Progress
+from coordinator.ingest.push import push_ingest
+from coordinator.query import QueryResult, run_query
+from coordinator.query.tail import tail_records
+from coordinator.transform.creation import TransformCreation
+from coordinator.transform.graph import dependency_order
+from coordinator.transform.plan import UpToDate
+from coordinator.transform.runner import Transformer, engine_mounts, utc_now, workspace_resolver
+from coordinator.transform.transaction import TransactionResult
+from coordinator.verify.replay import ReplayResult
+from coordinator.verify.report import DatasetReport
+from coordinator.verify.verifier import (
+    Verifier,
+    replay_mounts,
+    tolerant_resolver,
+    verification_order,
+)
+from coordinator.workspace import Workspace
+
+Clock = Callable[[], datetime]
+ReplayProgress = Callable[[Dataset, ReplayResult], None]
+
+
+# --- results and events --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DatasetSummary:
+    """One dataset of ``list``; a broken one has only its name and ``error``."""
+
+    name: str
+    kind: str | None = None
+    head: Multihash | None = None
+    blocks: int | None = None
+    records: int | None = None
+    size: int | None = None
+    updated: datetime | None = None
+    watermark: datetime | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RootPulled:
+    """A root dataset's polling source committed (or found nothing new)."""
+
+    dataset: str
+    result: IngestResult
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCommitted:
+    """A derivative dataset committed one transaction."""
+
+    dataset: str
+    transaction: TransactionResult
+
+
+@dataclass(frozen=True, slots=True)
+class DerivativeDone:
+    """A derivative dataset has nothing more to do, and why (``up to date``, waiting...)."""
+
+    dataset: str
+    reason: str
+
+
+PullEvent = RootPulled | TransactionCommitted | DerivativeDone
+
+
+@dataclass(frozen=True, slots=True)
+class IngestFile:
+    """A file to push into a root dataset, and how to name it in results."""
+
+    path: Path
+    name: str
+
+
+# --- the application -----------------------------------------------------------------------------
+
+
+class Application:
+    """The use cases of one workspace (see the module doc)."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        config: WorkspaceConfig | None = None,
+        *,
+        provider: EngineProvider | None = None,
+    ) -> None:
+        self.ws = ws
+        self.config = config if config is not None else load_config(ws.odf_dir)
+        self.provider = provider or provider_from_config(self.config.engine)
+
+    @classmethod
+    def open(cls, start: Path | None = None) -> Application:
+        """The application of the workspace containing ``start`` (default: the working dir)."""
+        return cls(Workspace.find(start))
+
+    @staticmethod
+    def init(path: Path, *, exist_ok: bool = False) -> Workspace:
+        return Workspace.init(path, exist_ok=exist_ok)
+
+    def engines(self, mounts: EngineMounts | None = None) -> EngineSession:
+        """A session of the configured engines: started on first use, stopped on exit.
+
+        ``mounts``: what a container engine must see (other providers see the host)."""
+        return EngineSession(self.provider, mounts)
+
+    def dataset(self, name: str) -> Dataset:
+        return self.ws.open_dataset(name)
+
+    # --- datasets --------------------------------------------------------------------------------
+
+    def add(self, sources: Sequence[SnapshotSource]) -> Iterator[Dataset]:
+        """Create datasets from snapshots, inputs first; derivative transforms are pinned to
+        the engine and validated by it (started only if some query can be validated)."""
+        with self.engines() as engines:
+            creation = TransformCreation(self.ws, engines)
+            for source in creation_order(sources):
+                try:
+                    created = self.ws.create_dataset(creation.prepare(source.snapshot))
+                except ValidationError as e:
+                    raise ValidationError(e.reason, path=f"{source.origin}: {e.path}") from None
+                yield created
+
+    def list_datasets(self) -> list[DatasetSummary]:
+        """Every dataset; a broken one (unreadable head or blocks) with a one-line error."""
+        return [_summary(ds) for ds in self.ws.list_datasets()]
+
+    def delete(self, names: Sequence[str]) -> list[str]:
+        """Delete datasets (all must exist before any is deleted); their names."""
+        datasets = [self.ws.open_dataset(name) for name in names]
+        for ds in datasets:
+            self.ws.delete_dataset(ds.alias)
+        return [ds.alias for ds in datasets]
+
+    def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
+        """The dataset's blocks, newest first (at most ``limit``)."""
+        blocks: list[tuple[Multihash, MetadataBlock]] = []
+        for item in self.dataset(name).iter_blocks():
+            if limit is not None and len(blocks) >= limit:
+                break
+            blocks.append(item)
+        return blocks
+
+    def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
+        return tail_records(self.dataset(name), n, skip=skip)
+
+    def schema(self, name: str) -> pa.Schema:
+        ds = self.dataset(name)
+        schema = ds.state().arrow_schema()
+        if schema is None:
+            raise ValidationError(
+                f"dataset {ds.alias!r} has no schema yet"
+                " (it is set by the first ingest or transform)"
+            )
+        return schema
+
+    # --- data ------------------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        name: str,
+        files: Sequence[IngestFile],
+        *,
+        source_name: str | None = None,
+        input_format: str | None = None,
+        event_time: datetime | None = None,
+        progress: Progress = NO_PROGRESS,
+    ) -> Iterator[IngestResult]:
+        """Push ``files`` into a root dataset's push source, one commit each, in order."""
+        dataset = self.dataset(name)
+        mounts = EngineMounts.of([], [dataset.layout.staging_root])
+        with self.engines(mounts) as engines:
+            for file in files:
+                yield push_ingest(
+                    dataset,
+                    file.path,
+                    name=file.name,
+                    source_name=source_name,
+                    input_format=input_format,
+                    event_time=event_time,
+                    engines=RawQueryEngines(engines),
+                    progress=progress,
+                )
+
+    def pull(
+        self,
+        names: Sequence[str] = (),
+        *,
+        all_datasets: bool = False,
+        recursive: bool = False,
+        system_time: datetime | None = None,
+        fetch_uncacheable: bool = False,
+        progress: Progress = NO_PROGRESS,
+    ) -> Iterator[PullEvent]:
+        """Bring datasets up to date, inputs first: root datasets run their polling source,
+        derivatives their transactions. One engine session serves the whole pull."""
+        if all_datasets == bool(names):
+            raise ValidationError("give dataset names or --all (not both)", path="NAME")
+        selected = self.ws.list_datasets() if all_datasets else [self.dataset(n) for n in names]
+        resolve = workspace_resolver(self.ws)
+        datasets = dependency_order(selected, resolve, recursive=recursive)
+        clock: Clock = utc_now if system_time is None else (lambda: system_time)
+        with self.engines(engine_mounts(datasets, resolve)) as engines:
+            transformer = Transformer(resolve, engines, self.config.transform, clock=clock)
+            for dataset in datasets:
+                kind = dataset.state().kind
+                if kind is DatasetKind.ROOT:
+                    for result in pull_root(
+                        dataset,
+                        fetch_uncacheable=fetch_uncacheable,
+                        engines=RawQueryEngines(engines),
+                        progress=progress,
+                        system_time=system_time,
+                    ):
+                        yield RootPulled(dataset.alias, result)
+                elif kind is DatasetKind.DERIVATIVE:
+                    for step in transformer.steps(dataset):
+                        if isinstance(step, UpToDate):
+                            yield DerivativeDone(dataset.alias, step.reason)
+                        else:
+                            yield TransactionCommitted(dataset.alias, step)
+                else:
+                    raise OdfError(f"dataset {dataset.alias!r} has no Seed block: nothing to pull")
+
+    def set_transform(
+        self,
+        name: str,
+        query: str | TransformSql,
+        *,
+        engine: str | None = None,
+        version: str | None = None,
+        inputs: Sequence[str] | None = None,
+    ) -> QueryChange:
+        """Change a derivative dataset's query: SQL text (the engine defaults to the current
+        query's) or a whole ``Transform``; ``inputs`` (``[ALIAS=]NAME``) replace the inputs."""
+        dataset = self.dataset(name)
+        current = dataset.state().transform
+        transform = new_transform(
+            query,
+            engine=engine,
+            version=version,
+            current_engine=current.transform.engine if current else None,
+        )
+        resolve = workspace_resolver(self.ws)
+        # A container engine migrating the dataset reads its checkpoint and writes to its staging.
+        with self.engines(engine_mounts([dataset], resolve)) as engines:
+            return change_query(
+                dataset,
+                transform,
+                resolve,
+                engines,
+                inputs=self.resolve_inputs(inputs) if inputs else None,
+                exchange=self.config.transform.exchange,
+            )
+
+    def resolve_inputs(self, specs: Sequence[str]) -> tuple[TransformInput, ...]:
+        """``[ALIAS=]NAME`` as resolved transform inputs (the alias defaults to the name)."""
+        inputs = []
+        for spec in specs:
+            alias, _, name = spec.rpartition("=")
+            ds = self.dataset(name)
+            inputs.append(TransformInput(dataset_ref=ds.id.to_did(), alias=alias or ds.alias))
+        aliases = [i.alias for i in inputs]
+        if len(set(aliases)) != len(aliases):
+            raise ValidationError("two inputs have the same alias", path="--input")
+        return tuple(inputs)
+
+    def verify(
+        self,
+        names: Sequence[str],
+        *,
+        recursive: bool = False,
+        integrity_only: bool = False,
+        on_replay: ReplayProgress | None = None,
+    ) -> list[DatasetReport]:
+        """One report per dataset (inputs first); engines start only when a replay needs one."""
+        selected = [self.dataset(n) for n in names]
+        resolve = tolerant_resolver(self.ws)
+        datasets = verification_order(selected, resolve, recursive=recursive)
+        exchange = self.config.transform.exchange
+        if integrity_only:
+            verifier = Verifier(resolve, None, exchange, on_replay=on_replay)
+            return [verifier.verify(ds) for ds in datasets]
+        with self.engines(replay_mounts(datasets, resolve)) as engines:
+            verifier = Verifier(resolve, engines, exchange, on_replay=on_replay)
+            return [verifier.verify(ds) for ds in datasets]
+
+    def query(
+        self, query: str, *, aliases: dict[str, str] | None = None, limit: int | None = None
+    ) -> QueryResult:
+        """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back."""
+        return run_query(self.ws, query, self.provider, aliases=aliases, limit=limit)
+
+
+def new_transform(
+    query: str | TransformSql,
+    *,
+    engine: str | None = None,
+    version: str | None = None,
+    current_engine: str | None = None,
+) -> TransformSql:
+    """The transform of a query change: SQL text runs on ``engine``, else on the current
+    query's engine (``spark`` by default); a whole ``Transform`` keeps its own engine unless
+    ``engine`` is given; ``version`` pins it."""
+    if isinstance(query, TransformSql):
+        transform = query if engine is None else replace(query, engine=engine)
+    else:
+        transform = TransformSql(engine=engine or current_engine or "spark", query=query)
+    return transform if version is None else replace(transform, version=version)
+
+
+def _summary(ds: Dataset) -> DatasetSummary:
+    try:
+        state = ds.state()
+        return DatasetSummary(
+            name=ds.alias,
+            kind=state.kind.value if state.kind else None,
+            head=state.head,
+            blocks=state.sequence_number + 1,
+            records=state.num_records,
+            size=state.data_size,
+            updated=state.system_time,
+            watermark=state.last_watermark,
+        )
+    except (OdfError, OSError) as e:
+        reason = " ".join(str(e).split()).replace(f"{ds.layout.root}/", "")
+        return DatasetSummary(name=ds.alias, error=reason)
