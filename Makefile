@@ -35,10 +35,11 @@ codegen-check: install ## Fail when generated code is stale
 	$(PY) tools/codegen.py --check
 
 .PHONY: lint
-lint: install ## ruff (lint and format check) and strict mypy
+lint: install ## ruff (lint and format check), strict mypy, and the layering (import contracts)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 .PHONY: fmt
 fmt: install ## Format and auto-fix

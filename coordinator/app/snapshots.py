@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +10,7 @@ from common.odf.errors import ValidationError
 from common.odf.events import SetTransform
 from common.odf.snapshot import DatasetSnapshot
 from common.serde.yaml_codec import load_snapshots
+from coordinator.transform.graph import inputs_first
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml")
 
@@ -64,25 +65,15 @@ def creation_order(sources: Sequence[SnapshotSource]) -> list[SnapshotSource]:
         if key in by_name:
             raise ValidationError(f"dataset {s.snapshot.name!r} is defined twice", path="name")
         by_name[key] = s
-    ordered: list[SnapshotSource] = []
-    done: set[str] = set()
 
-    def visit(s: SnapshotSource, trail: tuple[str, ...]) -> None:
-        key = s.snapshot.name.lower()
-        if key in done:
-            return
-        if key in trail:
-            raise ValidationError(f"inputs form a cycle: {' -> '.join((*trail, key))}")
-        for ref in _input_refs(s.snapshot):
-            dep = by_name.get(ref.lower())
-            if dep is not None:
-                visit(dep, (*trail, key))
-        done.add(key)
-        ordered.append(s)
+    def upstream(s: SnapshotSource) -> Iterable[SnapshotSource]:
+        found = (by_name.get(ref.lower()) for ref in _input_refs(s.snapshot))
+        return [dep for dep in found if dep is not None]
 
-    for s in sources:
-        visit(s, ())
-    return ordered
+    def name(s: SnapshotSource) -> str:
+        return s.snapshot.name.lower()
+
+    return inputs_first(sources, key=name, upstream=upstream, name=name)
 
 
 def _input_refs(snapshot: DatasetSnapshot) -> list[str]:

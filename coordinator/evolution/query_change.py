@@ -232,17 +232,7 @@ def _migration_plan(
             prev_offset=last_input_offset(progress) if progress else None,
         )
         inputs.append(recorded_input_plan(at_rest, entry.alias or history.alias, history))
-    return MigrationPlan(
-        prev_transform=prev,
-        transform_plan=TransformPlan(
-            expected_head=state.head,
-            system_time=when,
-            transform=new.transform,
-            vocab=state.vocab,
-            prev_offset=state.last_offset,
-            prev_checkpoint=state.last_checkpoint,
-            prev_watermark=state.last_watermark,
-            output_schema=state.schema_bytes,
-            inputs=tuple(inputs),
-        ),
+    plan = TransformPlan.following(
+        state, transform=new.transform, system_time=when, inputs=tuple(inputs)
     )
+    return MigrationPlan(prev_transform=prev, transform_plan=plan)

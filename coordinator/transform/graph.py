@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
 
 from common.odf.errors import ValidationError
 from common.odf.identity import DatasetID
@@ -10,6 +11,42 @@ from coordinator.dataset import Dataset, DatasetNotFoundError
 from coordinator.transform.errors import TransformSetupError
 
 Resolver = Callable[[DatasetID], Dataset]
+T = TypeVar("T")
+
+
+def inputs_first(
+    items: Iterable[T],
+    *,
+    key: Callable[[T], Hashable],
+    upstream: Callable[[T], Iterable[T]],
+    name: Callable[[T], str] | None = None,
+) -> list[T]:
+    """``items``, each after what ``upstream`` gives for it (depth first, each item once).
+
+    With ``name``, a cycle is a ``ValidationError`` that names it; without, a cycle is cut
+    where it closes (verification reports damaged chains instead of refusing them).
+    """
+    ordered: list[T] = []
+    done: set[Hashable] = set()
+
+    def visit(item: T, trail: tuple[T, ...]) -> None:
+        k = key(item)
+        if k in done:
+            return
+        if any(key(t) == k for t in trail):
+            if name is None:
+                return
+            raise ValidationError(
+                f"inputs form a cycle: {' -> '.join(name(t) for t in (*trail, item))}"
+            )
+        for before in upstream(item):
+            visit(before, (*trail, item))
+        done.add(k)
+        ordered.append(item)
+
+    for item in items:
+        visit(item, ())
+    return ordered
 
 
 def input_ids(ds: Dataset) -> list[DatasetID]:
@@ -24,27 +61,18 @@ def dependency_order(
     datasets: Iterable[Dataset], resolve: Resolver, *, recursive: bool
 ) -> list[Dataset]:
     """``datasets`` with inputs first; with ``recursive``, also every upstream dataset."""
-    ordered: list[Dataset] = []
-    done: set[DatasetID] = set()
+    datasets = list(datasets)
     wanted = {ds.id for ds in datasets}
 
-    def visit(ds: Dataset, trail: tuple[str, ...]) -> None:
-        if ds.id in done:
-            return
-        if ds.alias in trail:
-            raise ValidationError(f"inputs form a cycle: {' -> '.join((*trail, ds.alias))}")
+    def upstream(ds: Dataset) -> Iterable[Dataset]:
         for input_id in input_ids(ds):
             try:
-                upstream = resolve(input_id)
+                found = resolve(input_id)
             except DatasetNotFoundError:
                 raise TransformSetupError(
                     f"dataset {ds.alias!r}: input {input_id} is not in the workspace"
                 ) from None
-            if recursive or upstream.id in wanted:
-                visit(upstream, (*trail, ds.alias))
-        done.add(ds.id)
-        ordered.append(ds)
+            if recursive or found.id in wanted:
+                yield found
 
-    for ds in datasets:
-        visit(ds, ())
-    return ordered
+    return inputs_first(datasets, key=lambda ds: ds.id, upstream=upstream, name=lambda ds: ds.alias)

@@ -137,6 +137,30 @@ class TransformPlan:
     """The dataset's current ``SetDataSchema`` schema (``None`` before its first data)."""
     inputs: tuple[InputPlan, ...]
 
+    @classmethod
+    def following(
+        cls,
+        state: DatasetState,
+        *,
+        transform: TransformSql,
+        system_time: datetime,
+        inputs: tuple[InputPlan, ...],
+    ) -> TransformPlan:
+        """The transaction that continues the dataset whose state is ``state``."""
+        if state.head is None:
+            raise TransformSetupError("the dataset has no blocks: it has no transform")
+        return cls(
+            expected_head=state.head,
+            system_time=system_time,
+            transform=transform,
+            vocab=state.vocab,
+            prev_offset=state.last_offset,
+            prev_checkpoint=state.last_checkpoint,
+            prev_watermark=state.last_watermark,
+            output_schema=state.schema_bytes,
+            inputs=inputs,
+        )
+
     @property
     def next_offset(self) -> int:
         return 0 if self.prev_offset is None else self.prev_offset + 1
@@ -192,15 +216,10 @@ def plan_next(
     inputs = tuple(_plan_input(state, w, max_records) for w in windows)
     if not any(_brings_something(i) for i in inputs):
         return UpToDate("up to date")
-    return TransformPlan(
-        expected_head=state.head,
-        system_time=next_system_time(state, now),
+    return TransformPlan.following(
+        state,
         transform=state.transform.transform,
-        vocab=state.vocab,
-        prev_offset=state.last_offset,
-        prev_checkpoint=state.last_checkpoint,
-        prev_watermark=state.last_watermark,
-        output_schema=state.schema_bytes,
+        system_time=next_system_time(state, now),
         inputs=inputs,
     )
 

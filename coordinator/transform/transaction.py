@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -253,18 +253,7 @@ def prepare_exchange(
 def transform_request(
     plan: TransformPlan, dataset: Dataset, exchange: Exchange
 ) -> ep.TransformRequest:
-    return ep.TransformRequest(
-        dataset_id=dataset.id,
-        dataset_alias=dataset.alias,
-        system_time=plan.system_time,
-        vocab=plan.vocab,
-        transform=plan.transform,
-        query_inputs=exchange.inputs,
-        next_offset=plan.next_offset,
-        prev_checkpoint_path=stored_checkpoint(dataset, plan.prev_checkpoint),
-        new_checkpoint_path=str(exchange.checkpoint_path),
-        new_data_path=str(exchange.data_path),
-    )
+    return ep.TransformRequest(transform=plan.transform, **_request_fields(plan, dataset, exchange))
 
 
 def migrate_request(
@@ -272,18 +261,25 @@ def migrate_request(
 ) -> ep.MigrateQueryRequest:
     new = plan.transform_plan
     return ep.MigrateQueryRequest(
-        dataset_id=dataset.id,
-        dataset_alias=dataset.alias,
-        system_time=new.system_time,
-        vocab=new.vocab,
         prev_transform=plan.prev_transform,
         new_transform=new.transform,
-        query_inputs=exchange.inputs,
-        next_offset=new.next_offset,
-        prev_checkpoint_path=stored_checkpoint(dataset, new.prev_checkpoint),
-        new_checkpoint_path=str(exchange.checkpoint_path),
-        new_data_path=str(exchange.data_path),
+        **_request_fields(new, dataset, exchange),
     )
+
+
+def _request_fields(plan: TransformPlan, dataset: Dataset, exchange: Exchange) -> dict[str, Any]:
+    """What ExecuteTransform and MigrateQuery requests have in common."""
+    return {
+        "dataset_id": dataset.id,
+        "dataset_alias": dataset.alias,
+        "system_time": plan.system_time,
+        "vocab": plan.vocab,
+        "query_inputs": exchange.inputs,
+        "next_offset": plan.next_offset,
+        "prev_checkpoint_path": stored_checkpoint(dataset, plan.prev_checkpoint),
+        "new_checkpoint_path": str(exchange.checkpoint_path),
+        "new_data_path": str(exchange.data_path),
+    }
 
 
 def stored_checkpoint(dataset: Dataset, checkpoint: Multihash | None) -> str | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from common.odf.errors import OdfError
 from common.odf.events import ExecuteTransform, SetTransform
@@ -123,16 +123,14 @@ class Replayer:
         state = stored.state_before
         transform = _transform_of(state)
         inputs = self._input_plans(state, event)
-        plan = TransformPlan(
-            expected_head=_prev(stored),
-            system_time=stored.block.system_time,
-            transform=transform,
-            vocab=state.vocab,
+        expected_head = _prev(stored)  # the chain's start cannot be a transaction
+        plan = replace(
+            TransformPlan.following(
+                state, transform=transform, system_time=stored.block.system_time, inputs=inputs
+            ),
+            expected_head=expected_head,  # as recorded, even where the state disagrees
             prev_offset=event.prev_offset,
             prev_checkpoint=event.prev_checkpoint,
-            prev_watermark=state.last_watermark,
-            output_schema=state.schema_bytes,
-            inputs=inputs,
         )
         if previous is None:
             return plan

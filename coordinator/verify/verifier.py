@@ -15,7 +15,6 @@ already read chains to the datasets downstream.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 
 from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform, Seed, SetTransform
@@ -24,6 +23,7 @@ from common.odf.identity import DatasetID
 from coordinator.config import ExchangeFormat
 from coordinator.dataset import Dataset, DatasetNotFoundError
 from coordinator.engine import EngineMounts, EngineSession
+from coordinator.transform.graph import inputs_first
 from coordinator.transform.recorded import InputHistory
 from coordinator.verify.input_history import load_input_history
 from coordinator.verify.input_links import input_link_problems
@@ -138,26 +138,17 @@ def verification_order(
 
     A dataset whose chain cannot be read is kept as it is: verifying it reports why.
     """
-    ordered: list[Dataset] = []
-    done: set[Path] = set()
 
-    def visit(ds: Dataset, trail: tuple[Path, ...]) -> None:
-        key = ds.layout.root
-        if key in done or key in trail:
+    def upstream(ds: Dataset) -> Iterable[Dataset]:
+        if not recursive:
             return
-        if recursive:
-            for input_id in _all_input_ids(ds):
-                try:
-                    upstream = resolve(input_id)
-                except DatasetNotFoundError:
-                    continue  # reported by the downstream dataset's verification
-                visit(upstream, (*trail, key))
-        done.add(key)
-        ordered.append(ds)
+        for input_id in _all_input_ids(ds):
+            try:
+                yield resolve(input_id)
+            except DatasetNotFoundError:
+                continue  # reported by the downstream dataset's verification
 
-    for ds in datasets:
-        visit(ds, ())
-    return ordered
+    return inputs_first(datasets, key=lambda ds: ds.layout.root, upstream=upstream)
 
 
 def _all_input_ids(ds: Dataset) -> list[DatasetID]:

@@ -161,7 +161,7 @@ def _kill_before_commit(original: Callable[..., Any]) -> Callable[..., Any]:
 
 if __name__ == "__main__":
     from coordinator.cli import main
-    from coordinator.transform import executor
+    from coordinator.transform import transaction
 
-    executor.commit_items = _kill_before_commit(executor.commit_items)  # type: ignore[assignment]
+    transaction.commit_items = _kill_before_commit(transaction.commit_items)  # type: ignore[assignment]
     sys.exit(main(sys.argv[1:]))

@@ -5,23 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coordinator.ingest.history import History
-from coordinator.ingest.merge.base import append_all
+from coordinator.ingest.merge.base import StreamingMerge, append_all
 from coordinator.ingest.readers.stream import DataStream
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AppendMerge:
-    op_column: str
-    event_time_column: str
-
-    @property
-    def sort_keys(self) -> tuple[str, ...]:
-        return (self.event_time_column,)
-
-    @property
-    def streaming(self) -> bool:
-        return True
-
+class AppendMerge(StreamingMerge):
     def merge(self, new: DataStream, history: History) -> DataStream:
         del history
         return append_all(new, self.op_column)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
@@ -27,6 +28,22 @@ class Merge(Protocol):
     def merge(self, new: DataStream, history: History) -> DataStream:
         """``new`` combined with ``history``: ``op`` first, then the columns of ``new``."""
         ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamingMerge:
+    """A strategy that streams the new records in event-time order (Append, Ledger)."""
+
+    op_column: str
+    event_time_column: str
+
+    @property
+    def sort_keys(self) -> tuple[str, ...]:
+        return (self.event_time_column,)
+
+    @property
+    def streaming(self) -> bool:
+        return True
 
 
 def with_op_schema(schema: pa.Schema, op_column: str) -> pa.Schema:

@@ -15,25 +15,21 @@ import pyarrow as pa
 
 from coordinator.ingest.errors import MergeError
 from coordinator.ingest.history import History
-from coordinator.ingest.merge.base import append_all, require_columns, with_op, with_op_schema
+from coordinator.ingest.merge.base import (
+    StreamingMerge,
+    append_all,
+    require_columns,
+    with_op,
+    with_op_schema,
+)
 from coordinator.ingest.readers.stream import DataStream
 
 _ROW = "__odf_row"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LedgerMerge:
+class LedgerMerge(StreamingMerge):
     primary_key: tuple[str, ...]
-    op_column: str
-    event_time_column: str
-
-    @property
-    def sort_keys(self) -> tuple[str, ...]:
-        return (self.event_time_column,)
-
-    @property
-    def streaming(self) -> bool:
-        return True
 
     def merge(self, new: DataStream, history: History) -> DataStream:
         if not self.primary_key:

@@ -22,7 +22,7 @@ import pyarrow.csv as pacsv
 from common.odf.fragments import ReadStepCsv
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
-from coordinator.ingest.readers.stream import DataStream
+from coordinator.ingest.readers.stream import DataStream, read_batches
 from coordinator.ingest.readers.temporal import BadValue, is_temporal, parse_temporal
 
 BLOCK_SIZE = 1 << 20
@@ -144,14 +144,7 @@ class _CsvReader:
             raise ReadError(str(e), path=self.name) from None
 
     def _batches(self, reader: pacsv.CSVStreamingReader) -> Iterator[pa.RecordBatch]:
-        while True:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                return
-            except pa.ArrowInvalid as e:
-                raise self._translate(e) from None
-            yield batch
+        return read_batches(reader, self._translate)
 
     def _renamed_batches(
         self, reader: pacsv.CSVStreamingReader, schema: pa.Schema

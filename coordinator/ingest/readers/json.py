@@ -22,7 +22,7 @@ import pyarrow.json as pajson
 from common.odf.fragments import ReadStepJson, ReadStepNdJson
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
-from coordinator.ingest.readers.stream import DataStream
+from coordinator.ingest.readers.stream import DataStream, read_batches
 from coordinator.ingest.readers.temporal import BadValue, is_temporal, parse_temporal
 
 BLOCK_SIZE = 8 << 20
@@ -158,13 +158,7 @@ class NdJsonReader:
         self, reader: pajson.JSONStreamingReader, schema: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         first = 0
-        while True:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                return
-            except pa.ArrowInvalid as e:
-                raise self._translate(e) from None
+        for batch in read_batches(reader, self._translate):
             yield self._convert(batch, schema, first)
             first += batch.num_rows
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -24,3 +25,17 @@ class DataStream:
     @classmethod
     def of_table(cls, table: pa.Table, max_rows: int = 65536) -> DataStream:
         return cls(table.schema, table.to_batches(max_chunksize=max_rows))
+
+
+def read_batches(
+    reader: Any, translate: Callable[[pa.ArrowInvalid], Exception]
+) -> Iterator[pa.RecordBatch]:
+    """The batches of a pyarrow streaming reader (CSV, JSON), its parse errors translated."""
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except pa.ArrowInvalid as e:
+            raise translate(e) from None
+        yield batch

@@ -10,7 +10,6 @@ until the test kills the process or lets it go on: no polling race with the writ
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from common.odf.fragments import DatasetKind, MergeStrategyAppend, ReadStepCsv
 from common.odf.snapshot import DatasetSnapshot
 from coordinator.dataset import Dataset
 from coordinator.dataset.replay import replay_chain
+from coordinator.tempdirs import lock_held
 from coordinator.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -106,17 +106,7 @@ def batches_present(ds: Dataset) -> Counter[str]:
 
 
 def holds_commit_lock(ds: Dataset) -> bool:
-    try:
-        fd = os.open(ds.layout.commit_lock_path, os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return bool(lock_held(ds.layout.commit_lock_path))
 
 
 KILL_POINTS = {"locked": False, "stored": False, "head_replaced": True}
