@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import structlog
 
@@ -151,25 +152,20 @@ def _unchanged(dataset: Dataset, state: DatasetState, message: str | None) -> In
     return IngestResult(dataset.alias, state.head, state.head, 0, up_to_date=True, message=message)
 
 
-def pull_root(
-    dataset: Dataset,
-    *,
-    fetch_uncacheable: bool = False,
-    engines: RawQueryEngineProvider | None = None,
-    progress: Progress = NO_PROGRESS,
-    container_client: ClientFactory = default_client,
-    system_time: datetime | None = None,
-) -> Iterator[IngestResult]:
+class PollOptions(TypedDict, total=False):
+    """``poll_once``'s options, passed on by ``pull_root``."""
+
+    fetch_uncacheable: bool
+    engines: RawQueryEngineProvider | None
+    progress: Progress
+    container_client: ClientFactory
+    system_time: datetime | None
+
+
+def pull_root(dataset: Dataset, **options: Unpack[PollOptions]) -> Iterator[IngestResult]:
     """Poll until the source is exhausted; yields the result of every iteration."""
     for _ in range(MAX_ITERATIONS):
-        result = poll_once(
-            dataset,
-            fetch_uncacheable=fetch_uncacheable,
-            engines=engines,
-            progress=progress,
-            container_client=container_client,
-            system_time=system_time,
-        )
+        result = poll_once(dataset, **options)
         yield result
         if result.up_to_date or not result.has_more:
             return

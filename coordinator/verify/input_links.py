@@ -34,13 +34,7 @@ def input_link_problems(blocks: Sequence[StoredBlock], inputs: InputChains) -> l
             chain = inputs.get(entry.dataset_id)
             if isinstance(chain, InputHistory):
                 for message in _entry_problems(entry, chain):
-                    problems.append(
-                        Problem(
-                            check=Check.INPUT,
-                            block=stored.ref,
-                            message=f"queryInputs[{i}].{message}",
-                        )
-                    )
+                    problems.append(_problem(stored, f"queryInputs[{i}].{message}"))
     return problems
 
 
@@ -59,14 +53,13 @@ def _unavailable_inputs(blocks: Sequence[StoredBlock], inputs: InputChains) -> l
             reason = inputs.get(dataset_id)
             if isinstance(reason, str) and dataset_id not in reported:
                 reported.add(dataset_id)
-                problems.append(
-                    Problem(
-                        check=Check.INPUT,
-                        block=stored.ref,
-                        message=f"inputs[{i}] {entry.alias or entry.dataset_ref!r}: {reason}",
-                    )
-                )
+                name = entry.alias or entry.dataset_ref
+                problems.append(_problem(stored, f"inputs[{i}] {name!r}: {reason}"))
     return problems
+
+
+def _problem(stored: StoredBlock, message: str) -> Problem:
+    return Problem(check=Check.INPUT, block=stored.ref, message=message)
 
 
 def _entry_problems(entry: ExecuteTransformInput, chain: InputHistory) -> list[str]:

@@ -23,7 +23,7 @@ from common.odf.fragments import ReadStepCsv
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
 from coordinator.ingest.readers.stream import DataStream, read_batches
-from coordinator.ingest.readers.temporal import BadValue, is_temporal, parse_temporal
+from coordinator.ingest.readers.temporal import conform_batch, is_temporal
 
 BLOCK_SIZE = 1 << 20
 """Bytes of CSV text per batch: large enough to amortise per-batch work, small to stream."""
@@ -158,25 +158,13 @@ class _CsvReader:
         """Batches converted to the DDL schema: temporal columns parsed, NOT NULL checked."""
         first_record = 0
         for batch in self._batches(reader):
-            columns = []
-            for i, field in enumerate(schema):
-                column = batch.column(i)
-                if is_temporal(field.type):
-                    try:
-                        column = parse_temporal(column, field.type)
-                    except BadValue as e:
-                        raise self._bad_record(
-                            first_record + e.index, field.name, e.problem
-                        ) from None
-                if not field.nullable and column.null_count:
-                    index = _first_null(column)
-                    raise self._bad_record(
-                        first_record + index,
-                        field.name,
-                        "empty value in a NOT NULL column",
-                    )
-                columns.append(column)
-            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+            yield conform_batch(
+                batch,
+                schema,
+                first=first_record,
+                bad_record=self._bad_record,
+                null_problem="empty value in a NOT NULL column",
+            )
             first_record += batch.num_rows
 
     # --- error locations -------------------------------------------------------------------------
@@ -228,10 +216,6 @@ class _CsvReader:
             where = f"{self.name}:{line}" if line is not None else self.name
             return ReadError(f"expected {expected} fields, got {got}", path=where)
         return ReadError(message.splitlines()[0], path=self.name)
-
-
-def _first_null(column: pa.Array) -> int:
-    return int(column.is_null().to_pylist().index(True))
 
 
 def _single_char(value: str | None, default: str, option: str) -> str:

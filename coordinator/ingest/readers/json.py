@@ -23,7 +23,7 @@ from common.odf.fragments import ReadStepJson, ReadStepNdJson
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
 from coordinator.ingest.readers.stream import DataStream, read_batches
-from coordinator.ingest.readers.temporal import BadValue, is_temporal, parse_temporal
+from coordinator.ingest.readers.temporal import conform_batch, is_temporal
 
 BLOCK_SIZE = 8 << 20
 INFERENCE_RECORDS = 1000
@@ -163,19 +163,13 @@ class NdJsonReader:
             first += batch.num_rows
 
     def _convert(self, batch: pa.RecordBatch, schema: pa.Schema, first: int) -> pa.RecordBatch:
-        columns = []
-        for i, field in enumerate(schema):
-            column = batch.column(i)
-            if is_temporal(field.type):
-                try:
-                    column = parse_temporal(column, field.type)
-                except BadValue as e:
-                    raise self._record_error(first + e.index, field.name, e.problem) from None
-            if not field.nullable and column.null_count:
-                index = column.is_null().to_pylist().index(True)
-                raise self._record_error(first + index, field.name, "missing or null value")
-            columns.append(column)
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
+        return conform_batch(
+            batch,
+            schema,
+            first=first,
+            bad_record=self._record_error,
+            null_problem="missing or null value",
+        )
 
     # --- error locations ----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ Timestamps must fall in years 1 to 9999 (UTC), the range ODF blocks and readers 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -72,6 +73,32 @@ def check_time_range(batch: pa.RecordBatch, *, name: str) -> None:
         if index is not None:
             value = pc.cast(column.slice(index, 1), pa.string())[0].as_py()
             raise ReadError(f"column {field.name!r}: {value!r} {OUT_OF_RANGE}", path=name)
+
+
+def conform_batch(
+    batch: pa.RecordBatch,
+    schema: pa.Schema,
+    *,
+    first: int,
+    bad_record: Callable[[int, str, str], Exception],
+    null_problem: str,
+) -> pa.RecordBatch:
+    """``batch`` (text read for ``schema``'s columns, in order) as ``schema``: temporal columns
+    parsed, NOT NULL columns checked. A bad value raises ``bad_record(record, column,
+    problem)``, ``record`` counted from ``first`` (the batch's first record in the file)."""
+    columns = []
+    for i, field in enumerate(schema):
+        column = batch.column(i)
+        if is_temporal(field.type):
+            try:
+                column = parse_temporal(column, field.type)
+            except BadValue as e:
+                raise bad_record(first + e.index, field.name, e.problem) from None
+        if not field.nullable and column.null_count:
+            index = int(column.is_null().to_pylist().index(True))
+            raise bad_record(first + index, field.name, null_problem)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def is_temporal(dtype: pa.DataType) -> bool:

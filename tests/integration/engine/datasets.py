@@ -26,6 +26,7 @@ from common.odf.fragments import (
     Watermark,
 )
 from common.odf.identity import DatasetID
+from common.serde.arrow_schema import encode_arrow_schema
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 TS = pa.timestamp("ms", tz="UTC")
@@ -183,3 +184,31 @@ class OutputDataset:
             assert not Path(request.new_data_path).exists()
         checkpoint = Path(request.new_checkpoint_path)
         self.prev_checkpoint = str(checkpoint) if checkpoint.exists() else None
+
+
+CITIES = pa.schema([("city", pa.string()), ("population", pa.int64())])
+"""The data columns of the ``cities`` input of validation requests."""
+
+
+def validate_request(
+    transform: TransformSql, prev: TransformSql | None = None
+) -> ep.ValidateQueryRequest:
+    """ValidateQuery of ``transform`` over one input ``cities`` (system columns + CITIES)."""
+    input_schema = pa.schema(
+        [
+            pa.field("offset", pa.int64(), nullable=False),
+            pa.field("op", pa.int32(), nullable=False),
+            pa.field("system_time", TS, nullable=False),
+            pa.field("event_time", TS),
+            *CITIES,
+        ]
+    )
+    return ep.ValidateQueryRequest(
+        dataset_alias="out",
+        vocab=DatasetVocabulary(),
+        transform=transform,
+        query_inputs=(
+            ep.ValidateQueryInput(query_alias="cities", schema=encode_arrow_schema(input_schema)),
+        ),
+        prev_transform=prev,
+    )

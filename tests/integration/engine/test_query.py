@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -61,13 +61,16 @@ def _query(
     return table
 
 
-def test_join_and_aggregate_across_datasets(
+@pytest.fixture
+def both(
     engine: EngineClient, workdir: Path, flights: ep.QueryInput, airlines: ep.QueryInput
-) -> None:
-    table = _query(
-        engine,
-        workdir,
-        [flights, airlines],
+) -> Callable[..., pa.Table]:
+    """Runs query steps over the flights and the airlines."""
+    return lambda *steps: _query(engine, workdir, [flights, airlines], *steps)
+
+
+def test_join_and_aggregate_across_datasets(both: Callable[..., pa.Table]) -> None:
+    table = both(
         (
             "totals",
             "SELECT carrier, COUNT(*) AS n, SUM(delay) AS delay FROM `nyc.flights` "
@@ -84,12 +87,9 @@ def test_join_and_aggregate_across_datasets(
 
 
 def test_every_record_of_every_file_with_repeated_column_names(
-    engine: EngineClient, workdir: Path, flights: ep.QueryInput, airlines: ep.QueryInput
+    both: Callable[..., pa.Table],
 ) -> None:
-    table = _query(
-        engine,
-        workdir,
-        [flights, airlines],
+    table = both(
         "SELECT f.carrier, a.carrier, f.gate FROM `nyc.flights` f "
         "LEFT JOIN `nyc.airlines` a ON a.carrier = f.carrier AND a.carrier <> 'UA'",
     )

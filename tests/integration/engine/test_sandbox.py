@@ -15,19 +15,17 @@ import pytest
 
 from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, TransformSql
-from common.serde.arrow_schema import encode_arrow_schema
+from common.odf.fragments import TransformSql
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
 from engine_spark.sandbox import Policy, Sandbox
 from engine_spark.sandbox_expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
 from engine_spark.sandbox_rules import ALLOWED_FUNCTIONS, CLOCK_FUNCTIONS, REFUSED_FUNCTIONS
-from tests.integration.engine import client
-from tests.integration.engine.datasets import TS, InputDataset, OutputDataset, at, sql
+from tests.integration.engine import client, datasets
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
 
 pytestmark = [pytest.mark.spark, pytest.mark.grpc]
 
-CITIES = pa.schema([("city", pa.string()), ("population", pa.int64())])
 SECRET_VAR = "ODF_TEST_SECRET"
 SECRET = "s3cr3t-value-9d1f"
 # Set at import (collection), before the shared JVM starts, so the JVM's environment has it.
@@ -345,7 +343,7 @@ LEGITIMATE: list[tuple[str, tuple[Step, ...]]] = [
 
 @pytest.fixture
 def cities(workdir: Path) -> ep.TransformRequestInput:
-    src = InputDataset(workdir / "in", "cities", CITIES)
+    src = InputDataset(workdir / "in", "cities", datasets.CITIES)
     src.append(
         [
             {"event_time": at(0), "city": "A", "population": 10},
@@ -373,26 +371,6 @@ def _fill(steps: tuple[Step, ...], marker: Path, victim: Path) -> TransformSql:
     return sql(*[(s[0], fill(s[1])) if isinstance(s, tuple) else fill(s) for s in steps])
 
 
-def _validate_request(transform: TransformSql) -> ep.ValidateQueryRequest:
-    schema = pa.schema(
-        [
-            pa.field("offset", pa.int64(), nullable=False),
-            pa.field("op", pa.int32(), nullable=False),
-            pa.field("system_time", TS, nullable=False),
-            pa.field("event_time", TS),
-            *CITIES,
-        ]
-    )
-    return ep.ValidateQueryRequest(
-        dataset_alias="out",
-        vocab=DatasetVocabulary(),
-        transform=transform,
-        query_inputs=(
-            ep.ValidateQueryInput(query_alias="cities", schema=encode_arrow_schema(schema)),
-        ),
-    )
-
-
 def _no_leftovers(engine: SparkEngine) -> None:
     """Nothing a request could create is visible to the next one."""
     session = engine.session
@@ -409,7 +387,7 @@ def test_hostile_query_is_refused_by_validate_query(
     marker = workdir / "marker"
     transform = _fill(steps, marker, victim)
     with pytest.raises(InvalidQueryError) as raised:
-        spark_engine.validate_query(_validate_request(transform))
+        spark_engine.validate_query(datasets.validate_request(transform))
     assert message in str(raised.value)
     assert SECRET not in str(raised.value)
     assert not marker.exists()
@@ -446,7 +424,8 @@ def test_legitimate_query_runs(
 ) -> None:
     transform = sql(*steps)
     assert isinstance(
-        client.validate(engine_stub, _validate_request(transform)), ep.ValidateQueryResponseSuccess
+        client.validate(engine_stub, datasets.validate_request(transform)),
+        ep.ValidateQueryResponseSuccess,
     )
     request = OutputDataset(workdir / "out", "ok", transform).request([cities])
     response = client.transform(engine_stub, request)
@@ -497,11 +476,11 @@ def test_interactive_queries_may_read_the_clock_but_nothing_else(
 def test_views_of_a_request_do_not_survive_it(spark_engine: SparkEngine, workdir: Path) -> None:
     _interactive(spark_engine, workdir, "SELECT city FROM cities")
     with pytest.raises(InvalidQueryError, match="TABLE_OR_VIEW_NOT_FOUND"):
-        spark_engine.validate_query(_validate_request(sql("SELECT * FROM s")))
+        spark_engine.validate_query(datasets.validate_request(sql("SELECT * FROM s")))
     transform = sql(("s", "SELECT * FROM cities"), "SELECT event_time FROM s")
-    spark_engine.validate_query(_validate_request(transform))
+    spark_engine.validate_query(datasets.validate_request(transform))
     with pytest.raises(InvalidQueryError, match="TABLE_OR_VIEW_NOT_FOUND"):
-        spark_engine.validate_query(_validate_request(sql("SELECT event_time FROM s")))
+        spark_engine.validate_query(datasets.validate_request(sql("SELECT event_time FROM s")))
     _no_leftovers(spark_engine)
 
 

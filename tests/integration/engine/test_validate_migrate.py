@@ -5,54 +5,29 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, TransformSql
-from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
-from tests.integration.engine import client
-from tests.integration.engine.datasets import TS, InputDataset, OutputDataset, at, sql
+from common.odf.fragments import DatasetVocabulary
+from common.serde.arrow_schema import decode_arrow_schema
+from tests.integration.engine import client, datasets
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
 
 pytestmark = [pytest.mark.spark, pytest.mark.grpc]
 
-CITIES = pa.schema([("city", pa.string()), ("population", pa.int64())])
 QUERY = "select event_time, city, population * 10 as population_x10 from cities"
-
-
-def validate_request(
-    transform: TransformSql, prev: TransformSql | None = None
-) -> ep.ValidateQueryRequest:
-    input_schema = pa.schema(
-        [
-            pa.field("offset", pa.int64(), nullable=False),
-            pa.field("op", pa.int32(), nullable=False),
-            pa.field("system_time", TS, nullable=False),
-            pa.field("event_time", TS),
-            *CITIES,
-        ]
-    )
-    return ep.ValidateQueryRequest(
-        dataset_alias="out",
-        vocab=DatasetVocabulary(),
-        transform=transform,
-        query_inputs=(
-            ep.ValidateQueryInput(query_alias="cities", schema=encode_arrow_schema(input_schema)),
-        ),
-        prev_transform=prev,
-    )
 
 
 def test_validate_returns_the_schema_execute_writes(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    response = client.validate(engine_stub, validate_request(sql(QUERY)))
+    response = client.validate(engine_stub, datasets.validate_request(sql(QUERY)))
     assert isinstance(response, ep.ValidateQueryResponseSuccess), response
     schema = decode_arrow_schema(response.output_schema)
 
-    src = InputDataset(workdir / "in", "cities", CITIES)
+    src = InputDataset(workdir / "in", "cities", datasets.CITIES)
     out = OutputDataset(workdir / "out", "x10", sql(QUERY))
     src.append([{"event_time": at(0), "city": "A", "population": 1}])
     req = out.request([src.take()])
@@ -62,7 +37,9 @@ def test_validate_returns_the_schema_execute_writes(
 
 
 def test_validate_reports_invalid_queries(engine_stub: engine_pb2_grpc.EngineStub) -> None:
-    response = client.validate(engine_stub, validate_request(sql("select city from cities")))
+    response = client.validate(
+        engine_stub, datasets.validate_request(sql("select city from cities"))
+    )
     assert isinstance(response, ep.ValidateQueryResponseInvalidQuery)
     assert "event_time" in response.message
 
@@ -71,20 +48,20 @@ def test_validate_checks_schema_evolution_against_the_previous_query(
     engine_stub: engine_pb2_grpc.EngineStub,
 ) -> None:
     narrower = sql("select event_time, city from cities")
-    response = client.validate(engine_stub, validate_request(narrower, prev=sql(QUERY)))
+    response = client.validate(engine_stub, datasets.validate_request(narrower, prev=sql(QUERY)))
     assert isinstance(response, ep.ValidateQueryResponseInvalidQuery)
     assert "drops column 'population_x10'" in response.message
 
     wider = sql(QUERY.replace(" from", ", population from"))
-    response = client.validate(engine_stub, validate_request(wider, prev=sql(QUERY)))
+    response = client.validate(engine_stub, datasets.validate_request(wider, prev=sql(QUERY)))
     assert isinstance(response, ep.ValidateQueryResponseSuccess)
 
 
 def test_migrate_carries_watermarks_of_inputs_the_new_query_reads(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    a = InputDataset(workdir / "a", "a", CITIES)
-    b = InputDataset(workdir / "b", "b", CITIES)
+    a = InputDataset(workdir / "a", "a", datasets.CITIES)
+    b = InputDataset(workdir / "b", "b", datasets.CITIES)
     old = sql("select event_time, city from a union all select event_time, city from b")
     new = sql("select event_time, upper(city) as city from a")
     out = OutputDataset(workdir / "out", "m", old)
@@ -126,7 +103,7 @@ def test_migrate_carries_watermarks_of_inputs_the_new_query_reads(
 def test_migrate_rejects_an_invalid_new_query(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    a = InputDataset(workdir / "a", "a", CITIES)
+    a = InputDataset(workdir / "a", "a", datasets.CITIES)
     a.append([{"event_time": at(0), "city": "x", "population": 1}])
     request = ep.MigrateQueryRequest(
         dataset_id=a.id,

@@ -13,29 +13,13 @@ import pytest
 from common.serde import flatbuffers_codec
 from common.serde.yaml_codec import load_block_manifest
 from coordinator.cli import main
-
-# Source: kamu-cli f92b4f25d, src/domain/opendatafabric/tests/tests/test_serde_yaml.rs
-# (serde_set_data_schema): arrow-rs 52 bytes of `a: Int64 not null, b: Boolean not null`.
-ARROW_SCHEMA_AB = (
-    "DAAAAAgACAAAAAQACAAAAAQAAAACAAAAQAAAAAQAAADY////GAAAAAwAAAAAAAAGEAAAAAAAAAAEAAQABAAAAAEAAABi"
-    "AAAAEAAUABAAAAAPAAQAAAAIABAAAAAYAAAAIAAAAAAAAAIcAAAACAAMAAQACwAIAAAAQAAAAAAAAAEAAAAAAQAAAGEAAAA="
-)
+from tests.unit.serde.test_yaml_reference import SET_DATA_SCHEMA_BLOCK
 
 # The text is kamu's: the expected YAML of serde_set_data_schema in kamu-cli f92b4f25d
-# src/domain/opendatafabric/tests/tests/test_serde_yaml.rs (sequence number 123). kamu states no
-# hash for it. SET_DATA_SCHEMA_HASH is self-derived, pinned to detect change (our encoder's
-# output; the serialization guide, section 8, lists it as "Derived value, not an upstream vector").
-SET_DATA_SCHEMA_BLOCK = f"""\
-kind: MetadataBlock
-version: 2
-content:
-  systemTime: 2020-01-01T12:00:00Z
-  prevBlockHash: f16209eb949bd8ff0bb1d827f11809aebc6bd0d5955c7f368469a913c70d196620272
-  sequenceNumber: 123
-  event:
-    kind: SetDataSchema
-    schema: {ARROW_SCHEMA_AB}
-"""
+# src/domain/opendatafabric/tests/tests/test_serde_yaml.rs (sequence number 123), kept with its
+# source in the YAML reference tests. kamu states no hash for it. SET_DATA_SCHEMA_HASH is
+# self-derived, pinned to detect change (our encoder's output; the serialization guide,
+# section 8, lists it as "Derived value, not an upstream vector").
 SET_DATA_SCHEMA_HASH = "f16200fddaca15aebd849e2be5f14dfc6bbcce9dc5feaca1a88d330d79286efdce553"
 
 # The same event in kamu's FlatBuffers test block (sequence number 117). The YAML text is

@@ -101,8 +101,7 @@ def _add_data(
             new_checkpoint=cp,
             new_watermark=at(hours),
         )
-        item = CommitItem(event, data_file=path, checkpoint_file=cp_path)
-        return ds.commit_events([item], expected_head=state.head, system_time=at(hours))[-1]
+        return _commit(ds, CommitItem(event, data_file=path, checkpoint_file=cp_path), hours)
 
 
 def _execute(
@@ -135,5 +134,9 @@ def _execute(
             new_checkpoint=cp,
             new_watermark=at(hours),
         )
-        item = CommitItem(event, data_file=path, checkpoint_file=cp_path)
-        return ds.commit_events([item], expected_head=state.head, system_time=at(hours))[-1]
+        return _commit(ds, CommitItem(event, data_file=path, checkpoint_file=cp_path), hours)
+
+
+def _commit(ds: Dataset, item: CommitItem, hours: int) -> Multihash:
+    head = ds.state().head
+    return ds.commit_events([item], expected_head=head, system_time=at(hours))[-1]
