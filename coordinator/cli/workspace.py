@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from coordinator.app import Application, read_snapshots, snapshot_files
+from coordinator.app import Application, DatasetSummary, read_snapshots, snapshot_files
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
 
 LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
@@ -59,7 +59,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     """Every dataset; a broken one (unreadable head or blocks) is listed with a one-line
     ``error`` and the others as usual, and the exit code is then 1 (after the listing)."""
-    rows = [asdict(summary) for summary in Application.open().list_datasets()]
+    rows = [_row(summary) for summary in Application.open().list_datasets()]
     broken = [r["name"] for r in rows if r["error"] is not None]
     table = OutputFormat(args.output_format) is OutputFormat.TABLE
     columns = (*LIST_COLUMNS, "error") if broken or not table else LIST_COLUMNS
@@ -68,6 +68,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"error: {len(broken)} broken dataset(s): {', '.join(broken)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _row(summary: DatasetSummary) -> dict[str, Any]:
+    return {f.name: getattr(summary, f.name) for f in fields(summary)}  # hashes stay whole
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
