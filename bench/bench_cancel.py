@@ -18,13 +18,15 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+
 import grpc
 
 from common.engine_rpc import engine_pb2, engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from common.odf.fragments import TransformSql
 from common.serde import flatbuffers_codec as codec
-from common.testing.engine_server import engine_server_process
+from tests.support.engine_server import engine_server_process
 
 ENDLESS = "SELECT count(*) AS n FROM range(0, 1000000000000000)"
 

@@ -45,7 +45,7 @@ from common.odf.fragments import (  # noqa: E402
 )
 from common.odf.identity import DatasetID  # noqa: E402
 from common.serde import flatbuffers_codec as codec  # noqa: E402
-from common.testing.engine_server import engine_server_process  # noqa: E402
+from tests.support.engine_server import engine_server_process  # noqa: E402
 
 TARGET_RATIO = 20.0
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -29,9 +29,9 @@ import requests.exceptions
 import structlog
 
 from common.odf.errors import OdfError
-from common.testing.containers import Runtime, connect
 from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
+from coordinator.engine.container_runtime import Runtime, connect
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts, jvm_environment
 from coordinator.tempdirs import owned_temp_dir, pid_alive

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from common.testing.containers import BuiltImage, Runtime, connect, image_present
+from coordinator.engine.container_runtime import Runtime, connect, image_present
+from tests.support.images import BuiltImage
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_BUILT_DIR = REPO / "images" / "engine-spark" / ".built"

@@ -32,7 +32,8 @@ from common.odf.fragments import (
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_transform_response, encode_transform_request
-from common.testing.containers import BuiltImage, Endpoint, Runtime, wait_for_engine
+from coordinator.engine.container_runtime import Endpoint, Runtime, wait_for_engine
+from tests.support.images import BuiltImage
 
 pytestmark = pytest.mark.containerized
 

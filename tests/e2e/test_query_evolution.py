@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from common.odf.events import ExecuteTransform, SetDataSchema, SetTransform
-from common.testing.engine_server import engine_server_process
 from coordinator.dataset import Dataset
 from tests.support.cli import odf, ok
 from tests.support.datasets import derivative, root
+from tests.support.engine_server import engine_server_process
 from tests.support.workspace import add, dataset, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from common.odf.events import ExecuteTransform, SetDataSchema
-from common.testing.engine_server import engine_server_process
 from coordinator.dataset.commit import CommitItem
 from coordinator.workspace import Workspace
 from tests.support.cli import fails, odf, ok
 from tests.support.datasets import derivative, root
+from tests.support.engine_server import engine_server_process
 from tests.support.workspace import add, ingest
 
 pytestmark = pytest.mark.e2e

@@ -17,10 +17,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from common.testing.containers import BuiltImage
-from common.testing.engine_server import engine_server_process, make_certificate
 from tests.support.cli import odf, ok
 from tests.support.datasets import root
+from tests.support.engine_server import engine_server_process, make_certificate
+from tests.support.images import BuiltImage
 from tests.support.workspace import add, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from common.testing.containers import BuiltImage
 from coordinator.dataset import Dataset
 from coordinator.workspace import Workspace
 from tests.integration.transform.pipeline import (
@@ -28,6 +27,7 @@ from tests.integration.transform.pipeline import (
     write_snapshots,
 )
 from tests.support.cli import odf, ok
+from tests.support.images import BuiltImage
 
 SYSTEM_TIMES = ("2030-01-01T00:00:00Z", "2030-01-02T00:00:00Z", "2030-01-03T00:00:00Z")
 PULLS: tuple[tuple[str, ...], ...] = (

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from common.testing.containers import socket_ready
+from coordinator.engine.container_runtime import socket_ready
 
 
 def _serve(on_accept: Callable[[socket.socket], None]) -> Iterator[int]:

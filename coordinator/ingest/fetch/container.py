@@ -49,7 +49,7 @@ ClientFactory = Callable[[], docker.DockerClient]
 
 def default_client() -> docker.DockerClient:
     """The project's container runtime (DOCKER_HOST, else Podman, else Docker)."""
-    from common.testing.containers import connect
+    from coordinator.engine.container_runtime import connect
 
     return connect().client
 

@@ -17,10 +17,10 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
-from common.testing.engine_server import engine_server_process, health_status, wait_until_serving
 from engine_spark.server import EngineServer
 from tests.integration.engine import client
 from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
+from tests.support.engine_server import engine_server_process, health_status, wait_until_serving
 
 pytestmark = [pytest.mark.spark, pytest.mark.grpc]
 

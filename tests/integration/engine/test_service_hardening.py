@@ -24,7 +24,7 @@ from common.engine_rpc import engine_pb2, engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
 from common.serde import flatbuffers_codec as codec
-from common.testing.engine_server import (
+from tests.support.engine_server import (
     EngineServerProcess,
     engine_server_process,
     health_status,

@@ -22,7 +22,7 @@ from common.odf.fragments import (
     MergeStrategyAppend,
     ReadStepCsv,
 )
-from common.testing.containers import Runtime, connect, image_present
+from coordinator.engine.container_runtime import Runtime, connect, image_present
 from coordinator.ingest.errors import ParameterError, ProcessError
 from coordinator.ingest.fetch import ClientFactory, Fetched, UpToDate, fetch
 from coordinator.ingest.polling import pull_root

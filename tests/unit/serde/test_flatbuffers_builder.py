@@ -19,7 +19,7 @@ from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from common.serde import fb_roots, fb_writer
 from common.serde.flatbuffers_codec import encode_block, encode_block_reference
-from common.testing import strategies as ods
+from tests.support import strategies as ods
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NOON = datetime(2020, 1, 1, 12, tzinfo=UTC)

@@ -28,7 +28,7 @@ from common.serde.fb_roots import TransformResponseRoot
 from common.serde.flatbuffers_codec import encode_block, read_manifest
 from common.serde.timestamp import _STRUCT as TIMESTAMP_STRUCT
 from common.serde.timestamp import encode_timestamp
-from common.testing import strategies as ods
+from tests.support import strategies as ods
 
 REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FBS = REPO / "fbs"

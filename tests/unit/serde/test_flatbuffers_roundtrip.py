@@ -13,7 +13,7 @@ from common.odf import engine_protocol as ep
 from common.odf import unions
 from common.odf.block import MetadataBlock
 from common.serde import flatbuffers_codec as codec
-from common.testing import strategies as ods
+from tests.support import strategies as ods
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

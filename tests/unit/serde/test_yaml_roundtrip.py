@@ -39,7 +39,7 @@ from common.serde.yaml_codec import (
     to_plain,
 )
 from common.serde.yaml_scalars import format_timestamp, parse_timestamp
-from common.testing import strategies as ost
+from tests.support import strategies as ost
 
 snapshots = st.builds(
     DatasetSnapshot,

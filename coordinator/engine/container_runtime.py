@@ -1,5 +1,6 @@
-"""Access to an OCI container runtime through the ``docker`` SDK: Docker, or Podman's
-Docker-compatible API, plus engine readiness exactly as the reference coordinator checks it.
+"""The coordinator's container runtime: an OCI runtime through the ``docker`` SDK (Docker, or
+Podman's Docker-compatible API), plus engine readiness exactly as the reference coordinator
+checks it. Used by the container engine provider and the container fetch step.
 
 Runtime selection (:func:`connect`):
 
@@ -172,31 +173,6 @@ def image_present(client: docker.DockerClient, ref: str) -> bool:
     except docker.errors.ImageNotFound:
         return False
     return True
-
-
-@dataclass(frozen=True)
-class BuiltImage:
-    """An image recorded by scripts/build-images.sh (``images/<name>/.built/``)."""
-
-    ref: str
-    digest: str
-    image_id: str
-
-    @classmethod
-    def load(cls, built_dir: Path) -> BuiltImage:
-        try:
-            ref, digest, image_id = (
-                (built_dir / name).read_text().strip() for name in ("image", "digest", "id")
-            )
-        except FileNotFoundError as e:
-            raise ContainerRuntimeUnavailable(
-                f"{e.filename} missing: build the images with scripts/build-images.sh"
-            ) from None
-        return cls(ref=ref, digest=digest, image_id=image_id)
-
-    def pinned_ref(self) -> str:
-        """``repository@sha256:...``: the reference that names exactly this image."""
-        return f"{self.ref.rsplit(':', 1)[0]}@{self.digest}"
 
 
 # --- Readiness ----------------------------------------------------------------------------------

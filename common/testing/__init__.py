@@ -1,1 +1,0 @@
-"""Helpers for tests and tools that drive real components (container runtimes)."""
