@@ -14,6 +14,9 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
     transform:
       exchange: arrow             # arrow (memory-mapped Arrow IPC files) | parquet
       maxInputRecords: 1000000    # input records per transaction, per input (batches)
+    daemon:
+      address: 127.0.0.1:4884     # odf serve: gRPC (host:port)
+      httpAddress: 127.0.0.1:4885 # odf serve: HTTP (/healthz)
 
 Relative paths (``tokenFile``, ``tlsCa``) are relative to the ``.odf`` directory. Errors name
 the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
@@ -35,6 +38,8 @@ DEFAULT_START_TIMEOUT_S = 300.0
 DEFAULT_DRIVER_MEMORY = "2g"
 """Spark's own default (1g) runs out of heap on million-record transactions."""
 DEFAULT_MAX_INPUT_RECORDS = 1_000_000
+DEFAULT_DAEMON_ADDRESS = "127.0.0.1:4884"
+DEFAULT_DAEMON_HTTP_ADDRESS = "127.0.0.1:4885"
 
 
 class EngineProviderKind(enum.Enum):
@@ -74,9 +79,18 @@ class TransformConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonConfig:
+    address: str = DEFAULT_DAEMON_ADDRESS
+    """``odf serve``'s gRPC address (``host:port``)."""
+    http_address: str = DEFAULT_DAEMON_HTTP_ADDRESS
+    """``odf serve``'s HTTP address (``host:port``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkspaceConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     transform: TransformConfig = field(default_factory=TransformConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
 
 
 def config_path(odf_dir: Path) -> Path:
@@ -119,10 +133,11 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
 
 
 def _workspace_config(value: Any) -> WorkspaceConfig:
-    top = _mapping(value, "", ("engine", "transform"))
+    top = _mapping(value, "", ("engine", "transform", "daemon"))
     return WorkspaceConfig(
         engine=_engine_config(top.get("engine")),
         transform=_transform_config(top.get("transform")),
+        daemon=_daemon_config(top.get("daemon")),
     )
 
 
@@ -170,6 +185,34 @@ def _transform_config(value: Any) -> TransformConfig:
             _positive(m, "transform", "maxInputRecords", default.max_input_records, integer=True)
         ),
     )
+
+
+def _daemon_config(value: Any) -> DaemonConfig:
+    if value is None:
+        return DaemonConfig()
+    m = _mapping(value, "daemon", ("address", "httpAddress"))
+    default = DaemonConfig()
+    return DaemonConfig(
+        address=_host_port(m, "daemon", "address", default.address),
+        http_address=_host_port(m, "daemon", "httpAddress", default.http_address),
+    )
+
+
+def parse_host_port(text: str, *, path: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) as its parts; a clear error otherwise."""
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValidationError(f"expected host:port, got {text!r}", path=path)
+    return host, int(port)
+
+
+def _host_port(m: dict[str, Any], path: str, key: str, default: str) -> str:
+    value = _string(m, path, key, None)
+    if value is None:
+        return default
+    parse_host_port(value, path=_join(path, key))
+    return value
 
 
 # --- typed access to plain values ----------------------------------------------------------------

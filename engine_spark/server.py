@@ -9,7 +9,6 @@ never sees an empty stream and a failing request never takes the server down.
 
 from __future__ import annotations
 
-import hmac
 import os
 import threading
 import traceback
@@ -18,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import grpc
 import structlog
@@ -27,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from common.engine_rpc import REFERENCE_ENGINE_PORT, SPEC_ENGINE_PORT, rpcs
 from common.engine_rpc.rpcs import EngineRpc
+from common.grpc_auth import ServerInterceptor, TokenInterceptor
 from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
 from engine_spark.calls import Admission, CallControl, EngineBusyError, bound
@@ -266,57 +266,10 @@ class ServerSettings:
 
 
 _SPARE_WORKERS = 4
-_OPEN_METHODS = ("/grpc.health.v1.Health/",)
-"""Methods that need no token: orchestrators probe health without credentials."""
 
 
 class ServerBindError(OdfError):
     """An address the server was told to listen on cannot be bound."""
-
-
-if TYPE_CHECKING:
-    _Handler = grpc.RpcMethodHandler[Any, Any]
-    _Interceptor = grpc.ServerInterceptor[Any, Any]
-else:
-    _Handler = grpc.RpcMethodHandler
-    _Interceptor = grpc.ServerInterceptor
-
-
-class TokenInterceptor(_Interceptor):
-    """Refuse (UNAUTHENTICATED) any call but a health check without the bearer token."""
-
-    def __init__(self, token: str) -> None:
-        self._expected = f"Bearer {token}".encode()
-
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], _Handler | None],
-        details: grpc.HandlerCallDetails,
-    ) -> _Handler | None:
-        method: str = details.method
-        if method.startswith(_OPEN_METHODS):
-            return continuation(details)
-        given = dict(details.invocation_metadata or ()).get("authorization", "")
-        given_bytes = given.encode() if isinstance(given, str) else bytes(given)
-        if hmac.compare_digest(given_bytes, self._expected):
-            return continuation(details)
-        log.warning("request.unauthenticated", method=method)
-        return _refuse(continuation(details))
-
-
-def _refuse(handler: _Handler | None) -> _Handler:
-    """A handler of the same shape as ``handler`` that aborts with UNAUTHENTICATED."""
-
-    def deny(request: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid engine token is required")
-
-    if handler is not None and handler.request_streaming and handler.response_streaming:
-        return grpc.stream_stream_rpc_method_handler(deny)
-    if handler is not None and handler.request_streaming:
-        return grpc.stream_unary_rpc_method_handler(deny)
-    if handler is not None and handler.response_streaming:
-        return grpc.unary_stream_rpc_method_handler(deny)
-    return grpc.unary_unary_rpc_method_handler(deny)
 
 
 def _bind(server: grpc.Server, address: str, tls: TlsFiles | None) -> int:
@@ -365,8 +318,8 @@ class EngineServer:
     def start(self) -> None:
         """Bind every address and start serving; then build the backend in the background."""
         settings = self.settings
-        interceptors: list[_Interceptor] = (
-            [TokenInterceptor(settings.token)] if settings.token else []
+        interceptors: list[ServerInterceptor] = (
+            [TokenInterceptor(settings.token, what="engine")] if settings.token else []
         )
         server = grpc.server(
             ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="grpc"),

@@ -14,10 +14,21 @@ from collections.abc import Callable, Sequence
 
 from common.logs import configure_logging
 from common.odf.errors import OdfError
-from coordinator.cli import block, data, ingest, inspect, pull, sql, transform, verify, workspace
+from coordinator.cli import (
+    block,
+    daemon,
+    data,
+    ingest,
+    inspect,
+    pull,
+    sql,
+    transform,
+    verify,
+    workspace,
+)
 
 Handler = Callable[[argparse.Namespace], int]
-COMMAND_MODULES = [block, data, workspace, inspect, ingest, pull, transform, verify, sql]
+COMMAND_MODULES = [block, data, workspace, inspect, ingest, pull, transform, verify, sql, daemon]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,8 +44,13 @@ def test_every_key() -> None:
         "transform:\n"
         "  exchange: parquet\n"
         "  maxInputRecords: 5000\n"
+        "daemon:\n"
+        "  address: 127.0.0.1:7000\n"
+        "  httpAddress: '[::1]:7001'\n"
     )
-    e, t = config.engine, config.transform
+    e, t, d = config.engine, config.transform, config.daemon
+    assert (d.address, d.http_address) == ("127.0.0.1:7000", "[::1]:7001")
+    assert WorkspaceConfig().daemon.address == "127.0.0.1:4884"
     assert (e.provider, e.image, e.master, e.driver_memory, e.start_timeout) == (
         EngineProviderKind.CONTAINER,
         "localhost/odf-engine-spark:1",
@@ -67,6 +72,9 @@ def test_every_key() -> None:
         ("engine:\n  startTimeout: soon\n", "engine.startTimeout: expected a number"),
         ("engine: [1]\n", "engine: expected a mapping, got a list"),
         ("engine:\n  provider: [x\n", "cfg.yaml:3:1: invalid YAML"),
+        ("daemon:\n  address: 4884\n", "cfg.yaml:2: daemon.address: expected a string"),
+        ("daemon:\n  httpAddress: local\n", "daemon.httpAddress: expected host:port, got 'local'"),
+        ("daemon:\n  address: h:99999\n", "daemon.address: expected host:port"),
     ],
 )
 def test_errors_name_file_line_and_key(text: str, message: str) -> None:

@@ -1,0 +1,109 @@
+"""``odf serve`` (the coordinator daemon, in the foreground) and ``odf daemon status|stop``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from common.odf.errors import OdfError, ValidationError
+from coordinator.app import Application
+from coordinator.daemon.rundir import RunDir
+from coordinator.daemon.server import Daemon, TlsFiles
+
+STOP_TIMEOUT_S = 60.0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "serve", help="run the coordinator daemon for this workspace (in the foreground)"
+    )
+    p.add_argument("--address", metavar="HOST:PORT", help="gRPC (default: config daemon.address)")
+    p.add_argument(
+        "--http-address", metavar="HOST:PORT", help="HTTP (default: config daemon.httpAddress)"
+    )
+    p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve gRPC over TLS")
+    p.add_argument("--tls-key", type=Path, metavar="PEM", help="the key of --tls-cert")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback address without TLS (the token travels in clear text)",
+    )
+    p.set_defaults(handler=cmd_serve)
+
+    p = subparsers.add_parser("daemon", help="the daemon of this workspace")
+    commands = p.add_subparsers(dest="daemon_command", metavar="COMMAND", required=True)
+    status = commands.add_parser("status", help="whether a daemon runs (exit 1 if not), where")
+    status.set_defaults(handler=cmd_status)
+    stop = commands.add_parser("stop", help="stop the daemon (SIGTERM, then wait for it)")
+    stop.set_defaults(handler=cmd_stop)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ValidationError("give both --tls-cert and --tls-key", path="--tls-cert")
+    app = Application.open()
+    daemon = Daemon(
+        app,
+        address=args.address or app.config.daemon.address,
+        http_address=args.http_address or app.config.daemon.http_address,
+        tls=TlsFiles(args.tls_cert, args.tls_key) if args.tls_cert else None,
+        insecure=args.insecure,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    announce = threading.Thread(target=_announce, args=(daemon, stop), daemon=True)
+    announce.start()
+    daemon.run(stop)
+    return 0
+
+
+def _announce(daemon: Daemon, stop: threading.Event) -> None:
+    while not stop.is_set():
+        if daemon.serving.wait(0.1):
+            info = daemon.rundir.read_info()
+            if info is not None:
+                print(
+                    f"serving {daemon.app.ws.root}: gRPC {info.address}, HTTP"
+                    f" {info.http_address} (pid {info.pid}; stop with `odf daemon stop`)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    rundir = RunDir(Application.open().ws.odf_dir)
+    info = rundir.read_info()
+    if info is None:
+        print("no daemon serves this workspace", file=sys.stderr)
+        return 1
+    print(
+        f"running: pid {info.pid}, gRPC {info.address}, HTTP {info.http_address},"
+        f" since {info.started.isoformat()}"
+    )
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    rundir = RunDir(Application.open().ws.odf_dir)
+    info = rundir.read_info()
+    if info is None:
+        print("no daemon serves this workspace", file=sys.stderr)
+        return 1
+    with contextlib.suppress(ProcessLookupError):  # it has just exited
+        os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while rundir.read_info() is not None:
+        if time.monotonic() > deadline:
+            raise OdfError(f"the daemon (pid {info.pid}) did not stop in {STOP_TIMEOUT_S:.0f} s")
+        time.sleep(0.05)
+    print(f"stopped the daemon (pid {info.pid})")
+    return 0

@@ -1,0 +1,137 @@
+"""``.odf/run/``: what tells the world that a daemon serves the workspace, and how to reach it.
+
+- ``daemon.lock``: held (``flock``) by the daemon for its whole life, so a second daemon on the
+  same workspace is refused, and a ``daemon.json`` left by a killed daemon is known to be stale;
+- ``daemon.json``: pid, gRPC and HTTP addresses, start time; written once the servers listen,
+  removed on shutdown;
+- ``token``: the bearer token every call must carry (mode 0600), new for every start.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from common.odf.errors import OdfError
+from coordinator.tempdirs import lock_held
+
+RUN_DIR = "run"
+INFO_FILE = "daemon.json"
+LOCK_FILE = "daemon.lock"
+TOKEN_FILE = "token"
+
+
+class DaemonRunningError(OdfError):
+    """A daemon already serves the workspace."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonInfo:
+    pid: int
+    address: str
+    """gRPC, ``host:port``."""
+    http_address: str
+    started: datetime
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "pid": self.pid,
+                "address": self.address,
+                "httpAddress": self.http_address,
+                "started": self.started.isoformat(),
+            },
+            indent=2,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> DaemonInfo:
+        value = json.loads(text)
+        return cls(
+            pid=int(value["pid"]),
+            address=str(value["address"]),
+            http_address=str(value["httpAddress"]),
+            started=datetime.fromisoformat(value["started"]),
+        )
+
+
+class RunDir:
+    """The ``run`` directory of one workspace's ``.odf``."""
+
+    def __init__(self, odf_dir: Path) -> None:
+        self.path = odf_dir / RUN_DIR
+
+    @property
+    def info_path(self) -> Path:
+        return self.path / INFO_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path / LOCK_FILE
+
+    @property
+    def token_path(self) -> Path:
+        return self.path / TOKEN_FILE
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Be the workspace's daemon until the block ends; ``daemon.json`` is removed then."""
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise DaemonRunningError(self._running_message()) from None
+            try:
+                yield
+            finally:
+                self.info_path.unlink(missing_ok=True)
+                self.token_path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+    def _running_message(self) -> str:
+        info = self.read_info()
+        where = f" (pid {info.pid}, gRPC {info.address})" if info else ""
+        return (
+            f"a daemon already serves this workspace{where}: use it, or stop it with"
+            " `odf daemon stop`"
+        )
+
+    def write_info(self, info: DaemonInfo) -> None:
+        """Written whole (rename), so a reader never sees half of it."""
+        partial = self.path / f".{INFO_FILE}.partial"
+        partial.write_text(info.to_json() + "\n", encoding="utf-8")
+        partial.replace(self.info_path)
+
+    def read_info(self) -> DaemonInfo | None:
+        """The running daemon's info; ``None`` when none runs (a stale file is ignored)."""
+        if not lock_held(self.lock_path):
+            return None
+        try:
+            return DaemonInfo.from_json(self.info_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError, KeyError):
+            return None  # starting up, or shutting down
+
+    def new_token(self) -> str:
+        """A fresh token, written readable by this user only."""
+        token = secrets.token_urlsafe(32)
+        self.token_path.unlink(missing_ok=True)
+        fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(token + "\n")
+        return token
+
+    def read_token(self) -> str | None:
+        try:
+            return self.token_path.read_text(encoding="ascii").strip() or None
+        except FileNotFoundError:
+            return None
