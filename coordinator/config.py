@@ -188,14 +188,10 @@ def _transform_config(value: Any) -> TransformConfig:
 
 
 def _daemon_config(value: Any) -> DaemonConfig:
-    if value is None:
-        return DaemonConfig()
-    m = _mapping(value, "daemon", ("address", "httpAddress"))
-    default = DaemonConfig()
-    return DaemonConfig(
-        address=_host_port(m, "daemon", "address", default.address),
-        http_address=_host_port(m, "daemon", "httpAddress", default.http_address),
-    )
+    m = _mapping({} if value is None else value, "daemon", ("address", "httpAddress"))
+    address = _host_port(m, "daemon", "address", DEFAULT_DAEMON_ADDRESS)
+    http_address = _host_port(m, "daemon", "httpAddress", DEFAULT_DAEMON_HTTP_ADDRESS)
+    return DaemonConfig(address=address, http_address=http_address)
 
 
 def parse_host_port(text: str, *, path: str) -> tuple[str, int]:

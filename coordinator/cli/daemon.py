@@ -14,7 +14,8 @@ from typing import Any
 
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
-from coordinator.daemon.rundir import RunDir
+from coordinator.config import DaemonConfig
+from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.server import Daemon, TlsFiles
 
 STOP_TIMEOUT_S = 60.0
@@ -49,13 +50,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ValidationError("give both --tls-cert and --tls-key", path="--tls-cert")
     app = Application.open()
-    daemon = Daemon(
-        app,
+    listen = DaemonConfig(
         address=args.address or app.config.daemon.address,
         http_address=args.http_address or app.config.daemon.http_address,
-        tls=TlsFiles(args.tls_cert, args.tls_key) if args.tls_cert else None,
-        insecure=args.insecure,
     )
+    tls = TlsFiles(args.tls_cert, args.tls_key) if args.tls_cert else None
+    daemon = Daemon(app, listen, tls, args.insecure)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -79,11 +79,18 @@ def _announce(daemon: Daemon, stop: threading.Event) -> None:
             return
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def _running() -> tuple[RunDir, DaemonInfo | None]:
+    """The workspace's run directory and its daemon; says so on stderr when none runs."""
     rundir = RunDir(Application.open().ws.odf_dir)
     info = rundir.read_info()
     if info is None:
         print("no daemon serves this workspace", file=sys.stderr)
+    return rundir, info
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    _, info = _running()
+    if info is None:
         return 1
     print(
         f"running: pid {info.pid}, gRPC {info.address}, HTTP {info.http_address},"
@@ -93,10 +100,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    rundir = RunDir(Application.open().ws.odf_dir)
-    info = rundir.read_info()
+    rundir, info = _running()
     if info is None:
-        print("no daemon serves this workspace", file=sys.stderr)
         return 1
     with contextlib.suppress(ProcessLookupError):  # it has just exited
         os.kill(info.pid, signal.SIGTERM)

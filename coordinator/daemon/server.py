@@ -27,7 +27,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from common.grpc_auth import TokenInterceptor
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
-from coordinator.config import parse_host_port
+from coordinator.config import DaemonConfig, parse_host_port
 from coordinator.daemon.rundir import DaemonInfo, RunDir
 
 log = structlog.get_logger(__name__)
@@ -50,21 +50,14 @@ class Daemon:
     """Serves one workspace's application (see the module doc)."""
 
     def __init__(
-        self,
-        app: Application,
-        *,
-        address: str,
-        http_address: str,
-        tls: TlsFiles | None = None,
-        insecure: bool = False,
-        grace: float = GRACE_S,
+        self, app: Application, listen: DaemonConfig, tls: TlsFiles | None, insecure: bool
     ) -> None:
+        """Serve ``app`` on the addresses of ``listen``; ``insecure`` allows a non-loopback
+        address without ``tls``."""
         self.app = app
-        self.address = address
-        self.http_address = http_address
-        self.tls = tls
-        self.grace = grace
-        for value, option in ((address, "--address"), (http_address, "--http-address")):
+        self.address, self.http_address, self.tls = listen.address, listen.http_address, tls
+        self.grace = GRACE_S
+        for value, option in ((self.address, "--address"), (self.http_address, "--http-address")):
             host, _ = parse_host_port(value, path=option)
             if not _is_loopback(host) and tls is None and not insecure:
                 raise ValidationError(
