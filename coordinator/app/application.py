@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 
 import pyarrow as pa
@@ -166,12 +167,7 @@ class Application:
 
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
         """The dataset's blocks, newest first (at most ``limit``)."""
-        blocks: list[tuple[Multihash, MetadataBlock]] = []
-        for item in self.dataset(name).iter_blocks():
-            if limit is not None and len(blocks) >= limit:
-                break
-            blocks.append(item)
-        return blocks
+        return list(islice(self.dataset(name).iter_blocks(), limit))
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
         return tail_records(self.dataset(name), n, skip=skip)

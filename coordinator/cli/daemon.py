@@ -10,15 +10,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.config import DaemonConfig
 from coordinator.daemon.rundir import DaemonInfo, RunDir
-
-if TYPE_CHECKING:
-    from coordinator.daemon.server import Daemon
 
 STOP_TIMEOUT_S = 60.0
 
@@ -63,24 +60,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    announce = threading.Thread(target=_announce, args=(daemon, stop), daemon=True)
-    announce.start()
-    daemon.run(stop)
+
+    def announce(info: DaemonInfo) -> None:
+        print(
+            f"serving {app.ws.root}: gRPC {info.address}, HTTP {info.http_address}"
+            f" (pid {info.pid}; stop with `odf daemon stop`)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    daemon.run(stop, on_serving=announce)
     return 0
-
-
-def _announce(daemon: Daemon, stop: threading.Event) -> None:
-    while not stop.is_set():
-        if daemon.serving.wait(0.1):
-            info = daemon.rundir.read_info()
-            if info is not None:
-                print(
-                    f"serving {daemon.app.ws.root}: gRPC {info.address}, HTTP"
-                    f" {info.http_address} (pid {info.pid}; stop with `odf daemon stop`)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            return
 
 
 def _running() -> tuple[RunDir, DaemonInfo | None]:

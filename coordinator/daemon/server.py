@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,10 +56,14 @@ class Daemon:
         """Serve ``app`` on the addresses of ``listen``; ``insecure`` allows a non-loopback
         address without ``tls``."""
         self.app = app
-        self.address, self.http_address, self.tls = listen.address, listen.http_address, tls
+        self.address, self.tls = listen.address, tls
         self.grace = GRACE_S
-        for value, option in ((self.address, "--address"), (self.http_address, "--http-address")):
-            host, _ = parse_host_port(value, path=option)
+        self.grpc_host, _ = parse_host_port(listen.address, path="--address")
+        self.http_host_port = parse_host_port(listen.http_address, path="--http-address")
+        for host, option in (
+            (self.grpc_host, "--address"),
+            (self.http_host_port[0], "--http-address"),
+        ):
             if not _is_loopback(host) and tls is None and not insecure:
                 raise ValidationError(
                     f"{host} is not a loopback address: serving it needs TLS (--tls-cert and"
@@ -69,8 +74,10 @@ class Daemon:
         self.health = health.HealthServicer()
         self.serving = threading.Event()
 
-    def run(self, stop: threading.Event) -> None:
-        """Serve until ``stop`` is set."""
+    def run(
+        self, stop: threading.Event, on_serving: Callable[[DaemonInfo], None] | None = None
+    ) -> None:
+        """Serve until ``stop`` is set; ``on_serving`` is told where, once both servers listen."""
         with self.rundir.hold():
             token = self.rundir.new_token()
             server = grpc.server(
@@ -94,6 +101,8 @@ class Daemon:
                 self.health.set("", health_pb2.HealthCheckResponse.SERVING)
                 self.serving.set()
                 log.info("daemon.serving", address=info.address, http=info.http_address)
+                if on_serving is not None:
+                    on_serving(info)
                 stop.wait()
                 log.info("daemon.stopping", grace_s=self.grace)
             finally:
@@ -106,7 +115,6 @@ class Daemon:
                 log.info("daemon.stopped")
 
     def _bind_grpc(self, server: grpc.Server) -> str:
-        host, _ = parse_host_port(self.address, path="--address")
         try:
             if self.tls is None:
                 port = server.add_insecure_port(self.address)
@@ -119,10 +127,9 @@ class Daemon:
             raise DaemonBindError(f"cannot listen on {self.address}: {e}") from None
         if port == 0:
             raise DaemonBindError(f"cannot listen on {self.address} (in use?)")
-        return _join(host, port)
+        return _join(self.grpc_host, port)
 
     def _http_server(self) -> ThreadingHTTPServer:
-        host, port = parse_host_port(self.http_address, path="--http-address")
         serving = self.serving
 
         class Handler(BaseHTTPRequestHandler):
@@ -142,9 +149,10 @@ class Daemon:
                 log.debug("daemon.http", request=format % args)
 
         try:
-            return ThreadingHTTPServer((host, port), Handler)
+            return ThreadingHTTPServer(self.http_host_port, Handler)
         except OSError as e:
-            raise DaemonBindError(f"cannot listen on {self.http_address}: {e}") from None
+            host, port = self.http_host_port
+            raise DaemonBindError(f"cannot listen on {_join(host, port)}: {e}") from None
 
 
 def _is_loopback(host: str) -> bool:
