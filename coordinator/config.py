@@ -16,7 +16,12 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       maxInputRecords: 1000000    # input records per transaction, per input (batches)
     daemon:
       address: 127.0.0.1:4884     # odf serve: gRPC (host:port)
-      httpAddress: 127.0.0.1:4885 # odf serve: HTTP (/healthz)
+      httpAddress: 127.0.0.1:4885 # odf serve: HTTP (/healthz, /metrics)
+      maxParallel: 2              # odf serve: calls changing datasets at once (one per dataset)
+      engineIdleTimeout: 600      # odf serve: seconds before an unused warm engine is stopped
+      schedules:                  # odf serve: polling sources (and derivatives) pulled on a
+        nyc.weather: 10m          #   schedule: an interval (30s, 10m, 2h, 1d) or a cron line
+        nyc.taxi: "*/15 * * * *"
 
 Relative paths (``tokenFile``, ``tlsCa``) are relative to the ``.odf`` directory. Errors name
 the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
@@ -84,6 +89,23 @@ class DaemonConfig:
     """``odf serve``'s gRPC address (``host:port``)."""
     http_address: str = DEFAULT_DAEMON_HTTP_ADDRESS
     """``odf serve``'s HTTP address (``host:port``)."""
+    max_parallel: int = 2
+    engine_idle_timeout: float = 600.0
+    schedules: tuple[Schedule, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When the daemon pulls a dataset by itself: every ``interval`` seconds, or at the times
+    of a ``cron`` line (minute hour day month weekday)."""
+
+    dataset: str
+    interval: float | None = None
+    cron: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.cron if self.cron is not None else f"every {self.interval:g}s"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,10 +210,50 @@ def _transform_config(value: Any) -> TransformConfig:
 
 
 def _daemon_config(value: Any) -> DaemonConfig:
-    m = _mapping({} if value is None else value, "daemon", ("address", "httpAddress"))
+    keys = ("address", "httpAddress", "maxParallel", "engineIdleTimeout", "schedules")
+    m = _mapping({} if value is None else value, "daemon", keys)
     address = _host_port(m, "daemon", "address", DEFAULT_DAEMON_ADDRESS)
     http_address = _host_port(m, "daemon", "httpAddress", DEFAULT_DAEMON_HTTP_ADDRESS)
-    return DaemonConfig(address=address, http_address=http_address)
+    schedules = m.get("schedules") or {}
+    if not isinstance(schedules, dict):
+        raise ValidationError(
+            f"expected a mapping, got {_kind(schedules)}", path="daemon.schedules"
+        )
+    return DaemonConfig(
+        address=address,
+        http_address=http_address,
+        max_parallel=int(_positive(m, "daemon", "maxParallel", 2, integer=True)),
+        engine_idle_timeout=_positive(m, "daemon", "engineIdleTimeout", 600.0),
+        schedules=tuple(
+            parse_schedule(str(name), when, path=f"daemon.schedules.{name}")
+            for name, when in schedules.items()
+        ),
+    )
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_schedule(dataset: str, when: Any, *, path: str) -> Schedule:
+    """``30s``, ``10m``, ``2h``, ``1d`` (an interval) or a five-field cron line."""
+    if not isinstance(when, str) or not when.strip():
+        raise ValidationError(f"expected an interval or a cron line, got {_kind(when)}", path=path)
+    text = when.strip()
+    number, unit = text[:-1], text[-1:].lower()
+    if unit in _UNITS and number.replace(".", "", 1).isdigit():
+        seconds = float(number) * _UNITS[unit]
+        if seconds <= 0:
+            raise ValidationError(f"the interval must be positive, got {text!r}", path=path)
+        return Schedule(dataset, interval=seconds)
+    from croniter import croniter  # only when a cron line is configured
+
+    if len(text.split()) != 5 or not croniter.is_valid(text):
+        raise ValidationError(
+            f"{text!r} is neither an interval (30s, 10m, 2h, 1d) nor a cron line"
+            " (minute hour day month weekday)",
+            path=path,
+        )
+    return Schedule(dataset, cron=text)
 
 
 def parse_host_port(text: str, *, path: str) -> tuple[str, int]:

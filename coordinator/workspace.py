@@ -53,6 +53,8 @@ class Workspace:
         self.odf_dir = root / WORKSPACE_DIR
         self.datasets_dir = self.odf_dir / "datasets"
         self.keys_dir = self.odf_dir / "keys"
+        self.scratch_dir = self.odf_dir / "scratch"
+        """Short-lived files an engine may see (query results, uploads); never the keys."""
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"

@@ -19,12 +19,20 @@ import pyarrow as pa
 
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError, ValidationError
+from common.odf.events import ExecuteTransform
 from common.odf.fragments import DatasetKind, TransformInput, TransformSql
+from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from coordinator.app.snapshots import SnapshotSource, creation_order
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
-from coordinator.engine import EngineMounts, EngineProvider, EngineSession, provider_from_config
+from coordinator.engine import (
+    EngineMounts,
+    EnginePool,
+    EngineProvider,
+    EngineSession,
+    provider_from_config,
+)
 from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.evolution.query_change import QueryChange, change_query
 from coordinator.ingest.context import IngestResult
@@ -49,7 +57,8 @@ from coordinator.verify.verifier import (
 from coordinator.workspace import Workspace
 
 Clock = Callable[[], datetime]
-ReplayProgress = Callable[[Dataset, ReplayResult], None]
+ReplayProgress = Callable[[str, ReplayResult], None]
+"""Told of each replayed block: the dataset's name and the outcome."""
 
 
 # --- results and events --------------------------------------------------------------------------
@@ -80,10 +89,17 @@ class RootPulled:
 
 @dataclass(frozen=True, slots=True)
 class TransactionCommitted:
-    """A derivative dataset committed one transaction."""
+    """A derivative dataset committed one transaction: its ``ExecuteTransform`` at ``head``."""
 
     dataset: str
-    transaction: TransactionResult
+    head: Multihash
+    event: ExecuteTransform
+    input_records: int
+    output_records: int
+
+    @classmethod
+    def of(cls, dataset: str, result: TransactionResult) -> TransactionCommitted:
+        return cls(dataset, result.head, result.event, result.input_records, result.output_records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +111,14 @@ class DerivativeDone:
 
 
 PullEvent = RootPulled | TransactionCommitted | DerivativeDone
+
+
+@dataclass(frozen=True, slots=True)
+class AddedDataset:
+    """A dataset ``add`` created."""
+
+    alias: str
+    id: DatasetID
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +145,8 @@ class Application:
         self.ws = ws
         self.config = config if config is not None else load_config(ws.odf_dir)
         self.provider = provider or provider_from_config(self.config.engine)
+        self.pool: EnginePool | None = None
+        """Set by a long-running service: engines then stay warm across calls."""
 
     @classmethod
     def open(cls, start: Path | None = None) -> Application:
@@ -132,17 +158,27 @@ class Application:
         return Workspace.init(path, exist_ok=exist_ok)
 
     def engines(self, mounts: EngineMounts | None = None) -> EngineSession:
-        """A session of the configured engines: started on first use, stopped on exit.
+        """A session of the configured engines: started on first use, stopped on exit; from
+        the warm pool when there is one (``keep_engines_warm``).
 
         ``mounts``: what a container engine must see (other providers see the host)."""
+        if self.pool is not None:
+            return self.pool.session()
         return EngineSession(self.provider, mounts)
+
+    def keep_engines_warm(self, *, idle_timeout: float) -> EnginePool:
+        """Keep engines running across calls (a daemon); ``close`` the pool to stop them.
+        Pooled engines serve the workspace's datasets and scratch directory."""
+        mounts = EngineMounts.of([], [self.ws.datasets_dir, self.ws.scratch_dir])
+        self.pool = EnginePool(self.provider, mounts, idle_timeout=idle_timeout)
+        return self.pool
 
     def dataset(self, name: str) -> Dataset:
         return self.ws.open_dataset(name)
 
     # --- datasets --------------------------------------------------------------------------------
 
-    def add(self, sources: Sequence[SnapshotSource]) -> Iterator[Dataset]:
+    def add(self, sources: Sequence[SnapshotSource]) -> Iterator[AddedDataset]:
         """Create datasets from snapshots, inputs first; derivative transforms are pinned to
         the engine and validated by it (started only if some query can be validated)."""
         with self.engines() as engines:
@@ -152,11 +188,15 @@ class Application:
                     created = self.ws.create_dataset(creation.prepare(source.snapshot))
                 except ValidationError as e:
                     raise ValidationError(e.reason, path=f"{source.origin}: {e.path}") from None
-                yield created
+                yield AddedDataset(created.alias, created.id)
 
     def list_datasets(self) -> list[DatasetSummary]:
         """Every dataset; a broken one (unreadable head or blocks) with a one-line error."""
         return [_summary(ds) for ds in self.ws.list_datasets()]
+
+    def summary(self, name: str) -> DatasetSummary:
+        """One dataset's summary (an error when it does not exist)."""
+        return _summary(self.dataset(name))
 
     def delete(self, names: Sequence[str]) -> list[str]:
         """Delete datasets (all must exist before any is deleted); their names."""
@@ -176,10 +216,7 @@ class Application:
         ds = self.dataset(name)
         schema = ds.state().arrow_schema()
         if schema is None:
-            raise ValidationError(
-                f"dataset {ds.alias!r} has no schema yet"
-                " (it is set by the first ingest or transform)"
-            )
+            raise no_schema_error(ds.alias)
         return schema
 
     # --- data ------------------------------------------------------------------------------------
@@ -222,11 +259,8 @@ class Application:
     ) -> Iterator[PullEvent]:
         """Bring datasets up to date, inputs first: root datasets run their polling source,
         derivatives their transactions. One engine session serves the whole pull."""
-        if all_datasets == bool(names):
-            raise ValidationError("give dataset names or --all (not both)", path="NAME")
-        selected = self.ws.list_datasets() if all_datasets else [self.dataset(n) for n in names]
         resolve = workspace_resolver(self.ws)
-        datasets = dependency_order(selected, resolve, recursive=recursive)
+        datasets = self.pull_order(names, all_datasets=all_datasets, recursive=recursive)
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         with self.engines(engine_mounts(datasets, resolve)) as engines:
             transformer = Transformer(resolve, engines, self.config.transform, clock=clock)
@@ -246,9 +280,18 @@ class Application:
                         if isinstance(step, UpToDate):
                             yield DerivativeDone(dataset.alias, step.reason)
                         else:
-                            yield TransactionCommitted(dataset.alias, step)
+                            yield TransactionCommitted.of(dataset.alias, step)
                 else:
                     raise OdfError(f"dataset {dataset.alias!r} has no Seed block: nothing to pull")
+
+    def pull_order(
+        self, names: Sequence[str] = (), *, all_datasets: bool = False, recursive: bool = False
+    ) -> list[Dataset]:
+        """The datasets ``pull`` brings up to date, in the order it does (inputs first)."""
+        if all_datasets == bool(names):
+            raise ValidationError("give dataset names or --all (not both)", path="NAME")
+        selected = self.ws.list_datasets() if all_datasets else [self.dataset(n) for n in names]
+        return dependency_order(selected, workspace_resolver(self.ws), recursive=recursive)
 
     def set_transform(
         self,
@@ -306,18 +349,29 @@ class Application:
         resolve = tolerant_resolver(self.ws)
         datasets = verification_order(selected, resolve, recursive=recursive)
         exchange = self.config.transform.exchange
+
+        def replayed(dataset: Dataset, result: ReplayResult) -> None:
+            if on_replay is not None:
+                on_replay(dataset.alias, result)
+
         if integrity_only:
-            verifier = Verifier(resolve, None, exchange, on_replay=on_replay)
+            verifier = Verifier(resolve, None, exchange, on_replay=replayed)
             return [verifier.verify(ds) for ds in datasets]
         with self.engines(replay_mounts(datasets, resolve)) as engines:
-            verifier = Verifier(resolve, engines, exchange, on_replay=on_replay)
+            verifier = Verifier(resolve, engines, exchange, on_replay=replayed)
             return [verifier.verify(ds) for ds in datasets]
 
     def query(
         self, query: str, *, aliases: dict[str, str] | None = None, limit: int | None = None
     ) -> QueryResult:
         """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back."""
-        return run_query(self.ws, query, self.provider, aliases=aliases, limit=limit)
+        return run_query(self.ws, query, self.engines, aliases=aliases, limit=limit)
+
+
+def no_schema_error(dataset: str) -> ValidationError:
+    return ValidationError(
+        f"dataset {dataset!r} has no schema yet (it is set by the first ingest or transform)"
+    )
 
 
 def new_transform(

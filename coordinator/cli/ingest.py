@@ -31,7 +31,8 @@ from rich.progress import (
 from rich.text import Text
 
 from common.odf.errors import ValidationError
-from coordinator.app import Application, IngestFile
+from coordinator.app import IngestFile
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.ingest.context import IngestResult
 from coordinator.ingest.progress import NO_PROGRESS, ProgressTask
 from coordinator.ingest.progress import Progress as IngestProgress
@@ -57,13 +58,14 @@ def register(subparsers: Any) -> None:
         metavar="RFC3339",
         help="event time of records that have none (default: the time of the ingest)",
     )
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_ingest)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     event_time = _event_time(args.event_time)
-    app = Application.open()
-    app.dataset(args.name)  # it exists, before stdin is read
+    app = use_cases(args)
+    app.summary(args.name)  # it exists, before stdin is read
     if args.files.count(STDIN) > 1:
         raise ValidationError("stdin (-) can be given only once", path="FILE")
     with ExitStack() as files, terminal_progress() as progress:

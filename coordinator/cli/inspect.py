@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from common.serde.yaml_codec import dump_block_manifest, to_plain
-from coordinator.app import Application
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import (
     OutputFormat,
     add_output_format_argument,
@@ -26,6 +26,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("name", metavar="NAME", help="dataset name or id")
     p.add_argument("-n", "--limit", type=_positive, help="show at most this many blocks")
     add_output_format_argument(p, (OutputFormat.TABLE, OutputFormat.JSON, OutputFormat.YAML))
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_log)
 
     p = subparsers.add_parser("tail", help="show the latest records of a dataset")
@@ -33,6 +34,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("-n", "--num-records", type=_positive, default=10, help="default: 10")
     p.add_argument("-s", "--skip", type=_non_negative, default=0, help="skip the latest S")
     add_output_format_argument(p)
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_tail)
 
     p = subparsers.add_parser("inspect", help="inspect a dataset")
@@ -40,6 +42,7 @@ def register(subparsers: Any) -> None:
     p = inspect.add_parser("schema", help="the data schema from SetDataSchema")
     p.add_argument("name", metavar="NAME", help="dataset name or id")
     add_output_format_argument(p)
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_inspect_schema)
 
 
@@ -61,7 +64,7 @@ def _non_negative(text: str) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    blocks = Application.open().log(args.name, args.limit)
+    blocks = use_cases(args).log(args.name, args.limit)
     fmt = OutputFormat(args.output_format)
     if fmt is OutputFormat.YAML:
         for h, block in blocks:
@@ -87,7 +90,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    table = Application.open().tail(args.name, args.num_records, skip=args.skip)
+    table = use_cases(args).tail(args.name, args.num_records, skip=args.skip)
     render_rows(table_rows(table), table.column_names, args.output_format)
     return 0
 
@@ -96,7 +99,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect_schema(args: argparse.Namespace) -> int:
-    schema = Application.open().schema(args.name)
+    schema = use_cases(args).schema(args.name)
     rows = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
     render_rows(rows, SCHEMA_COLUMNS, args.output_format)
     return 0

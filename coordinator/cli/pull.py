@@ -15,15 +15,14 @@ from typing import Any
 
 from common.odf.errors import ValidationError
 from coordinator.app import (
-    Application,
     DerivativeDone,
     PullEvent,
     RootPulled,
     TransactionCommitted,
 )
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.ingest import describe, terminal_progress
 from coordinator.ingest.source_state import parse_rfc3339
-from coordinator.transform.transaction import TransactionResult
 
 
 def register(subparsers: Any) -> None:
@@ -47,11 +46,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="fetch sources that keep no state (no ETag/Last-Modified) again",
     )
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_pull)
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
-    app = Application.open()
+    app = use_cases(args)
     system_time = parse_system_time(args.system_time)
     with terminal_progress() as progress:
         for event in app.pull(
@@ -81,13 +81,13 @@ def describe_pull_event(event: PullEvent) -> str:
     match event:
         case RootPulled(_, result):
             return describe(result, "the polling source")
-        case TransactionCommitted(name, transaction):
-            return describe_transaction(name, transaction)
+        case TransactionCommitted():
+            return describe_transaction(event)
         case DerivativeDone(name, reason):
             return f"{name}: {reason}"
 
 
-def describe_transaction(name: str, t: TransactionResult) -> str:
+def describe_transaction(t: TransactionCommitted) -> str:
     data = t.event.new_data
     if data is None:
         records = "no new records"
@@ -97,6 +97,6 @@ def describe_transaction(name: str, t: TransactionResult) -> str:
     mark = t.event.new_watermark
     watermark = mark.isoformat() if mark else "none"
     return (
-        f"{name}: {records} from {t.input_records} input records,"
+        f"{t.dataset}: {records} from {t.input_records} input records,"
         f" watermark {watermark} (head {t.head})"
     )

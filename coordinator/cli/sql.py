@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
-from coordinator.app import Application
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
 from coordinator.query import QueryResult, single_query
 
@@ -50,11 +50,12 @@ def register(subparsers: Any) -> None:
         help=f"print at most this many rows (default: {DEFAULT_LIMIT}; 0: all)",
     )
     add_output_format_argument(p)
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_sql)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    app = Application.open()
+    app = use_cases(args)
     if args.command is not None:
         query = single_query(args.command, where="--command")
     else:

@@ -16,7 +16,7 @@ from typing import Any
 from common.odf.errors import ValidationError
 from common.odf.fragments import TransformSql
 from common.serde.yaml_codec import load_object
-from coordinator.app import Application
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.evolution.query_change import QueryChange
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -47,11 +47,12 @@ def register(subparsers: Any) -> None:
         "--version",
         help="pin the new query to this engine version (default: the configured engine's)",
     )
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_set_transform)
 
 
 def cmd_set_transform(args: argparse.Namespace) -> int:
-    change = Application.open().set_transform(
+    change = use_cases(args).set_transform(
         args.name,
         read_transform(args),
         engine=args.engine,

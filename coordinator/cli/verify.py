@@ -12,14 +12,13 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator.app import Application
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import (
     OutputFormat,
     add_output_format_argument,
     render_document,
     render_rows,
 )
-from coordinator.dataset import Dataset
 from coordinator.verify.errors import VerificationFailed
 from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import DatasetReport, Problem, TransactionResult
@@ -41,11 +40,12 @@ def register(subparsers: Any) -> None:
         help="check hashes, links and rules only; do not replay transformations",
     )
     add_output_format_argument(p, (OutputFormat.TABLE, OutputFormat.JSON))
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_verify)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    reports = Application.open().verify(
+    reports = use_cases(args).verify(
         args.names, recursive=args.recursive, integrity_only=args.integrity, on_replay=_progress
     )
     if args.output_format == OutputFormat.JSON.value:
@@ -65,12 +65,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(dataset: Dataset, result: ReplayResult) -> None:
+def _progress(dataset: str, result: ReplayResult) -> None:
     if sys.stderr.isatty():
         status = "ok" if result.ok else "FAILED"
         print(
-            f"replayed {dataset.alias} {result.block} ({result.kind}):"
-            f" {status} in {result.seconds:.1f}s",
+            f"replayed {dataset} {result.block} ({result.kind}): {status} in {result.seconds:.1f}s",
             file=sys.stderr,
         )
 

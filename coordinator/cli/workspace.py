@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator.app import Application, DatasetSummary, read_snapshots, snapshot_files
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
 
 LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
@@ -27,6 +28,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also take every *.yaml file under the given directories",
     )
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_add)
 
     p = subparsers.add_parser(
@@ -35,10 +37,12 @@ def register(subparsers: Any) -> None:
         help="list the datasets (broken ones with an error; exit code 1 if any)",
     )
     add_output_format_argument(p)
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_list)
 
     p = subparsers.add_parser("delete", aliases=["rm"], help="delete datasets")
     p.add_argument("names", nargs="+", metavar="NAME", help="dataset names or ids")
+    add_daemon_argument(p)
     p.set_defaults(handler=cmd_delete)
 
 
@@ -49,7 +53,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    app = Application.open()
+    app = use_cases(args)
     sources = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
     for ds in app.add(sources):
         print(f"added {ds.alias} ({ds.id})")
@@ -59,7 +63,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     """Every dataset; a broken one (unreadable head or blocks) is listed with a one-line
     ``error`` and the others as usual, and the exit code is then 1 (after the listing)."""
-    rows = [_row(summary) for summary in Application.open().list_datasets()]
+    rows = [_row(summary) for summary in use_cases(args).list_datasets()]
     broken = [r["name"] for r in rows if r["error"] is not None]
     table = OutputFormat(args.output_format) is OutputFormat.TABLE
     columns = (*LIST_COLUMNS, "error") if broken or not table else LIST_COLUMNS
@@ -75,6 +79,6 @@ def _row(summary: DatasetSummary) -> dict[str, Any]:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    for name in Application.open().delete(args.names):
+    for name in use_cases(args).delete(args.names):
         print(f"deleted {name}")
     return 0

@@ -39,6 +39,8 @@ class DaemonInfo:
     """gRPC, ``host:port``."""
     http_address: str
     started: datetime
+    tls_cert: str | None = None
+    """The certificate the gRPC address serves (clients trust it), when over TLS."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -47,6 +49,7 @@ class DaemonInfo:
                 "address": self.address,
                 "httpAddress": self.http_address,
                 "started": self.started.isoformat(),
+                "tlsCert": self.tls_cert,
             },
             indent=2,
         )
@@ -59,6 +62,7 @@ class DaemonInfo:
             address=str(value["address"]),
             http_address=str(value["httpAddress"]),
             started=datetime.fromisoformat(value["started"]),
+            tls_cert=value.get("tlsCert"),
         )
 
 

@@ -1,9 +1,14 @@
-"""The daemon's servers: gRPC (token-authenticated; health open) and HTTP (``/healthz``).
+"""The daemon: the coordinator API over gRPC, HTTP for operations, the scheduler, warm engines.
 
-``Daemon.run`` binds both addresses (port 0 picks a free one), writes ``daemon.json`` with the
-addresses actually bound, reports SERVING, and blocks until ``stop`` is set (``odf serve``
-sets it on SIGTERM and SIGINT); then it reports NOT_SERVING, lets running calls finish within
-``grace`` seconds, and removes ``daemon.json``.
+``Daemon.run`` keeps the application's engines warm (``EnginePool``), binds both addresses
+(port 0 picks a free one), serves ``odf.coordinator.v1.Coordinator`` (token-authenticated),
+the standard health service and reflection over gRPC, and ``/healthz`` and ``/metrics``
+(Prometheus) over HTTP; it writes ``daemon.json`` with the addresses actually bound, starts
+the scheduler, reports SERVING, and blocks until ``stop`` is set (``odf serve`` sets it on
+SIGTERM and SIGINT). Then it takes no more work (NOT_SERVING, the scheduler stops picking),
+lets running calls and the running scheduled pull finish within ``grace`` seconds, stops the
+engines (which fails whatever still runs: a transaction is committed whole or not at all),
+and removes ``daemon.json``.
 
 Exposure: loopback by default. Binding any other address needs TLS, or an explicit
 ``insecure`` (the token then travels in clear text).
@@ -24,17 +29,25 @@ from pathlib import Path
 import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 from common.grpc_auth import TokenInterceptor
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.config import DaemonConfig, parse_host_port
+from coordinator.daemon import metrics as metrics_module
+from coordinator.daemon.calls import DatasetLocks
+from coordinator.daemon.grpc_generated import coordinator_pb2, coordinator_pb2_grpc
+from coordinator.daemon.metrics import Metrics
 from coordinator.daemon.rundir import DaemonInfo, RunDir
+from coordinator.daemon.scheduler import Scheduler
+from coordinator.daemon.service import CoordinatorService
 
 log = structlog.get_logger(__name__)
 
 GRACE_S = 10.0
-_WORKERS = 8
+_WORKERS = 16
+SERVICE_NAME = coordinator_pb2.DESCRIPTOR.services_by_name["Coordinator"].full_name
 
 
 class DaemonBindError(OdfError):
@@ -73,6 +86,9 @@ class Daemon:
         self.rundir = RunDir(app.ws.odf_dir)
         self.health = health.HealthServicer()
         self.serving = threading.Event()
+        self.metrics = Metrics()
+        self.locks = DatasetLocks(app.config.daemon.max_parallel)
+        self.scheduler: Scheduler | None = None
 
     def run(
         self, stop: threading.Event, on_serving: Callable[[DaemonInfo], None] | None = None
@@ -80,13 +96,24 @@ class Daemon:
         """Serve until ``stop`` is set; ``on_serving`` is told where, once both servers listen."""
         with self.rundir.hold():
             token = self.rundir.new_token()
+            scheduler = Scheduler(self.app, self.locks, self.metrics, self.rundir.path)
+            self.scheduler = scheduler
             server = grpc.server(
                 ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="odf-daemon"),
                 interceptors=[TokenInterceptor(token, what="daemon")],
             )
+            service = CoordinatorService(self.app, self.locks, self.metrics, scheduler.notify)
+            coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server)
             health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+            reflection.enable_server_reflection(
+                (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+            )
             address = self._bind_grpc(server)
             http = self._http_server()
+            pool = self.app.keep_engines_warm(
+                idle_timeout=self.app.config.daemon.engine_idle_timeout
+            )
+            self.metrics.watch_pool(lambda: pool.stats)
             server.start()
             http_thread = threading.Thread(target=http.serve_forever, name="odf-daemon-http")
             http_thread.start()
@@ -96,9 +123,12 @@ class Daemon:
                     address=address,
                     http_address=_join(str(http.server_address[0]), http.server_address[1]),
                     started=datetime.now(UTC),
+                    tls_cert=str(self.tls.cert.resolve()) if self.tls else None,
                 )
                 self.rundir.write_info(info)
+                scheduler.start()
                 self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+                self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
                 self.serving.set()
                 log.info("daemon.serving", address=info.address, http=info.http_address)
                 if on_serving is not None:
@@ -108,7 +138,11 @@ class Daemon:
             finally:
                 self.serving.clear()
                 self.health.enter_graceful_shutdown()
-                server.stop(self.grace).wait()
+                stopping = server.stop(self.grace)
+                if not scheduler.stop(self.grace):
+                    log.warning("daemon.scheduled_pull_cancelled", dataset=scheduler.busy)
+                stopping.wait()
+                pool.close()
                 http.shutdown()
                 http_thread.join()
                 http.server_close()
@@ -131,16 +165,21 @@ class Daemon:
 
     def _http_server(self) -> ThreadingHTTPServer:
         serving = self.serving
+        metrics = self.metrics
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path != "/healthz":
+                if self.path == "/metrics":
+                    self._send(200, metrics.render(), metrics_module.CONTENT_TYPE)
+                elif self.path == "/healthz":
+                    ok = serving.is_set()
+                    self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
+                else:
                     self.send_error(404, "not found")
-                    return
-                ok = serving.is_set()
-                body = b"ok\n" if ok else b"not serving\n"
-                self.send_response(200 if ok else 503)
-                self.send_header("Content-Type", "text/plain")
+
+            def _send(self, code: int, body: bytes, content_type: str = "text/plain") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -1,9 +1,9 @@
 """Engines for the coordinator: provisioning (embedded, container, remote) and the gRPC client.
 
 Public API: ``EngineProvider`` (and ``provider_from_config``), ``EngineSession`` (the engines
-of one command), ``EngineClient`` (``execute_transform``, ``execute_raw_query``,
-``validate_query``, ``migrate_query``, ``execute_query``), ``EngineMounts`` and the errors in
-``coordinator.engine.errors``.
+of one command), ``EnginePool`` (warm engines of the daemon), ``EngineClient``
+(``execute_transform``, ``execute_raw_query``, ``validate_query``, ``migrate_query``,
+``execute_query``), ``EngineMounts`` and the errors in ``coordinator.engine.errors``.
 """
 
 from coordinator.engine.client import EngineClient
@@ -16,6 +16,7 @@ from coordinator.engine.errors import (
     EngineVersionError,
 )
 from coordinator.engine.factory import provider_from_config
+from coordinator.engine.pool import EnginePool
 from coordinator.engine.provider import EngineMounts, EngineProvider, EngineSession
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "EngineInternalError",
     "EngineInvalidQueryError",
     "EngineMounts",
+    "EnginePool",
     "EngineProvider",
     "EngineSession",
     "EngineUnavailableError",

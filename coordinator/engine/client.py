@@ -131,6 +131,10 @@ class EngineClient:
                 )
             time.sleep(_HEALTH_POLL_S)
 
+    def is_serving(self) -> bool:
+        """Whether the engine answers its health check now (a dead one does not)."""
+        return _health_check(self._channel)()
+
     # --- plumbing -----------------------------------------------------------------------------
 
     def _call(self, rpc: EngineRpc[Req, Ok], request: Req) -> Ok:

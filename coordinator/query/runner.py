@@ -10,7 +10,7 @@ rows asked for are read back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from common.odf import engine_protocol as ep
 from common.odf.errors import ValidationError
 from common.odf.fragments import SqlQueryStep, TransformSql
 from coordinator.dataset import Dataset
-from coordinator.engine import EngineInvalidQueryError, EngineMounts, EngineProvider, EngineSession
+from coordinator.engine import EngineInvalidQueryError, EngineMounts, EngineSession
 from coordinator.ingest.context import data_files
 from coordinator.query.references import mentioned_names, name_chains, statements
 from coordinator.tempdirs import owned_temp_dir
@@ -87,17 +87,19 @@ def query_views(ws: Workspace, query: str, aliases: Mapping[str, str]) -> list[Q
 def run_query(
     ws: Workspace,
     query: str,
-    provider: EngineProvider,
+    engines: Callable[[EngineMounts], EngineSession],
     *,
     aliases: Mapping[str, str] | None = None,
     limit: int | None = None,
 ) -> QueryResult:
-    """Run ``query`` on an engine of ``provider``; read back at most ``limit`` rows."""
+    """Run ``query`` on an engine of ``engines`` (a session for what the engine must see);
+    read back at most ``limit`` rows."""
     views = query_views(ws, query, aliases or {})
     planned = [(v, _query_input(v)) for v in views]
     inputs = [i for _, i in planned if i is not None]
     no_data = [v.alias for v, i in planned if i is None]
-    with owned_temp_dir(_TMP_PREFIX, ws.odf_dir) as tmp:  # cleaned by the next run if killed
+    ws.scratch_dir.mkdir(exist_ok=True)
+    with owned_temp_dir(_TMP_PREFIX, ws.scratch_dir) as tmp:  # cleaned by the next run if killed
         output = Path(tmp) / RESULT_FILE
         request = ep.QueryRequest(
             inputs=tuple(inputs),
@@ -106,9 +108,9 @@ def run_query(
         )
         mounts = EngineMounts.of([v.dataset.layout.data_dir for v in views], [Path(tmp)])
         log.info("query.start", views=[v.alias for v in views])
-        with EngineSession(provider, mounts) as engines:
+        with engines(mounts) as session:
             try:
-                response = engines.get(None).execute_query(request)
+                response = session.get(None).execute_query(request)
             except EngineInvalidQueryError as e:
                 hint = _quoting_hint(query, views) + _no_data_hint(no_data)
                 if not hint or TABLE_NOT_FOUND not in e.detail:

@@ -1,0 +1,92 @@
+"""``UseCases``: what a front end (the CLI) can ask of a workspace, wherever it is served.
+
+``Application`` implements it in process; ``coordinator.daemon.client.DaemonClient``
+implements it by calling the workspace's daemon, returning the same values, so each command
+is written once and renders the same output either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import pyarrow as pa
+
+from common.odf.block import MetadataBlock
+from common.odf.fragments import TransformSql
+from common.odf.multihash import Multihash
+from coordinator.app.application import (
+    AddedDataset,
+    DatasetSummary,
+    IngestFile,
+    PullEvent,
+    ReplayProgress,
+)
+from coordinator.app.snapshots import SnapshotSource
+from coordinator.evolution.query_change import QueryChange
+from coordinator.ingest.context import IngestResult
+from coordinator.ingest.progress import Progress
+from coordinator.query import QueryResult
+from coordinator.verify.report import DatasetReport
+
+
+class UseCases(Protocol):
+    def summary(self, name: str) -> DatasetSummary: ...
+
+    def list_datasets(self) -> list[DatasetSummary]: ...
+
+    def add(self, sources: Sequence[SnapshotSource]) -> Iterator[AddedDataset]: ...
+
+    def delete(self, names: Sequence[str]) -> list[str]: ...
+
+    def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]: ...
+
+    def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table: ...
+
+    def schema(self, name: str) -> pa.Schema: ...
+
+    def ingest(
+        self,
+        name: str,
+        files: Sequence[IngestFile],
+        *,
+        source_name: str | None = None,
+        input_format: str | None = None,
+        event_time: datetime | None = None,
+        progress: Progress = ...,
+    ) -> Iterator[IngestResult]: ...
+
+    def pull(
+        self,
+        names: Sequence[str] = (),
+        *,
+        all_datasets: bool = False,
+        recursive: bool = False,
+        system_time: datetime | None = None,
+        fetch_uncacheable: bool = False,
+        progress: Progress = ...,
+    ) -> Iterator[PullEvent]: ...
+
+    def set_transform(
+        self,
+        name: str,
+        query: str | TransformSql,
+        *,
+        engine: str | None = None,
+        version: str | None = None,
+        inputs: Sequence[str] | None = None,
+    ) -> QueryChange: ...
+
+    def verify(
+        self,
+        names: Sequence[str],
+        *,
+        recursive: bool = False,
+        integrity_only: bool = False,
+        on_replay: ReplayProgress | None = None,
+    ) -> list[DatasetReport]: ...
+
+    def query(
+        self, query: str, *, aliases: dict[str, str] | None = None, limit: int | None = None
+    ) -> QueryResult: ...

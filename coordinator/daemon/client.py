@@ -1,0 +1,276 @@
+"""``DaemonClient``: the workspace's use cases (``UseCases``), run by its daemon.
+
+The CLI uses it when a daemon serves the workspace (``.odf/run/daemon.json``): each method
+sends one call and turns the replies back into the values ``Application`` returns, so the
+commands print the same output and exit with the same codes as in process. Errors come back
+as ``DaemonCallError`` carrying the daemon's one-line message (what the in-process command
+would print). A Ctrl-C cancels the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import pyarrow as pa
+
+from common.odf.block import MetadataBlock
+from common.odf.errors import NotFoundError, OdfError
+from common.odf.fragments import TransformSql
+from common.odf.identity import DatasetID
+from common.odf.multihash import Multihash
+from common.serde.flatbuffers_codec import decode_block
+from common.serde.yaml_codec import dump_snapshot, dump_yaml, to_plain
+from coordinator.app import (
+    AddedDataset,
+    DatasetSummary,
+    IngestFile,
+    PullEvent,
+    ReplayProgress,
+    SnapshotSource,
+)
+from coordinator.app.application import no_schema_error
+from coordinator.daemon import convert
+from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
+from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
+from coordinator.daemon.rundir import DaemonInfo
+from coordinator.engine.errors import EngineUnavailableError
+from coordinator.evolution.query_change import QueryChange
+from coordinator.ingest.context import IngestResult
+from coordinator.ingest.progress import NO_PROGRESS, Progress, ProgressTask
+from coordinator.query import QueryResult
+from coordinator.verify.report import DatasetReport
+
+CHUNK_BYTES = 1 << 20
+T = TypeVar("T")
+
+
+class DaemonCallError(OdfError):
+    """The daemon refused or failed a call; the message is the daemon's."""
+
+
+class DaemonNotFoundError(DaemonCallError, NotFoundError):
+    pass
+
+
+class DaemonInvalidError(DaemonCallError):
+    pass
+
+
+class DaemonClient:
+    def __init__(self, info: DaemonInfo, token: str) -> None:
+        self.info = info
+        if info.tls_cert is not None:
+            credentials = grpc.ssl_channel_credentials(Path(info.tls_cert).read_bytes())
+            self.channel = grpc.secure_channel(info.address, credentials)
+        else:
+            self.channel = grpc.insecure_channel(info.address)
+        self.stub = pb_grpc.CoordinatorStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    # --- datasets --------------------------------------------------------------------------------
+
+    def summary(self, name: str) -> DatasetSummary:
+        reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
+        return convert.from_summary(reply.summary)
+
+    def list_datasets(self) -> list[DatasetSummary]:
+        reply = self._unary(self.stub.ListDatasets, pb.ListDatasetsRequest())
+        return [convert.from_summary(s) for s in reply.datasets]
+
+    def add(self, sources: Sequence[SnapshotSource]) -> Iterator[AddedDataset]:
+        request = pb.AddRequest(
+            snapshots=[
+                pb.Snapshot(origin=s.origin, yaml=dump_snapshot(s.snapshot)) for s in sources
+            ]
+        )
+        for m in self._stream(self.stub.Add, request):
+            yield AddedDataset(m.name, DatasetID.from_did(m.id))
+
+    def delete(self, names: Sequence[str]) -> list[str]:
+        reply = self._unary(self.stub.Delete, pb.DeleteRequest(names=list(names)))
+        return list(reply.names)
+
+    def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
+        request = pb.LogRequest(name=name, limit=limit)
+        return [
+            (Multihash.from_multibase(m.hash), decode_block(m.data))
+            for m in self._stream(self.stub.Log, request)
+        ]
+
+    def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
+        request = pb.TailRequest(name=name, num_records=n, skip=skip)
+        return convert.from_records_messages(self._stream(self.stub.Tail, request)).table
+
+    def schema(self, name: str) -> pa.Schema:
+        reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
+        schema = convert.from_schema_bytes(reply.arrow_schema)
+        if schema is None:
+            raise no_schema_error(reply.summary.name)
+        return schema
+
+    # --- data ------------------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        name: str,
+        files: Sequence[IngestFile],
+        *,
+        source_name: str | None = None,
+        input_format: str | None = None,
+        event_time: datetime | None = None,
+        progress: Progress = NO_PROGRESS,
+    ) -> Iterator[IngestResult]:
+        for file in files:
+            header = pb.IngestHeader(
+                dataset=name,
+                file_name=file.name,
+                source_name=source_name,
+                media_type=input_format,
+                event_time=convert.timestamp(event_time),
+            )
+            tasks = _LocalTasks(progress)
+            for event in self._stream(self.stub.Ingest, _upload(header, file.path)):
+                if event.HasField("progress"):
+                    tasks.apply(event.progress)
+                else:
+                    yield convert.from_ingest_result(event.result)
+            tasks.close()
+
+    def pull(
+        self,
+        names: Sequence[str] = (),
+        *,
+        all_datasets: bool = False,
+        recursive: bool = False,
+        system_time: datetime | None = None,
+        fetch_uncacheable: bool = False,
+        progress: Progress = NO_PROGRESS,
+    ) -> Iterator[PullEvent]:
+        request = pb.PullRequest(
+            names=list(names),
+            all=all_datasets,
+            recursive=recursive,
+            system_time=convert.timestamp(system_time),
+            fetch_uncacheable=fetch_uncacheable,
+        )
+        tasks = _LocalTasks(progress)
+        for event in self._stream(self.stub.Pull, request):
+            if event.HasField("progress"):
+                tasks.apply(event.progress)
+            else:
+                yield convert.from_pull_event(event)
+        tasks.close()
+
+    def set_transform(
+        self,
+        name: str,
+        query: str | TransformSql,
+        *,
+        engine: str | None = None,
+        version: str | None = None,
+        inputs: Sequence[str] | None = None,
+    ) -> QueryChange:
+        request = pb.SetTransformRequest(
+            name=name, engine=engine, version=version, inputs=list(inputs or ())
+        )
+        if isinstance(query, TransformSql):
+            request.transform_yaml = dump_yaml(to_plain(query))
+        else:
+            request.sql = query
+        return convert.from_query_change(self._unary(self.stub.SetTransform, request))
+
+    def verify(
+        self,
+        names: Sequence[str],
+        *,
+        recursive: bool = False,
+        integrity_only: bool = False,
+        on_replay: ReplayProgress | None = None,
+    ) -> list[DatasetReport]:
+        request = pb.VerifyRequest(
+            names=list(names), recursive=recursive, integrity_only=integrity_only
+        )
+        reports = []
+        for event in self._stream(self.stub.Verify, request):
+            if event.HasField("replayed"):
+                if on_replay is not None:
+                    on_replay(*convert.from_replayed(event.replayed))
+            else:
+                reports.append(convert.from_report(event.report))
+        return reports
+
+    def query(
+        self, query: str, *, aliases: dict[str, str] | None = None, limit: int | None = None
+    ) -> QueryResult:
+        request = pb.QueryRequest(sql=query, aliases=aliases or {}, limit=limit)
+        return convert.from_records_messages(self._stream(self.stub.Query, request))
+
+    # --- plumbing --------------------------------------------------------------------------------
+
+    def _unary(self, method: Callable[..., T], request: Any) -> T:
+        try:
+            return method(request, metadata=self.metadata)
+        except grpc.RpcError as e:
+            raise self._error(e) from None
+
+    def _stream(self, method: Callable[..., Any], request: Any) -> Iterator[Any]:
+        call = method(request, metadata=self.metadata)
+        try:
+            yield from call
+        except grpc.RpcError as e:
+            raise self._error(e) from None
+        finally:
+            call.cancel()  # a no-op once complete; stops the daemon's work on Ctrl-C
+
+    def _error(self, e: grpc.RpcError) -> OdfError:
+        call: Any = e
+        code, details = call.code(), call.details() or ""
+        if code is grpc.StatusCode.UNAVAILABLE and not details.startswith(("embedded", "engine")):
+            return EngineUnavailableError(
+                f"the daemon at {self.info.address} (pid {self.info.pid}) does not answer:"
+                f" {details}; run the command with --no-daemon, or restart the daemon"
+            )
+        if code is grpc.StatusCode.NOT_FOUND:
+            return DaemonNotFoundError(details)
+        if code is grpc.StatusCode.INVALID_ARGUMENT:
+            return DaemonInvalidError(details)
+        return DaemonCallError(details or code.name)
+
+
+def _upload(header: pb.IngestHeader, path: Path) -> Iterator[pb.IngestRequest]:
+    yield pb.IngestRequest(header=header)
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK_BYTES):
+            yield pb.IngestRequest(chunk=chunk)
+
+
+class _LocalTasks:
+    """The daemon's progress messages replayed on the local progress display."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[int, ProgressTask] = {}
+
+    def apply(self, m: pb.Progress) -> None:
+        task = self.tasks.get(m.task)
+        if task is None:
+            total = m.total if m.HasField("total") else None
+            self.tasks[m.task] = self.progress.task(m.description, total=total, unit=m.unit or "B")
+            return
+        if m.advance:
+            task.advance(m.advance)
+        if m.closed:
+            task.close()
+            del self.tasks[m.task]
+
+    def close(self) -> None:
+        for task in self.tasks.values():
+            task.close()
+        self.tasks.clear()
