@@ -21,7 +21,7 @@ import grpc
 import structlog
 
 from common.odf.errors import NotFoundError, OdfError, ValidationError
-from coordinator.engine.errors import EngineUnavailableError
+from coordinator.engine.errors import EngineInvalidQueryError, EngineUnavailableError
 from coordinator.ingest.progress import Progress, ProgressTask
 
 log = structlog.get_logger(__name__)
@@ -42,7 +42,7 @@ def status_of(error: BaseException) -> grpc.StatusCode:
         return grpc.StatusCode.CANCELLED
     if isinstance(error, NotFoundError):
         return grpc.StatusCode.NOT_FOUND
-    if isinstance(error, ValidationError):
+    if isinstance(error, ValidationError | EngineInvalidQueryError):
         return grpc.StatusCode.INVALID_ARGUMENT
     if isinstance(error, EngineUnavailableError):
         return grpc.StatusCode.UNAVAILABLE

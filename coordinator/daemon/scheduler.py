@@ -240,13 +240,24 @@ class Scheduler:
                 return name
         return pending[0]  # a cycle cannot be committed: just take the oldest
 
+    def _count(self, event: object) -> int:
+        """1 for a commit (counted in the metrics), else 0."""
+        if isinstance(event, TransactionCommitted):
+            self.metrics.transactions.inc()
+            self.metrics.records.labels("transform").inc(event.output_records)
+            return 1
+        if isinstance(event, RootPulled) and not event.result.up_to_date:
+            self.metrics.records.labels("ingest").inc(event.result.num_records)
+            return 1
+        return 0
+
     def _pull(self, name: str) -> None:
         self.busy = name
         try:
             with self.locks.hold([name]), self.metrics.timed("scheduled"):
                 committed = 0
                 for event in self.app.pull([name]):
-                    committed += _commits(event)
+                    committed += self._count(event)
             log.info("scheduler.pulled", dataset=name, commits=committed)
         except Exception as e:  # logged and counted; queued again when its inputs move
             log.warning("scheduler.pull_failed", dataset=name, error=str(e))
@@ -296,9 +307,7 @@ def _dependents(datasets: list[Dataset], moved: set[str], new: set[str]) -> list
     """Derivatives reading a dataset that moved, and new derivatives (their first pull)."""
     upstream = _upstream_map(datasets)
     return sorted(
-        name
-        for name, inputs in upstream.items()
-        if moved & set(inputs) or (name in new and inputs)
+        name for name, inputs in upstream.items() if moved & set(inputs) or (name in new and inputs)
     )
 
 
@@ -311,11 +320,3 @@ def _closure(name: str, upstream: dict[str, list[str]]) -> set[str]:
             found.add(n)
             todo.extend(upstream.get(n, []))
     return found
-
-
-def _commits(event: object) -> int:
-    if isinstance(event, TransactionCommitted):
-        return 1
-    if isinstance(event, RootPulled) and not event.result.up_to_date:
-        return 1
-    return 0

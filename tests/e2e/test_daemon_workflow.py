@@ -1,0 +1,234 @@
+"""The daemon at work, as a real ``odf serve`` process: the CLI as its thin client, a plain gRPC
+client, pipelines kept up to date with no manual pull, and recovery after ``kill -9``.
+
+One daemon serves the module's workspace (a push root ``a``, its derivative ``b``, a polling
+root ``p`` on a one-second schedule); the kill test runs its own.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pyarrow as pa
+import pytest
+
+from common.odf.multihash import Multihash
+from common.serde.flatbuffers_codec import block_hash
+from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
+from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
+from tests.support.cli import odf, ok
+from tests.support.daemon import Served, serving, start, stop, wait_until
+from tests.support.datasets import derivative, root
+from tests.support.workspace import add, dataset, new_workspace
+
+pytestmark = pytest.mark.e2e
+
+UPPER = "SELECT event_time, id, upper(v) AS v FROM a"
+POLLED = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: p
+  kind: Root
+  metadata:
+    - kind: SetPollingSource
+      fetch:
+        kind: FilesGlob
+        path: {inbox}/day-*.csv
+        eventTime:
+          kind: FromPath
+          pattern: 'day-(\\d{{4}}-\\d{{2}}-\\d{{2}})\\.csv'
+      read:
+        kind: Csv
+        header: true
+        schema: ["city STRING", "population BIGINT"]
+      merge:
+        kind: Append
+"""
+
+
+def records(ws: Path, name: str) -> int:
+    return dataset(ws, name).state().num_records
+
+
+def new_pipeline(ws: Path, *, schedule: bool = False) -> Path:
+    new_workspace(ws)
+    inbox = ws / "inbox"
+    inbox.mkdir()
+    add(
+        ws,
+        root("a", ["id BIGINT", "v STRING"]),
+        derivative("b", UPPER, ["a"]),
+        POLLED.format(inbox=inbox),
+    )
+    if schedule:
+        (ws / ".odf" / "config.yaml").write_text("daemon:\n  schedules:\n    p: 1s\n")
+    return ws
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    ws = new_pipeline(tmp_path_factory.mktemp("daemon") / "ws", schedule=True)
+    with serving(ws) as served:
+        yield served
+
+
+def test_an_ingest_flows_to_its_derivative_with_no_pull(served: Served) -> None:
+    ws = served.ws
+    (ws / "one.csv").write_text("id,v\n1,x\n2,y\n")
+    line = ok(ws, "ingest", "a", "one.csv")
+    assert line.startswith("a: 2 records from one.csv (head f1620")
+    assert served.metric('odf_calls_total{call="ingest",outcome="ok"}') >= 1  # via the daemon
+    wait_until(lambda: records(ws, "b") == 2, what="b has a's 2 records")
+    table = ok(ws, "tail", "b", "-o", "csv")
+    assert sorted(r.split(",")[-1] for r in table.splitlines()[1:]) == ["X", "Y"]
+    assert served.metric("odf_transactions_total") >= 1
+    assert served.metric('odf_calls_total{call="scheduled",outcome="ok"}') >= 1
+    assert served.metric("odf_engine_starts_total") == 1
+
+
+def test_a_polling_source_on_a_schedule_picks_up_a_new_file(served: Served) -> None:
+    (served.ws / "inbox" / "day-2020-01-01.csv").write_text("city,population\nA,1\nB,2\n")
+    wait_until(lambda: records(served.ws, "p") == 2, what="p polled its new file", timeout=60)
+    (served.ws / "inbox" / "day-2020-01-02.csv").write_text("city,population\nC,3\n")
+    wait_until(lambda: records(served.ws, "p") == 3, what="p polled a second file", timeout=60)
+
+
+COMPARED = [
+    ("list", "-o", "csv"),
+    ("log", "b"),
+    ("log", "a", "-o", "yaml"),
+    ("tail", "a", "-n", "5"),
+    ("inspect", "schema", "b"),
+    ("sql", "--command", "SELECT id, v FROM b ORDER BY id"),
+    ("tail", "nope"),
+    ("sql", "--command", "SELECT * FROM nowhere"),
+    ("set-transform", "b", "--query", UPPER),
+]
+
+
+def test_the_thin_client_prints_what_the_command_prints_in_process(served: Served) -> None:
+    ws = served.ws
+    wait_until(lambda: records(ws, "b") >= 2, what="b has data")
+    for args in COMPARED:
+        through = odf(ws, *args)
+        local = odf(ws, *args, "--no-daemon")
+        assert (through.returncode, through.stdout, through.stderr) == (
+            local.returncode,
+            local.stdout,
+            local.stderr,
+        ), args
+    assert served.metric('odf_calls_total{call="query",outcome="ok"}') >= 1
+
+
+def test_verify_through_the_daemon_replays_and_reports_as_in_process(served: Served) -> None:
+    ws = served.ws
+    wait_until(lambda: records(ws, "b") >= 2, what="b has data")
+    through = odf(ws, "verify", "b", "--recursive", "-o", "json")
+    local = odf(ws, "verify", "b", "--recursive", "-o", "json", "--no-daemon")
+    assert through.returncode == local.returncode == 0, through.stderr
+    assert through.stdout == local.stdout
+    assert '"replay": "ok"' in through.stdout
+
+
+def test_a_plain_grpc_client(served: Served) -> None:
+    ws = served.ws
+    wait_until(lambda: records(ws, "b") >= 2, what="b has data")
+    with grpc.insecure_channel(served.address) as channel:
+        stub = pb_grpc.CoordinatorStub(channel)
+        with pytest.raises(grpc.RpcError) as denied:
+            stub.ListDatasets(pb.ListDatasetsRequest(), timeout=10)
+        assert denied.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        md = served.metadata
+        names = [d.name for d in stub.ListDatasets(pb.ListDatasetsRequest(), metadata=md).datasets]
+        assert names == ["a", "b", "p"]
+        # Blocks come as stored: each hashes to its name.
+        blocks = list(stub.Log(pb.LogRequest(name="b", limit=3), metadata=md, timeout=30))
+        assert blocks and all(
+            Multihash.from_multibase(b.hash) == block_hash(b.data) for b in blocks
+        )
+        # Query results are Arrow IPC streams, then the total.
+        replies = list(
+            stub.Query(
+                pb.QueryRequest(sql="SELECT id FROM b ORDER BY id", limit=1),
+                metadata=md,
+                timeout=120,
+            )
+        )
+        assert replies[-1].end.num_records == records(ws, "b")
+        first = pa.ipc.open_stream(replies[0].arrow_ipc).read_all()
+        assert first.column_names == ["id"] and first.num_rows == 1
+        # Errors are status codes naming what is wrong.
+        with pytest.raises(grpc.RpcError) as missing:
+            stub.DescribeDataset(pb.DescribeDatasetRequest(name="nope"), metadata=md, timeout=10)
+        assert missing.value.code() is grpc.StatusCode.NOT_FOUND
+        assert "nope" in (missing.value.details() or "")
+        with pytest.raises(grpc.RpcError) as bad:
+            list(stub.Query(pb.QueryRequest(sql="SELEC 1"), metadata=md, timeout=120))
+        assert bad.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        # A deadline ends a long call.
+        with pytest.raises(grpc.RpcError) as late:
+            list(stub.Verify(pb.VerifyRequest(names=["b"]), metadata=md, timeout=0.05))
+        assert late.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_two_queries_and_a_pull_at_once(served: Served) -> None:
+    ws = served.ws
+    wait_until(lambda: records(ws, "b") >= 2, what="b has data")
+    results: dict[str, tuple[int, str]] = {}
+
+    def run(key: str, *args: str) -> None:
+        r = odf(ws, *args)
+        results[key] = (r.returncode, r.stdout + r.stderr)
+
+    threads = [
+        threading.Thread(
+            target=run, args=("q1", "sql", "--command", "SELECT count(*) AS n FROM b")
+        ),
+        threading.Thread(target=run, args=("q2", "sql", "--command", "SELECT max(id) AS m FROM a")),
+        threading.Thread(target=run, args=("pull", "pull", "b", "p")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert {k: code for k, (code, _) in results.items()} == {"q1": 0, "q2": 0, "pull": 0}, results
+    assert results["q2"][1].splitlines()[1] == "2"
+
+
+def test_kill_9_in_a_transaction_then_restart_completes_it_once(tmp_path: Path) -> None:
+    ws = new_pipeline(tmp_path / "ws")
+    (ws / "big.csv").write_text("id,v\n" + "".join(f"{i},v{i}\n" for i in range(200_000)))
+    ok(ws, "ingest", "a", "big.csv")  # in process: no daemon yet
+    first = start(ws, "-v")
+    staging = dataset(ws, "b").layout.staging_root
+    try:
+        # The heads a daemon first sees are its starting point: b is queued once a moves.
+        (ws / "two.csv").write_text("id,v\n-1,w\n")
+        ok(ws, "ingest", "a", "two.csv")
+        wait_until(
+            lambda: staging.is_dir() and any(staging.iterdir()),
+            what="b's transaction is under way (files staged)",
+        )
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(30)
+    finally:
+        stop(first)
+    assert records(ws, "b") == 0, "the killed transaction committed nothing"
+    assert "b" in (ws / ".odf" / "run" / "queue.json").read_text()
+    again = start(ws)
+    try:
+        wait_until(lambda: records(ws, "b") == 200_001, what="the pending pull completed")
+        time.sleep(2)  # nothing more is committed
+        assert records(ws, "b") == 200_001
+        report = ok(ws, "verify", "b", "--recursive")
+        assert "b: ok" in report
+        ids = ok(ws, "sql", "--command", "SELECT count(DISTINCT id) AS n, count(*) AS c FROM b")
+        assert ids.splitlines()[1].split() == ["200001", "200001"]
+    finally:
+        assert stop(again) == 0
