@@ -19,6 +19,7 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       httpAddress: 127.0.0.1:4885 # odf serve: HTTP (/healthz, /metrics)
       maxParallel: 2              # odf serve: calls changing datasets at once (one per dataset)
       engineIdleTimeout: 600      # odf serve: seconds before an unused warm engine is stopped
+      followLineage: true         # odf serve: update derivatives when their inputs move
       schedules:                  # odf serve: polling sources (and derivatives) pulled on a
         nyc.weather: 10m          #   schedule: an interval (30s, 10m, 2h, 1d) or a cron line
         nyc.taxi: "*/15 * * * *"
@@ -91,6 +92,7 @@ class DaemonConfig:
     """``odf serve``'s HTTP address (``host:port``)."""
     max_parallel: int = 2
     engine_idle_timeout: float = 600.0
+    follow_lineage: bool = True
     schedules: tuple[Schedule, ...] = ()
 
 
@@ -210,7 +212,14 @@ def _transform_config(value: Any) -> TransformConfig:
 
 
 def _daemon_config(value: Any) -> DaemonConfig:
-    keys = ("address", "httpAddress", "maxParallel", "engineIdleTimeout", "schedules")
+    keys = (
+        "address",
+        "httpAddress",
+        "maxParallel",
+        "engineIdleTimeout",
+        "followLineage",
+        "schedules",
+    )
     m = _mapping({} if value is None else value, "daemon", keys)
     address = _host_port(m, "daemon", "address", DEFAULT_DAEMON_ADDRESS)
     http_address = _host_port(m, "daemon", "httpAddress", DEFAULT_DAEMON_HTTP_ADDRESS)
@@ -224,6 +233,7 @@ def _daemon_config(value: Any) -> DaemonConfig:
         http_address=http_address,
         max_parallel=int(_positive(m, "daemon", "maxParallel", 2, integer=True)),
         engine_idle_timeout=_positive(m, "daemon", "engineIdleTimeout", 600.0),
+        follow_lineage=_boolean(m, "daemon", "followLineage", True),
         schedules=tuple(
             parse_schedule(str(name), when, path=f"daemon.schedules.{name}")
             for name, when in schedules.items()
@@ -329,6 +339,15 @@ def _positive(
     if value <= 0:
         raise ValidationError(f"must be positive, got {value}", path=_join(path, key))
     return float(value)
+
+
+def _boolean(m: dict[str, Any], path: str, key: str, default: bool) -> bool:
+    value = m.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValidationError(f"expected true or false, got {_kind(value)}", path=_join(path, key))
+    return value
 
 
 def _kind(value: Any) -> str:

@@ -5,7 +5,8 @@
 - **Lineage**: when a dataset's head moves (a commit by the daemon, or by any other process:
   heads are also scanned every ``tick`` seconds), every derivative that reads it is queued; once
   pulled, its own head moves and its dependents follow, so updates flow along the lineage. A
-  derivative that appears (``odf add``) is queued for its first pull.
+  derivative that appears (``odf add``) is queued for its first pull. ``daemon.followLineage:
+  false`` turns this off (derivatives then wait for a pull or their schedule).
 - **The queue** is a set (a dataset is queued once however many of its inputs moved) kept in
   ``.odf/run/queue.json`` with the heads last seen. Work runs inputs first: a dataset waits
   while anything upstream of it is still queued. A dataset leaves the queue only once its pull
@@ -205,7 +206,8 @@ class Scheduler:
             if not moved and heads.keys() == seen.keys():
                 return
             new = {name for name in moved if name not in seen}
-            dependents = _dependents(datasets, moved, new) if not first else []
+            follow = self.app.config.daemon.follow_lineage and not first
+            dependents = _dependents(datasets, moved, new) if follow else []
             self.queue.state.heads = heads
             self.queue.state.pending = [p for p in self.queue.state.pending if p in heads]
             if self.queue.state.add(dependents):

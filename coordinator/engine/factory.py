@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from coordinator.config import EngineConfig, EngineProviderKind
-from coordinator.engine.container import ContainerEngineProvider
 from coordinator.engine.embedded import EmbeddedEngineProvider
 from coordinator.engine.provider import EngineProvider
 from coordinator.engine.remote import RemoteEngineProvider
@@ -18,6 +17,8 @@ def provider_from_config(config: EngineConfig) -> EngineProvider:
                 start_timeout=config.start_timeout,
             )
         case EngineProviderKind.CONTAINER:
+            from coordinator.engine.container import ContainerEngineProvider  # the docker SDK
+
             return ContainerEngineProvider(
                 image=config.image,
                 master=config.master,

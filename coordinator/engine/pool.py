@@ -13,12 +13,17 @@ come from the pool and stay up when the request ends. The pool
 
 Every pooled engine serves the same directories (``mounts``): the daemon gives it the
 workspace's datasets and scratch directory, so one engine serves every request.
+
+Engines are started from one long-lived thread of the pool, never from a request's thread: an
+embedded engine dies with the thread that started it (``PR_SET_PDEATHSIG`` follows the parent
+thread, not the process), and a request's thread ends with the request.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
@@ -76,6 +81,7 @@ class EnginePool:
         self._lock = threading.RLock()
         self._versions = _Versions()
         self._closed = threading.Event()
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="odf-engine-start")
         self._monitor = threading.Thread(target=self._watch, name="odf-engine-pool", daemon=True)
         self._monitor.start()
 
@@ -104,7 +110,7 @@ class EnginePool:
                 self.stats.restarts += 1
                 pooled = None
             if pooled is None:
-                pooled = self._start(version)
+                pooled = self._starter.submit(self._start, version).result()
             pooled.leases += 1
             pooled.last_used = time.monotonic()
             return pooled.client
@@ -125,6 +131,7 @@ class EnginePool:
             for version in list(self._engines):
                 self._stop(version)
         self._monitor.join(timeout=self.check_interval + 1)
+        self._starter.shutdown(wait=False)
 
     def _start(self, version: str | None) -> _Pooled:
         self.provider.check_version(version)
@@ -163,7 +170,7 @@ class EnginePool:
                         self._stop(version)
                         self.stats.restarts += 1
                         try:
-                            self._start(version)
+                            self._starter.submit(self._start, version).result()
                         except Exception as e:  # the next request tries again, and says why
                             log.warning("engine.pool.restart_failed", error=str(e))
 

@@ -124,6 +124,9 @@ def test_the_thin_client_prints_what_the_command_prints_in_process(served: Serve
             local.stderr,
         ), args
     assert served.metric('odf_calls_total{call="query",outcome="ok"}') >= 1
+    # One warm engine served every call (none died with the call's thread).
+    assert served.metric("odf_engine_starts_total") == 1
+    assert served.metric("odf_engine_restarts_total") == 0
 
 
 def test_verify_through_the_daemon_replays_and_reports_as_in_process(served: Served) -> None:

@@ -6,7 +6,9 @@ state to record) or ``UpToDate``; a missing source raises ``SourceNotFoundError`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.odf.fragments import (
     FetchStep,
@@ -16,12 +18,24 @@ from common.odf.fragments import (
     FetchStepUrl,
 )
 from coordinator.ingest.errors import FetchError
-from coordinator.ingest.fetch.container import ClientFactory, default_client, fetch_container
 from coordinator.ingest.fetch.files_glob import fetch_files_glob
 from coordinator.ingest.fetch.result import Fetched, FetchResult, UpToDate
-from coordinator.ingest.fetch.url import fetch_url
 from coordinator.ingest.progress import NO_PROGRESS, Progress
 from coordinator.ingest.source_state import PollingSourceState
+
+if TYPE_CHECKING:
+    import docker
+
+ClientFactory = Callable[[], "docker.DockerClient"]
+"""How a ``Container`` fetch step gets its container runtime (tests give their own)."""
+
+
+def default_client() -> docker.DockerClient:
+    """The project's container runtime (imported only when a fetch step needs one)."""
+    from coordinator.ingest.fetch.container import default_client as connect
+
+    return connect()
+
 
 __all__ = ["ClientFactory", "FetchResult", "Fetched", "UpToDate", "default_client", "fetch"]
 
@@ -37,10 +51,14 @@ def fetch(
     """Fetch new data for a source whose recorded state is ``prev``, into ``work_dir``."""
     match step:
         case FetchStepUrl():
+            from coordinator.ingest.fetch.url import fetch_url  # requests, when needed
+
             return fetch_url(step, prev, work_dir, progress=progress)
         case FetchStepFilesGlob():
             return fetch_files_glob(step, prev)
         case FetchStepContainer():
+            from coordinator.ingest.fetch.container import fetch_container  # docker SDK
+
             return fetch_container(
                 step, prev, work_dir, client_factory=container_client, progress=progress
             )

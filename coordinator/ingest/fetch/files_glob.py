@@ -13,13 +13,13 @@ time (the reference rejects it); unset or ``FromSystemTime`` uses the system tim
 from __future__ import annotations
 
 import glob
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from common.odf.fragments import FetchStepFilesGlob, SourceOrdering
 from coordinator.ingest.errors import FetchError, SourceNotFoundError
 from coordinator.ingest.event_time import fallback_event_time
 from coordinator.ingest.fetch.result import Fetched, FetchResult, UpToDate
-from coordinator.ingest.fetch.url import file_mtime
 from coordinator.ingest.source_state import ETag, PollingSourceState
 
 
@@ -49,3 +49,9 @@ def fetch_files_glob(step: FetchStepFilesGlob, prev: PollingSourceState | None) 
         source_event_time=event_time,
         has_more=len(candidates) > 1,
     )
+
+
+def file_mtime(path: Path) -> datetime:
+    """The modification time rounded to milliseconds, as the reference records it."""
+    millis = (path.stat().st_mtime_ns + 500_000) // 1_000_000
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)

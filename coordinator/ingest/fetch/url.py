@@ -13,7 +13,7 @@ connection failure is "unreachable". The Last-Modified time is the fallback even
 from __future__ import annotations
 
 import email.utils
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
@@ -24,6 +24,7 @@ import structlog
 from common.odf.fragments import FetchStepUrl
 from coordinator.ingest.errors import FetchError, SourceNotFoundError, UnreachableError
 from coordinator.ingest.event_time import fallback_event_time
+from coordinator.ingest.fetch.files_glob import file_mtime
 from coordinator.ingest.fetch.result import Fetched, FetchResult, UpToDate
 from coordinator.ingest.fetch.templating import render
 from coordinator.ingest.progress import NO_PROGRESS, Progress
@@ -64,12 +65,6 @@ def local_path(url: str) -> Path:
     if parsed.scheme.lower() != "file":
         return Path(url)
     return Path(url2pathname(unquote(parsed.path)))
-
-
-def file_mtime(path: Path) -> datetime:
-    """The modification time rounded to milliseconds, as the reference records it."""
-    millis = (path.stat().st_mtime_ns + 500_000) // 1_000_000
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)
 
 
 def _fetch_file(step: FetchStepUrl, url: str, prev: PollingSourceState | None) -> FetchResult:
