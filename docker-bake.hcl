@@ -26,7 +26,7 @@ variable "CA_BUNDLE" {
 }
 
 group "default" {
-  targets = ["engine-spark"]
+  targets = ["engine-spark", "coordinator"]
 }
 
 target "_common" {
@@ -43,4 +43,11 @@ target "engine-spark" {
   tags       = ["${REGISTRY}/odf-engine-spark:${TAG}"]
 }
 
-# The coordinator image (issue 5) gets its target here, inheriting "_common".
+# The coordinator daemon (odf serve) with its embedded engine: built on the engine image.
+target "coordinator" {
+  inherits   = ["_common"]
+  dockerfile = "images/coordinator/Containerfile"
+  contexts   = { engine = "target:engine-spark" }
+  args       = { ENGINE_IMAGE = "engine" }
+  tags       = ["${REGISTRY}/odf-coordinator:${TAG}"]
+}

@@ -2,25 +2,29 @@
 # Build the project's OCI images with Podman, on a machine that cannot pull public images:
 #   1. Podman (runc, ulimits) installed and configured: scripts/podman-service.sh install
 #   2. the local Debian base image (debootstrap), unless BASE_IMAGE names another base
-#   3. the Spark engine image, tagged with a hash of its build inputs; skipped when that tag
-#      already exists (cached), so an unchanged tree costs a second.
+#   3. the Spark engine image, then the coordinator image (built on it), each tagged with a hash
+#      of its build inputs; skipped when that tag already exists (cached), so an unchanged tree
+#      costs a second.
 #
-# Outputs, under images/engine-spark/.built/ (not committed):
+# Outputs, under images/<engine-spark|coordinator>/.built/ (not committed):
 #   image   the exact reference, localhost/odf-engine-spark:<inputs hash>
 #   digest  the image digest (sha256:...), for pinning transforms to the exact engine
 #   id      the image ID
 #
 # Environment: BASE_IMAGE (default localhost/odf-debian-base:bookworm), ENGINE_IMAGE_REPO
-# (default localhost/odf-engine-spark), FORCE_BUILD=1 to rebuild even when cached.
+# (default localhost/odf-engine-spark), COORDINATOR_IMAGE_REPO (default
+# localhost/odf-coordinator), FORCE_BUILD=1 to rebuild even when cached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BASE_IMAGE=${BASE_IMAGE:-localhost/odf-debian-base:bookworm}
 ENGINE_REPO=${ENGINE_IMAGE_REPO:-localhost/odf-engine-spark}
+COORDINATOR_REPO=${COORDINATOR_IMAGE_REPO:-localhost/odf-coordinator}
 ENGINE_DIR=images/engine-spark
-BUILT=$ENGINE_DIR/.built
-# What the engine image is built from; keep in step with the Containerfile's COPY lines.
+COORDINATOR_DIR=images/coordinator
+# What each image is built from; keep in step with the Containerfiles' COPY lines.
 ENGINE_INPUTS=("$ENGINE_DIR/Containerfile" "$ENGINE_DIR/requirements.py" .dockerignore pyproject.toml README.md common engine_spark)
+COORDINATOR_INPUTS=("$COORDINATOR_DIR/Containerfile" "$ENGINE_DIR/requirements.py" .dockerignore pyproject.toml README.md common engine_spark coordinator)
 
 bash scripts/podman-service.sh install
 
@@ -45,64 +49,72 @@ ca_bundle() {
   done
 }
 
+# A hash of the parent image's ID and of the files named after it.
 inputs_hash() {
-  local base_id
-  base_id=$(podman image inspect --format '{{.Id}}' "$BASE_IMAGE" 2>/dev/null || echo "$BASE_IMAGE")
+  local parent=$1 parent_id
+  shift
+  parent_id=$(podman image inspect --format '{{.Id}}' "$parent" 2>/dev/null || echo "$parent")
   {
-    echo "base $BASE_IMAGE $base_id"
-    find "${ENGINE_INPUTS[@]}" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 |
+    echo "parent $parent $parent_id"
+    find "$@" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 |
       LC_ALL=C sort -z | xargs -0 sha256sum
   } | sha256sum | cut -c1-16
 }
 
 record() {
-  local ref=$1
-  mkdir -p "$BUILT"
-  echo "$ref" >"$BUILT/image"
-  podman image inspect --format '{{.Digest}}' "$ref" >"$BUILT/digest"
-  podman image inspect --format '{{.Id}}' "$ref" >"$BUILT/id"
+  local ref=$1 built=$2
+  mkdir -p "$built"
+  echo "$ref" >"$built/image"
+  podman image inspect --format '{{.Digest}}' "$ref" >"$built/digest"
+  podman image inspect --format '{{.Id}}' "$ref" >"$built/id"
 }
 
-build_engine() {
-  local hash ref ca start
-  hash=$(inputs_hash)
-  ref=$ENGINE_REPO:$hash
+# build_image NAME REPO DIR PARENT_ARG PARENT INPUTS...: build DIR/Containerfile on PARENT
+# (given as build argument PARENT_ARG), unless an image of the same inputs exists.
+build_image() {
+  local name=$1 repo=$2 dir=$3 parent_arg=$4 parent=$5
+  shift 5
+  local hash ref ca start log
+  hash=$(inputs_hash "$parent" "$@")
+  ref=$repo:$hash
   if [ "${FORCE_BUILD:-0}" != 1 ] && podman image exists "$ref"; then
-    echo "engine image $ref present (inputs unchanged)"
-    record "$ref"
+    echo "$name image $ref present (inputs unchanged)"
+    record "$ref" "$dir/.built"
     return
   fi
-  local args=(--network host --layers -f "$ENGINE_DIR/Containerfile"
-    --build-arg "BASE_IMAGE=$BASE_IMAGE" --build-arg "BUILD_INPUTS=$hash"
-    -t "$ref" -t "$ENGINE_REPO:latest")
+  local args=(--network host --layers -f "$dir/Containerfile"
+    --build-arg "$parent_arg=$parent" --build-arg "BUILD_INPUTS=$hash"
+    -t "$ref" -t "$repo:latest")
   ca=$(ca_bundle)
   if [ -n "$ca" ]; then args+=(--secret "id=ca_bundle,src=$ca"); fi
-  echo "building engine image $ref"
+  echo "building $name image $ref"
   start=$(date +%s)
-  local log
-  log=$(mktemp /var/tmp/odf-engine-build.XXXXXX.log)
+  log=$(mktemp "/var/tmp/odf-$name-build.XXXXXX.log")
   if ! podman build "${args[@]}" . >"$log" 2>&1; then
     tail -n 40 "$log" >&2
-    echo "engine image build failed; full log: $log" >&2
+    echo "$name image build failed; full log: $log" >&2
     exit 1
   fi
   rm -f "$log"
   echo "built $ref in $(($(date +%s) - start)) s"
-  record "$ref"
-  drop_stale_tags "$ref"
+  record "$ref" "$dir/.built"
+  drop_stale_tags "$repo" "$ref"
 }
 
-# Remove engine images of older inputs (unless a container still uses one); layers shared
-# with the new image, and the intermediate images that serve as the layer cache, stay.
+# Remove images of older inputs (unless a container still uses one); layers shared with the
+# new image, and the intermediate images that serve as the layer cache, stay.
 drop_stale_tags() {
-  local keep=$1 tag
-  podman images --format '{{.Repository}}:{{.Tag}}' "$ENGINE_REPO" | while read -r tag; do
+  local repo=$1 keep=$2 tag
+  podman images --format '{{.Repository}}:{{.Tag}}' "$repo" | while read -r tag; do
     case "$tag" in
-      "$keep" | "$ENGINE_REPO:latest" | *"<none>"*) ;;
+      "$keep" | "$repo:latest" | *"<none>"*) ;;
       *) podman rmi "$tag" >/dev/null 2>&1 || true ;;
     esac
   done
 }
 
-build_engine
-echo "engine image: $(cat "$BUILT/image") $(cat "$BUILT/digest")"
+build_image engine "$ENGINE_REPO" "$ENGINE_DIR" BASE_IMAGE "$BASE_IMAGE" "${ENGINE_INPUTS[@]}"
+echo "engine image: $(cat "$ENGINE_DIR/.built/image") $(cat "$ENGINE_DIR/.built/digest")"
+build_image coordinator "$COORDINATOR_REPO" "$COORDINATOR_DIR" ENGINE_IMAGE \
+  "$(cat "$ENGINE_DIR/.built/image")" "${COORDINATOR_INPUTS[@]}"
+echo "coordinator image: $(cat "$COORDINATOR_DIR/.built/image")"
