@@ -204,26 +204,25 @@ def test_two_queries_and_a_pull_at_once(served: Served) -> None:
     assert results["q2"][1].splitlines()[1] == "2"
 
 
-def test_kill_9_in_a_transaction_then_restart_completes_it_once(tmp_path: Path) -> None:
-    ws = new_pipeline(tmp_path / "ws")
+def daemon_in_a_transaction(ws: Path) -> Served:
+    """A daemon pulling ``b`` over 200,001 records of ``a``, caught with files staged."""
+    new_pipeline(ws)
     (ws / "big.csv").write_text("id,v\n" + "".join(f"{i},v{i}\n" for i in range(200_000)))
     ok(ws, "ingest", "a", "big.csv")  # in process: no daemon yet
-    first = start(ws, "-v")
+    served = start(ws, "-v")
     staging = dataset(ws, "b").layout.staging_root
-    try:
-        # The heads a daemon first sees are its starting point: b is queued once a moves.
-        (ws / "two.csv").write_text("id,v\n-1,w\n")
-        ok(ws, "ingest", "a", "two.csv")
-        wait_until(
-            lambda: staging.is_dir() and any(staging.iterdir()),
-            what="b's transaction is under way (files staged)",
-        )
-        first.process.send_signal(signal.SIGKILL)
-        first.process.wait(30)
-    finally:
-        stop(first)
-    assert records(ws, "b") == 0, "the killed transaction committed nothing"
-    assert "b" in (ws / ".odf" / "run" / "queue.json").read_text()
+    # The heads a daemon first sees are its starting point: b is queued once a moves.
+    (ws / "two.csv").write_text("id,v\n-1,w\n")
+    ok(ws, "ingest", "a", "two.csv")
+    wait_until(
+        lambda: staging.is_dir() and any(staging.iterdir()),
+        what="b's transaction is under way (files staged)",
+    )
+    return served
+
+
+def finishes_cleanly(ws: Path) -> None:
+    """A daemon completes b's pending pull: all records once, and verification passes."""
     again = start(ws)
     try:
         wait_until(lambda: records(ws, "b") == 200_001, what="the pending pull completed")
@@ -235,3 +234,27 @@ def test_kill_9_in_a_transaction_then_restart_completes_it_once(tmp_path: Path) 
         assert ids.splitlines()[1].split() == ["200001", "200001"]
     finally:
         assert stop(again) == 0
+
+
+def test_kill_9_in_a_transaction_then_restart_completes_it_once(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    first = daemon_in_a_transaction(ws)
+    try:
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(30)
+    finally:
+        stop(first)
+    assert records(ws, "b") == 0, "the killed transaction committed nothing"
+    assert "b" in (ws / ".odf" / "run" / "queue.json").read_text()
+    finishes_cleanly(ws)
+
+
+def test_sigterm_in_a_transaction_exits_0_with_the_dataset_whole(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    first = daemon_in_a_transaction(ws)
+    first.process.send_signal(signal.SIGTERM)
+    assert first.process.wait(90) == 0
+    # Finished within the grace period (committed whole), or cancelled (nothing committed).
+    assert records(ws, "b") in (0, 200_001)
+    assert not (ws / ".odf" / "run" / "daemon.json").exists()
+    finishes_cleanly(ws)
