@@ -7,6 +7,7 @@ root ``p`` on a one-second schedule); the kill test runs its own.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -202,6 +203,52 @@ def test_two_queries_and_a_pull_at_once(served: Served) -> None:
         t.join(300)
     assert {k: code for k, (code, _) in results.items()} == {"q1": 0, "q2": 0, "pull": 0}, results
     assert results["q2"][1].splitlines()[1] == "2"
+
+
+def engine_processes(daemon_pid: int) -> list[int]:
+    """The daemon's embedded engines (its children running ``engine_spark``)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (proc / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == daemon_pid and b"engine_spark" in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_dead_engine_is_started_again(served: Served) -> None:
+    ws = served.ws
+    count = "SELECT count(*) AS n FROM b"
+    before = ok(ws, "sql", "--command", count)
+    (engine,) = engine_processes(served.process.pid)
+    os.killpg(engine, signal.SIGKILL)  # the engine and its JVM
+    assert ok(ws, "sql", "--command", count) == before
+    assert served.metric("odf_engine_restarts_total") == 1
+    assert served.metric("odf_engines_running") == 1
+
+
+def test_an_idle_engine_is_stopped_and_started_on_demand(tmp_path: Path) -> None:
+    ws = new_pipeline(tmp_path / "ws")
+    (ws / ".odf" / "config.yaml").write_text("daemon:\n  engineIdleTimeout: 1\n")
+    (ws / "one.csv").write_text("id,v\n1,x\n")
+    ok(ws, "ingest", "a", "one.csv")
+    with serving(ws) as served:
+        assert ok(ws, "sql", "--command", "SELECT max(id) AS m FROM a").splitlines()[1] == "1"
+        assert served.metric("odf_engines_running") == 1
+        wait_until(
+            lambda: served.metric("odf_engine_idle_stops_total") == 1,
+            what="the idle engine is stopped",
+            timeout=30,
+        )
+        assert served.metric("odf_engines_running") == 0
+        assert not engine_processes(served.process.pid)
+        assert ok(ws, "sql", "--command", "SELECT max(id) AS m FROM a").splitlines()[1] == "1"
+        assert served.metric("odf_engine_starts_total") == 2
 
 
 def daemon_in_a_transaction(ws: Path) -> Served:

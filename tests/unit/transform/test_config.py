@@ -61,6 +61,28 @@ def test_every_key() -> None:
     assert (t.exchange, t.max_input_records) == (ExchangeFormat.PARQUET, 5000)
 
 
+def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
+    d = parse_config(
+        "daemon:\n"
+        "  maxParallel: 3\n"
+        "  engineIdleTimeout: 30\n"
+        "  followLineage: false\n"
+        "  schedules:\n"
+        "    a: 30s\n"
+        "    b: 10m\n"
+        "    c: 1.5h\n"
+        "    d: '*/15 * * * *'\n"
+    ).daemon
+    assert (d.max_parallel, d.engine_idle_timeout, d.follow_lineage) == (3, 30.0, False)
+    assert [(s.dataset, s.interval, s.cron) for s in d.schedules] == [
+        ("a", 30.0, None),
+        ("b", 600.0, None),
+        ("c", 5400.0, None),
+        ("d", None, "*/15 * * * *"),
+    ]
+    assert WorkspaceConfig().daemon.follow_lineage is True
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -75,6 +97,15 @@ def test_every_key() -> None:
         ("daemon:\n  address: 4884\n", "cfg.yaml:2: daemon.address: expected a string"),
         ("daemon:\n  httpAddress: local\n", "daemon.httpAddress: expected host:port, got 'local'"),
         ("daemon:\n  address: h:99999\n", "daemon.address: expected host:port"),
+        ("daemon:\n  maxParallel: 0\n", "daemon.maxParallel: must be positive, got 0"),
+        ("daemon:\n  followLineage: yes please\n", "daemon.followLineage: expected true or"),
+        ("daemon:\n  schedules: [a]\n", "daemon.schedules: expected a mapping"),
+        (
+            "daemon:\n  schedules:\n    x: every day\n",
+            "daemon.schedules.x: 'every day' is neither an interval (30s, 10m, 2h, 1d) nor a cron",
+        ),
+        ("daemon:\n  schedules:\n    x: 0s\n", "daemon.schedules.x: the interval must be positive"),
+        ("daemon:\n  schedules:\n    x: 61 * * * *\n", "daemon.schedules.x: '61 * * * *' is"),
     ],
 )
 def test_errors_name_file_line_and_key(text: str, message: str) -> None:
