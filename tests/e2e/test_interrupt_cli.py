@@ -138,7 +138,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_ctrl_c_stops_odf_sql_and_its_engine(workspace: Path) -> None:
     _, engine, workdirs = interrupt_when_running(workspace, "sql", "-c", ENDLESS)
     assert_nothing_left(engine, workdirs)
-    assert not list((workspace / ".odf").glob(".query-*"))
+    assert not list((workspace / ".odf").glob("**/.query-*"))
 
 
 def test_ctrl_c_during_a_pull_leaves_the_dataset_at_its_old_head(workspace: Path) -> None:

@@ -122,7 +122,7 @@ def test_a_workspace_outside_the_engine_roots_is_refused(
     assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert "outside the engine's data roots" in line
-    assert not list((ws / ".odf").glob(".query-*"))
+    assert not list((ws / ".odf").glob("**/.query-*"))
 
 
 def test_embedded_engine_join_and_aggregate_as_json(workspace: Path) -> None:
@@ -132,7 +132,7 @@ def test_embedded_engine_join_and_aggregate_as_json(workspace: Path) -> None:
         {"name": "Delta", "flights": 1, "delay": 1},
         {"name": "United", "flights": 1, "delay": 10},
     ]
-    assert not [p for p in (workspace / ".odf").iterdir() if p.name.startswith(".query-")]
+    assert not list((workspace / ".odf").glob("**/.query-*"))
 
 
 def test_script_alias_table_and_limit(remote_workspace: Path) -> None:
@@ -213,4 +213,4 @@ def test_container_engine(workspace: Path, engine_image: BuiltImage) -> None:
     )
     out = ok(copy, "sql", "-c", BY_CARRIER + " ORDER BY delay DESC", "-o", "csv")
     assert out == "name,flights,delay\nAmerican,2,25\nUnited,1,10\nDelta,1,1\n"
-    assert not [p for p in (copy / ".odf").iterdir() if p.name.startswith(".query-")]
+    assert not list((copy / ".odf").glob("**/.query-*"))
