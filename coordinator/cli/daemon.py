@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.logs import configure_logging
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.config import DaemonConfig
@@ -30,6 +31,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve gRPC over TLS")
     p.add_argument("--tls-key", type=Path, metavar="PEM", help="the key of --tls-cert")
+    p.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        help="structlog output (default: json, console when stderr is a terminal)",
+    )
     p.add_argument(
         "--insecure",
         action="store_true",
@@ -50,6 +56,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if (args.tls_cert is None) != (args.tls_key is None):
         raise ValidationError("give both --tls-cert and --tls-key", path="--tls-cert")
+    json_logs = args.log_format == "json" or (args.log_format is None and not sys.stderr.isatty())
+    configure_logging(args.verbose, json=json_logs)
     app = Application.open()
     listen = DaemonConfig(
         address=args.address or app.config.daemon.address,

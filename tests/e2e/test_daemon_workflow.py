@@ -7,6 +7,7 @@ root ``p`` on a one-second schedule); the kill test runs its own.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -293,6 +294,9 @@ def test_kill_9_in_a_transaction_then_restart_completes_it_once(tmp_path: Path) 
         stop(first)
     assert records(ws, "b") == 0, "the killed transaction committed nothing"
     assert "b" in (ws / ".odf" / "run" / "queue.json").read_text()
+    logged = [json.loads(line) for line in first.log.read_text().splitlines() if line[:1] == "{"]
+    queued = [e for e in logged if e.get("event") == "scheduler.queued"]
+    assert queued and queued[-1]["datasets"] == ["b"], "JSON logs say what the scheduler does"
     finishes_cleanly(ws)
 
 
