@@ -28,6 +28,7 @@ from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTabl
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
 from engine_spark import calls
 from engine_spark import checkpoint as cp
+from engine_spark.errors import InvalidQueryError
 from engine_spark.exchange import write_table
 from engine_spark.inputs import (
     empty_input,
@@ -123,8 +124,9 @@ class SparkEngine:
             self._isolated("raw_query", request.output_data_path) as session,
             staging_area(self._stage_arrow) as staging,
         ):
-            inputs = load_files(session, request.input_data_paths, staging)
-            register_view(inputs, RAW_QUERY_INPUT_VIEW)
+            if request.input_data_paths:  # none: a query of constants, with no input view
+                inputs = load_files(session, request.input_data_paths, staging)
+                register_view(inputs, RAW_QUERY_INPUT_VIEW)
             table = _query_result(run_steps(session, request.transform))
             write_table(table, request.output_data_path)
             return ep.RawQueryResponseSuccess(num_records=table.num_rows)
@@ -156,8 +158,8 @@ class SparkEngine:
             for name, table in temporal_tables(request.transform, list(schemas)).items():
                 check_primary_key(table, schemas[name].names)
             new_schema = _output_schema(session, schemas, request.transform, request.vocab)
-            if request.prev_transform is not None:
-                old_schema = _output_schema(session, schemas, request.prev_transform, request.vocab)
+            old_schema = _previous_schema(session, schemas, request.prev_transform, request.vocab)
+            if old_schema is not None:
                 check_schema_evolution(old_schema, new_schema)
             return ep.ValidateQueryResponseSuccess(output_schema=encode_arrow_schema(new_schema))
 
@@ -315,6 +317,24 @@ def _output_schema(
     return build_output(
         output.table, output.columns, vocab, system_time=_EPOCH, next_offset=0
     ).schema
+
+
+def _previous_schema(
+    session: SparkSession,
+    schemas: dict[str, pa.Schema],
+    transform: TransformSql | None,
+    vocab: DatasetVocabulary,
+) -> pa.Schema | None:
+    """The output schema of the query being replaced; ``None`` when there is none, or when it
+    cannot run on these inputs (it produced nothing here to evolve from: a broken query can
+    always be replaced, and the coordinator checks the dataset's recorded schema itself)."""
+    if transform is None:
+        return None
+    try:
+        return _output_schema(session, schemas, transform, vocab)
+    except InvalidQueryError as e:
+        log.info("validate.previous_query_invalid", reason=str(e))
+        return None
 
 
 def _write_slice(table: pa.Table, path: str, next_offset: int) -> OffsetInterval | None:

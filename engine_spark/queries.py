@@ -19,9 +19,19 @@ from engine_spark.inputs import register_view
 from engine_spark.sandbox import Policy, Sandbox
 from engine_spark.spark_errors import query_errors
 
+ENGINE_NAME = "spark"
+"""The ``engine`` of the transforms this engine runs (``TransformSql.engine``)."""
+
 
 def output_step(transform: TransformSql) -> SqlQueryStep:
-    """The step without an alias; InvalidQuery unless there is exactly one."""
+    """The step without an alias; InvalidQuery unless there is exactly one, and unless the
+    transform is written for this engine (Spark SQL run as another engine's would record
+    results that engine may not give)."""
+    if transform.engine.lower() != ENGINE_NAME:
+        raise InvalidQueryError(
+            f"the transform is written for engine {transform.engine!r}; this engine runs"
+            f" {ENGINE_NAME!r} SQL only: run it on an engine for {transform.engine!r}"
+        )
     steps = transform.steps()
     if not steps:
         raise InvalidQueryError("the transform has no query")

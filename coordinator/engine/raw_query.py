@@ -15,10 +15,8 @@ from coordinator.engine.errors import (
     EngineInvalidQueryError,
     EngineUnavailableError,
 )
+from coordinator.engine.names import ENGINE_NAMES
 from coordinator.engine.provider import EngineSession
-
-ENGINE_NAMES = ("spark",)
-"""Engine names (``TransformSql.engine``) this coordinator can run."""
 
 
 @dataclass(frozen=True, slots=True)

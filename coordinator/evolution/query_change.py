@@ -35,6 +35,7 @@ from coordinator.dataset.rules import schema_change_problem
 from coordinator.dataset.snapshot_events import normalize_transform
 from coordinator.dataset.state import last_input_block, last_input_offset, next_system_time
 from coordinator.engine import EngineInvalidQueryError, EngineSession
+from coordinator.engine.names import check_engine_name
 from coordinator.transform.graph import Resolver
 from coordinator.transform.migration import migration_changes_state
 from coordinator.transform.plan import InputPlan, MigrationPlan, TransformPlan
@@ -82,6 +83,7 @@ def change_query(
     """
     state = dataset.state()
     current = _current_transform(dataset, state)
+    check_engine_name(transform.engine, path="engine")
     new = normalize_transform(transform)
     if new.version is None:
         new = replace(new, version=engines.default_version())

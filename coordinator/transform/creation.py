@@ -27,6 +27,7 @@ from coordinator.dataset import DatasetNotFoundError
 from coordinator.dataset.snapshot_events import normalize_transform
 from coordinator.dataset.state import resolve_vocab
 from coordinator.engine.errors import EngineInvalidQueryError, EngineVersionError
+from coordinator.engine.names import check_engine_name
 from coordinator.engine.provider import EngineSession
 from coordinator.workspace import Workspace
 
@@ -53,6 +54,7 @@ class TransformCreation:
 
     def _prepare_transform(self, snapshot: DatasetSnapshot, event: SetTransform) -> SetTransform:
         transform = event.transform
+        check_engine_name(transform.engine, path="transform.engine")
         if transform.version is None:
             version = self.engines.default_version()
             if version is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import grpc
 import pyarrow as pa
 import pytest
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import block_hash
@@ -168,6 +169,12 @@ def test_a_plain_grpc_client(served: Served) -> None:
         assert replies[-1].end.num_records == records(ws, "b")
         first = pa.ipc.open_stream(replies[0].arrow_ipc).read_all()
         assert first.column_names == ["id"] and first.num_rows == 1
+        # Reflection lists the API (for grpcurl and friends).
+        reflected = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), metadata=md
+        )
+        services = {s.name for r in reflected for s in r.list_services_response.service}
+        assert {"odf.coordinator.v1.Coordinator", "grpc.health.v1.Health"} <= services
         # Errors are status codes naming what is wrong.
         with pytest.raises(grpc.RpcError) as missing:
             stub.DescribeDataset(pb.DescribeDatasetRequest(name="nope"), metadata=md, timeout=10)

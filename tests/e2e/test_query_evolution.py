@@ -183,3 +183,33 @@ def test_a_dataset_that_never_ran_needs_no_migration(story: Story) -> None:
     event = fresh.get_block(head).event
     assert isinstance(event, SetTransform) and event.transform.queries is not None
     assert "2 AS one" in event.transform.queries[0].query
+
+
+def test_a_transform_for_another_engine_is_refused(story: Story) -> None:
+    snapshot = derivative("other", PLACES_QUERY, PLACE_INPUTS).replace(
+        "engine: spark", "engine: datafusion"
+    )
+    (story.ws / "other.yaml").write_text(snapshot)
+    line = refused(story.ws, "add", "other.yaml")
+    assert line.startswith(
+        "error: other.yaml: metadata[0].transform.engine: no engine for 'datafusion':"
+        " this coordinator runs 'spark' transforms"
+    )
+    head = story.head("places")
+    line = refused(story.ws, "set-transform", "places", "--engine", "flink", "--query", NEW_QUERY)
+    assert line.startswith("error: engine: no engine for 'flink'")
+    assert story.head("places") == head
+
+
+def test_a_query_that_cannot_run_can_be_replaced(story: Story) -> None:
+    # Added before its input had a schema, the query could not be checked: it is broken.
+    add(story.ws, root("villages", COLUMNS, source="default"))
+    add(story.ws, derivative("hamlets", "SELECT name FROM villages", ["villages"]))
+    ingest(story.ws, "villages", "event_time,name,population\n2024-01-01T00:00:00Z,v,3\n")
+    assert "event_time" in refused(story.ws, "pull", "hamlets")
+    out = ok(
+        story.ws, "set-transform", "hamlets", "--query", "SELECT event_time, name FROM villages"
+    )
+    assert "hamlets: new query recorded in block" in out
+    ok(story.ws, "pull", "hamlets")
+    assert story.dataset("hamlets").state().num_records == 1

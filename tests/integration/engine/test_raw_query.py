@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pyarrow as pa
@@ -57,3 +58,33 @@ def test_raw_query_invalid(
     response = client.raw_query(engine_stub, request)
     assert isinstance(response, ep.RawQueryResponseInvalidQuery)
     assert "nope" in response.message
+
+
+def test_a_raw_query_of_constants_needs_no_input(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
+) -> None:
+    output = str(workdir / "out" / "output")
+    request = ep.RawQueryRequest(
+        input_data_paths=(), transform=sql("select 1 as x"), output_data_path=output
+    )
+    assert client.raw_query(engine_stub, request) == ep.RawQueryResponseSuccess(num_records=1)
+    assert pq.read_table(output).to_pydict() == {"x": [1]}
+    request = dataclasses.replace(request, transform=sql("select * from input"))
+    response = client.raw_query(engine_stub, request)
+    assert isinstance(response, ep.RawQueryResponseInvalidQuery)  # no input: no input view
+    assert "input" in response.message
+
+
+def test_another_engines_sql_is_refused(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path, raw_input: str
+) -> None:
+    request = ep.RawQueryRequest(
+        input_data_paths=(raw_input,),
+        transform=dataclasses.replace(sql("select * from input"), engine="datafusion"),
+        output_data_path=str(workdir / "out" / "output"),
+    )
+    response = client.raw_query(engine_stub, request)
+    assert isinstance(response, ep.RawQueryResponseInvalidQuery)
+    assert response.message.startswith(
+        "the transform is written for engine 'datafusion'; this engine runs 'spark' SQL only"
+    )

@@ -57,6 +57,14 @@ def test_validate_checks_schema_evolution_against_the_previous_query(
     assert isinstance(response, ep.ValidateQueryResponseSuccess)
 
 
+def test_a_previous_query_that_cannot_run_is_no_obstacle(
+    engine_stub: engine_pb2_grpc.EngineStub,
+) -> None:
+    broken = sql("select city from cities")  # no event_time: it never produced anything
+    response = client.validate(engine_stub, datasets.validate_request(sql(QUERY), prev=broken))
+    assert isinstance(response, ep.ValidateQueryResponseSuccess), response
+
+
 def test_migrate_carries_watermarks_of_inputs_the_new_query_reads(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
