@@ -83,7 +83,8 @@ def commit_staged(
     items = []
     if staged.set_data_schema is not None:
         items.append(CommitItem(staged.set_data_schema))
-    items.append(CommitItem(staged.add_data, staged.data_file))
+    if staged.add_data is not None:
+        items.append(CommitItem(staged.add_data, staged.data_file))
     hashes = dataset.commit_events(items, expected_head=state.head, system_time=system_time)
     return hashes[-1]
 

@@ -115,6 +115,7 @@ def _push_once(
             fallback_event_time=request.event_time or system_time,
             new_source_state=None,
             source=shown,
+            declared_schema=getattr(step, "schema", None) is not None,
         )
         staged = stage_write(context, source.merge, data, options, staging)
         if staged is None:

@@ -82,6 +82,9 @@ class WriteOptions:
     new_source_state: SourceState | None = None
     source: str = "input"
     """How errors name the input."""
+    declared_schema: bool = False
+    """The source declares its read schema: an input with no records still establishes the
+    dataset's schema (a ``SetDataSchema`` alone), since its types are known, not guessed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +92,8 @@ class StagedWrite:
     """Events to commit, in order, and the staged slice file the ``AddData`` refers to."""
 
     set_data_schema: SetDataSchema | None
-    add_data: AddData
+    add_data: AddData | None
+    """``None``: only the schema is new (records-less input of a declared schema)."""
     data_file: Path | None
     num_records: int
 
@@ -198,7 +202,8 @@ def _decide(
     data_file: Path | None,
     schema_event: SetDataSchema | None,
 ) -> StagedWrite | None:
-    """The commit rule: something must change (data, watermark or source state)."""
+    """The commit rule: something must change (data, watermark or source state), or a
+    declared schema is recorded for the first time."""
     watermark = context.prev_watermark
     if stats is not None and stats.max_event_time is not None:
         watermark = max(watermark, stats.max_event_time) if watermark else stats.max_event_time
@@ -207,6 +212,10 @@ def _decide(
         and watermark == context.prev_watermark
         and options.new_source_state == context.prev_source_state
     ):
+        if schema_event is not None and options.declared_schema and context.schema is None:
+            return StagedWrite(
+                set_data_schema=schema_event, add_data=None, data_file=None, num_records=0
+            )
         return None
     new_data = None
     if stats is not None:

@@ -158,3 +158,21 @@ def test_pull_runs_the_polling_source_to_exhaustion(workspace: Path) -> None:
     ]
     again = odf(workspace, "pull", "polled")
     assert again.stdout == "polled: up to date\n"
+
+
+def test_an_empty_push_into_a_declared_schema_records_the_schema(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert odf(ws, "init").returncode == 0
+    (ws / "a.yaml").write_text(root("a", ["id BIGINT", "v STRING"]))
+    assert odf(ws, "add", "a.yaml").returncode == 0
+    (ws / "empty.csv").write_text("id,v\n")
+    first = odf(ws, "ingest", "a", "empty.csv")
+    assert first.returncode == 0 and first.stdout.startswith("a: 0 records from empty.csv (head")
+    dataset = Workspace(ws).open_dataset("a")
+    head = dataset.head()
+    assert head is not None and type(dataset.get_block(head).event).__name__ == "SetDataSchema"
+    schema = odf(ws, "inspect", "schema", "a", "-o", "csv").stdout.splitlines()
+    assert schema[-2:] == ["id,int64,True", "v,string,True"]
+    assert odf(ws, "ingest", "a", "empty.csv").stdout == "a: up to date\n"  # recorded once
+    assert odf(ws, "verify", "a").returncode == 0
