@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+import pyarrow as pa
 import structlog
 
 from common.odf import engine_protocol as ep
 from common.odf.events import ExecuteTransform, SetDataSchema
 from common.odf.multihash import Multihash
+from common.serde.arrow_schema import decode_arrow_schema
 from coordinator.config import ExchangeFormat
 from coordinator.dataset import CommitItem, Dataset
 from coordinator.engine.client import EngineClient
@@ -203,6 +205,9 @@ def _run(
         transform_plan = plan
     engine_s = clock.lap()
     output = collect_output(response, transform_plan, exchange.data_path, exchange.checkpoint_path)
+    if output.schema is None and transform_plan.output_schema is None and policy is COMMIT:
+        # No records yet, and no schema: the query's output schema is known all the same.
+        output = replace(output, schema=validated_schema(engine, transform_plan, dataset))
     items = commit_items(transform_plan, output, response)
     hashing_s = clock.lap()
     settled = policy.settle(dataset, transform_plan, items)
@@ -280,6 +285,22 @@ def _request_fields(plan: TransformPlan, dataset: Dataset, exchange: Exchange) -
         "new_checkpoint_path": str(exchange.checkpoint_path),
         "new_data_path": str(exchange.data_path),
     }
+
+
+def validated_schema(engine: EngineClient, plan: TransformPlan, dataset: Dataset) -> pa.Schema:
+    """The output schema of ``plan``'s query over its inputs' schemas (ValidateQuery): what a
+    derivative records before its first record, as the reference does. Only committed
+    transactions do this; a replay compares the recorded ``ExecuteTransform`` alone, so chains
+    written without it (older ones, the reference's) still verify."""
+    request = ep.ValidateQueryRequest(
+        dataset_alias=dataset.alias,
+        vocab=plan.vocab,
+        transform=plan.transform,
+        query_inputs=tuple(
+            ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema) for i in plan.inputs
+        ),
+    )
+    return decode_arrow_schema(engine.validate_query(request).output_schema)
 
 
 def stored_checkpoint(dataset: Dataset, checkpoint: Multihash | None) -> str | None:

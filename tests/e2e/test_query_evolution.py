@@ -213,3 +213,21 @@ def test_a_query_that_cannot_run_can_be_replaced(story: Story) -> None:
     assert "hamlets: new query recorded in block" in out
     ok(story.ws, "pull", "hamlets")
     assert story.dataset("hamlets").state().num_records == 1
+
+
+def test_a_derivative_records_its_schema_before_its_first_record(story: Story) -> None:
+    add(story.ws, root("ghosts", COLUMNS, source="default"))
+    query = "SELECT event_time, name FROM ghosts WHERE population < 0"
+    add(story.ws, derivative("none", query, ["ghosts"]))
+    ingest(story.ws, "ghosts", "event_time,name,population\n2024-01-01T00:00:00Z,g,3\n")
+    out = ok(story.ws, "pull", "none")
+    assert out.startswith("none: no new records from 1 input records")
+    schema = ok(story.ws, "inspect", "schema", "none", "-o", "csv").splitlines()
+    assert [line.split(",")[0] for line in schema[1:]] == [
+        "offset",
+        "op",
+        "system_time",
+        "event_time",
+        "name",
+    ]
+    assert "none: ok" in ok(story.ws, "verify", "none", "--recursive")
