@@ -42,7 +42,7 @@ from coordinator.ingest.push import push_ingest
 from coordinator.query import QueryResult, run_query
 from coordinator.query.tail import tail_records
 from coordinator.transform.creation import TransformCreation
-from coordinator.transform.graph import dependency_order
+from coordinator.transform.graph import dependency_order, input_ids
 from coordinator.transform.plan import UpToDate
 from coordinator.transform.runner import Transformer, engine_mounts, utc_now, workspace_resolver
 from coordinator.transform.transaction import TransactionResult
@@ -110,7 +110,17 @@ class DerivativeDone:
     reason: str
 
 
-PullEvent = RootPulled | TransactionCommitted | DerivativeDone
+@dataclass(frozen=True, slots=True)
+class PullFailed:
+    """A dataset could not be pulled (``error``), or was skipped because an input of it
+    failed (``skipped``: that input's name); the pull goes on with the others."""
+
+    dataset: str
+    error: str
+    skipped: str | None = None
+
+
+PullEvent = RootPulled | TransactionCommitted | DerivativeDone | PullFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,33 +266,62 @@ class Application:
         system_time: datetime | None = None,
         fetch_uncacheable: bool = False,
         progress: Progress = NO_PROGRESS,
+        fail_fast: bool = False,
     ) -> Iterator[PullEvent]:
         """Bring datasets up to date, inputs first: root datasets run their polling source,
-        derivatives their transactions. One engine session serves the whole pull."""
+        derivatives their transactions. One engine session serves the whole pull.
+
+        A dataset that fails is reported (``PullFailed``) and the pull goes on, skipping the
+        datasets that depend on it; ``fail_fast`` raises the first error instead."""
         resolve = workspace_resolver(self.ws)
         datasets = self.pull_order(names, all_datasets=all_datasets, recursive=recursive)
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
+        failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
             transformer = Transformer(resolve, engines, self.config.transform, clock=clock)
             for dataset in datasets:
-                kind = dataset.state().kind
-                if kind is DatasetKind.ROOT:
-                    for result in pull_root(
-                        dataset,
-                        fetch_uncacheable=fetch_uncacheable,
-                        engines=RawQueryEngines(engines),
-                        progress=progress,
-                        system_time=system_time,
-                    ):
-                        yield RootPulled(dataset.alias, result)
-                elif kind is DatasetKind.DERIVATIVE:
-                    for step in transformer.steps(dataset):
-                        if isinstance(step, UpToDate):
-                            yield DerivativeDone(dataset.alias, step.reason)
-                        else:
-                            yield TransactionCommitted.of(dataset.alias, step)
+                broken = next((failed[i] for i in _input_ids(dataset) if i in failed), None)
+                if broken is not None:
+                    failed[dataset.id] = dataset.alias
+                    yield PullFailed(dataset.alias, f"skipped: its input {broken!r} failed", broken)
+                    continue
+                try:
+                    yield from self._pull_one(
+                        dataset, transformer, engines, fetch_uncacheable, progress, system_time
+                    )
+                except OdfError as e:
+                    if fail_fast:
+                        raise
+                    failed[dataset.id] = dataset.alias
+                    yield PullFailed(dataset.alias, str(e))
+
+    def _pull_one(
+        self,
+        dataset: Dataset,
+        transformer: Transformer,
+        engines: EngineSession,
+        fetch_uncacheable: bool,
+        progress: Progress,
+        system_time: datetime | None,
+    ) -> Iterator[PullEvent]:
+        kind = dataset.state().kind
+        if kind is DatasetKind.ROOT:
+            for result in pull_root(
+                dataset,
+                fetch_uncacheable=fetch_uncacheable,
+                engines=RawQueryEngines(engines),
+                progress=progress,
+                system_time=system_time,
+            ):
+                yield RootPulled(dataset.alias, result)
+        elif kind is DatasetKind.DERIVATIVE:
+            for step in transformer.steps(dataset):
+                if isinstance(step, UpToDate):
+                    yield DerivativeDone(dataset.alias, step.reason)
                 else:
-                    raise OdfError(f"dataset {dataset.alias!r} has no Seed block: nothing to pull")
+                    yield TransactionCommitted.of(dataset.alias, step)
+        else:
+            raise OdfError(f"dataset {dataset.alias!r} has no Seed block: nothing to pull")
 
     def pull_order(
         self, names: Sequence[str] = (), *, all_datasets: bool = False, recursive: bool = False
@@ -366,6 +405,13 @@ class Application:
     ) -> QueryResult:
         """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back."""
         return run_query(self.ws, query, self.engines, aliases=aliases, limit=limit)
+
+
+def _input_ids(dataset: Dataset) -> list[DatasetID]:
+    try:
+        return input_ids(dataset)
+    except (OdfError, OSError):
+        return []
 
 
 def no_schema_error(dataset: str) -> ValidationError:

@@ -66,6 +66,7 @@ class UseCases(Protocol):
         system_time: datetime | None = None,
         fetch_uncacheable: bool = False,
         progress: Progress = ...,
+        fail_fast: bool = False,
     ) -> Iterator[PullEvent]: ...
 
     def set_transform(

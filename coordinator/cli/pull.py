@@ -4,12 +4,15 @@ Root datasets run their polling source until it is exhausted (one commit per fet
 derivative datasets run transformations until their inputs are fully processed (bounded
 transactions). Datasets are pulled in dependency order (inputs first); ``--recursive`` also
 pulls everything upstream. One engine serves the whole command (started on first use). Each
-event of the pull is printed as one line.
+event of the pull is printed as one line. A dataset that fails does not stop the others (what
+depends on it is skipped); every failure is printed on stderr at the end and the exit code is
+1. ``--fail-fast`` stops at the first.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +20,7 @@ from common.odf.errors import ValidationError
 from coordinator.app import (
     DerivativeDone,
     PullEvent,
+    PullFailed,
     RootPulled,
     TransactionCommitted,
 )
@@ -42,6 +46,18 @@ def register(subparsers: Any) -> None:
         " (default: now); makes a pull reproducible",
     )
     p.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop at the first dataset that fails (default: go on with the others, skip what"
+        " depends on a failed dataset, report every failure at the end, exit 1)",
+    )
+    p.add_argument(
+        "--keep-going",
+        action="store_false",
+        dest="fail_fast",
+        help="the default: go on past a failing dataset",
+    )
+    p.add_argument(
         "--fetch-uncacheable",
         action="store_true",
         help="fetch sources that keep no state (no ETag/Last-Modified) again",
@@ -53,6 +69,7 @@ def register(subparsers: Any) -> None:
 def cmd_pull(args: argparse.Namespace) -> int:
     app = use_cases(args)
     system_time = parse_system_time(args.system_time)
+    failures: list[PullFailed] = []
     with terminal_progress() as progress:
         for event in app.pull(
             args.names,
@@ -61,8 +78,25 @@ def cmd_pull(args: argparse.Namespace) -> int:
             system_time=system_time,
             fetch_uncacheable=args.fetch_uncacheable,
             progress=progress,
+            fail_fast=args.fail_fast,
         ):
-            print(describe_pull_event(event))
+            if isinstance(event, PullFailed):
+                failures.append(event)
+            else:
+                print(describe_pull_event(event))
+    if len(failures) == 1:  # the common case: one line, as when the pull stops there
+        print(f"error: {failures[0].error}", file=sys.stderr)
+        return 1
+    for f in failures:
+        print(f"error: {f.dataset}: {f.error}", file=sys.stderr)
+    if failures:
+        failed = [f.dataset for f in failures if f.skipped is None]
+        skipped = [f.dataset for f in failures if f.skipped is not None]
+        summary = f"pull failed: {', '.join(failed)}"
+        if skipped:
+            summary += f"; skipped (an input failed): {', '.join(skipped)}"
+        print(f"error: {summary}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -85,6 +119,8 @@ def describe_pull_event(event: PullEvent) -> str:
             return describe_transaction(event)
         case DerivativeDone(name, reason):
             return f"{name}: {reason}"
+        case PullFailed(name, error):
+            return f"{name}: FAILED: {error}"
 
 
 def describe_transaction(t: TransactionCommitted) -> str:

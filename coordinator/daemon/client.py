@@ -152,6 +152,7 @@ class DaemonClient:
         system_time: datetime | None = None,
         fetch_uncacheable: bool = False,
         progress: Progress = NO_PROGRESS,
+        fail_fast: bool = False,
     ) -> Iterator[PullEvent]:
         request = pb.PullRequest(
             names=list(names),
@@ -159,6 +160,7 @@ class DaemonClient:
             recursive=recursive,
             system_time=convert.timestamp(system_time),
             fetch_uncacheable=fetch_uncacheable,
+            fail_fast=fail_fast,
         )
         tasks = _LocalTasks(progress)
         for event in self._stream(self.stub.Pull, request):

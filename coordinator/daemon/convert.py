@@ -17,7 +17,7 @@ from common.odf.events import ExecuteTransform, SetTransform
 from common.odf.fragments import OffsetInterval
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
-from coordinator.app import DatasetSummary, DerivativeDone, PullEvent, RootPulled
+from coordinator.app import DatasetSummary, DerivativeDone, PullEvent, PullFailed, RootPulled
 from coordinator.app import TransactionCommitted as Committed
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.evolution.query_change import QueryChange
@@ -186,6 +186,8 @@ def pull_event(event: PullEvent, block: bytes = b"") -> pb.PullEvent:
             )
         case DerivativeDone(name, reason):
             return pb.PullEvent(done=pb.DerivativeDone(dataset=name, reason=reason))
+        case PullFailed(name, error, skipped):
+            return pb.PullEvent(failed=pb.PullFailed(dataset=name, error=error, skipped=skipped))
 
 
 def from_pull_event(m: pb.PullEvent) -> PullEvent:
@@ -201,6 +203,9 @@ def from_pull_event(m: pb.PullEvent) -> PullEvent:
         return Committed(t.dataset, head, event, t.input_records, t.output_records)
     if kind == "done":
         return DerivativeDone(m.done.dataset, m.done.reason)
+    if kind == "failed":
+        f = m.failed
+        return PullFailed(f.dataset, f.error, optional(f, "skipped"))
     raise ValueError(f"unexpected pull event {kind!r}")
 
 

@@ -258,7 +258,7 @@ class Scheduler:
         try:
             with self.locks.hold([name]), self.metrics.timed("scheduled"):
                 committed = 0
-                for event in self.app.pull([name]):
+                for event in self.app.pull([name], fail_fast=True):
                     committed += self._count(event)
             log.info("scheduler.pulled", dataset=name, commits=committed)
         except Exception as e:  # logged and counted; queued again when its inputs move

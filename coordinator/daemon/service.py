@@ -154,6 +154,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                     system_time=system_time,
                     fetch_uncacheable=request.fetch_uncacheable,
                     progress=progress,
+                    fail_fast=request.fail_fast,
                 ):
                     emit(self.pull_message(event))
 

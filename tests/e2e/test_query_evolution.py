@@ -231,3 +231,28 @@ def test_a_derivative_records_its_schema_before_its_first_record(story: Story) -
         "name",
     ]
     assert "none: ok" in ok(story.ws, "verify", "none", "--recursive")
+
+
+def test_pull_goes_on_past_a_failing_dataset_and_skips_its_dependents(story: Story) -> None:
+    add(story.ws, root("k", COLUMNS, source="default"))
+    add(
+        story.ws,
+        derivative("k-bad", "SELECT name FROM k", ["k"]),  # unchecked: k had no schema yet
+        derivative("k-good", "SELECT event_time, name FROM k", ["k"]),
+    )
+    add(story.ws, derivative("k-child", "SELECT event_time FROM `k-bad`", ["k-bad"]))
+    ingest(story.ws, "k", "event_time,name,population\n2024-01-01T00:00:00Z,x,1\n")
+    names = ("k", "k-bad", "k-good", "k-child")
+    child = story.head("k-child")
+    result = odf(story.ws, "pull", *names)
+    assert result.returncode == 1
+    assert "k-good: 1 records (offsets 0..0)" in result.stdout
+    errors = result.stderr.splitlines()
+    assert errors[0].startswith("error: k-bad: invalid query:") and "event_time" in errors[0]
+    assert errors[1] == "error: k-child: skipped: its input 'k-bad' failed"
+    assert errors[2] == "error: pull failed: k-bad; skipped (an input failed): k-child"
+    assert story.dataset("k-good").state().num_records == 1
+    assert story.head("k-child") == child  # skipped: untouched
+    stopped = odf(story.ws, "pull", *names, "--fail-fast")
+    assert stopped.returncode == 1
+    assert len(stopped.stderr.splitlines()) == 1  # the first error, alone

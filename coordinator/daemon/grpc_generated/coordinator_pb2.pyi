@@ -546,12 +546,17 @@ class PullRequest(_message.Message):
     RECURSIVE_FIELD_NUMBER: _builtins.int
     SYSTEM_TIME_FIELD_NUMBER: _builtins.int
     FETCH_UNCACHEABLE_FIELD_NUMBER: _builtins.int
+    FAIL_FAST_FIELD_NUMBER: _builtins.int
     all: _builtins.bool
     """Every dataset of the workspace (then `names` must be empty)."""
     recursive: _builtins.bool
     """Also everything upstream of `names`."""
     fetch_uncacheable: _builtins.bool
     """Fetch sources that keep no state (no ETag/Last-Modified) again."""
+    fail_fast: _builtins.bool
+    """Stop at the first dataset that fails (the call fails); by default the pull goes on with
+    the others, skips what depends on a failed dataset, and reports each as `failed`.
+    """
     @_builtins.property
     def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -566,10 +571,11 @@ class PullRequest(_message.Message):
         recursive: _builtins.bool = ...,
         system_time: _timestamp_pb2.Timestamp | None = ...,
         fetch_uncacheable: _builtins.bool = ...,
+        fail_fast: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["system_time", b"system_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all", b"all", "fetch_uncacheable", b"fetch_uncacheable", "names", b"names", "recursive", b"recursive", "system_time", b"system_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all", b"all", "fail_fast", b"fail_fast", "fetch_uncacheable", b"fetch_uncacheable", "names", b"names", "recursive", b"recursive", "system_time", b"system_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -583,6 +589,7 @@ class PullEvent(_message.Message):
     ROOT_PULLED_FIELD_NUMBER: _builtins.int
     TRANSACTION_FIELD_NUMBER: _builtins.int
     DONE_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def progress(self) -> Global___Progress: ...
     @_builtins.property
@@ -593,6 +600,8 @@ class PullEvent(_message.Message):
     def transaction(self) -> Global___TransactionCommitted: ...
     @_builtins.property
     def done(self) -> Global___DerivativeDone: ...
+    @_builtins.property
+    def failed(self) -> Global___PullFailed: ...
     def __init__(
         self,
         *,
@@ -600,16 +609,46 @@ class PullEvent(_message.Message):
         root_pulled: Global___IngestResult | None = ...,
         transaction: Global___TransactionCommitted | None = ...,
         done: Global___DerivativeDone | None = ...,
+        failed: Global___PullFailed | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "progress", b"progress", "root_pulled", b"root_pulled", "transaction", b"transaction"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "transaction", b"transaction"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "progress", b"progress", "root_pulled", b"root_pulled", "transaction", b"transaction"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "transaction", b"transaction"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done", "failed"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___PullEvent: _TypeAlias = PullEvent  # noqa: Y015
+
+@_typing.final
+class PullFailed(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DATASET_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    SKIPPED_FIELD_NUMBER: _builtins.int
+    dataset: _builtins.str
+    error: _builtins.str
+    """Why, naming the block or field at fault."""
+    skipped: _builtins.str
+    """Set when the dataset was skipped because this input of it failed."""
+    def __init__(
+        self,
+        *,
+        dataset: _builtins.str = ...,
+        error: _builtins.str = ...,
+        skipped: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_skipped", b"_skipped", "skipped", b"skipped"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_skipped", b"_skipped", "dataset", b"dataset", "error", b"error", "skipped", b"skipped"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__skipped: _TypeAlias = _typing.Literal["skipped"]  # noqa: Y015
+    _WhichOneofArgType__skipped: _TypeAlias = _typing.Literal["_skipped", b"_skipped"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__skipped) -> _WhichOneofReturnType__skipped | None: ...
+
+Global___PullFailed: _TypeAlias = PullFailed  # noqa: Y015
 
 @_typing.final
 class TransactionCommitted(_message.Message):
