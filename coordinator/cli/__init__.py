@@ -35,10 +35,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="odf", description="Open Data Fabric coordinator")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logs (-vv: debug)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="the package, the ODF spec and the embedded engine versions",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMAND_MODULES:
         module.register(subparsers)
     return parser
+
+
+class _Version(argparse.Action):
+    """``odf --version``: computed only when asked (the engine identity hashes its sources)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from common.odf import ODF_SPEC_VERSION
+        from coordinator.engine.version import embedded_engine_version
+
+        try:
+            package = version("odf-py")
+        except PackageNotFoundError:
+            package = "unknown (not installed)"
+        print(f"odf {package}")
+        print(f"ODF spec {ODF_SPEC_VERSION}")
+        print(f"embedded engine {embedded_engine_version()}")
+        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -196,3 +196,11 @@ def test_delete(workspace: Path) -> None:
     ok(workspace, "rm", "com.example.cities")
     assert json.loads(ok(workspace, "list", "-o", "json")) == []
     assert not list((workspace / ".odf" / "keys").iterdir())
+
+
+def test_version_names_the_package_the_spec_and_the_engine(tmp_path: Path) -> None:
+    result = odf(tmp_path, "--version")  # no workspace needed
+    assert result.returncode == 0, result.stderr
+    package, spec, engine = result.stdout.splitlines()
+    assert package.startswith("odf ") and spec == "ODF spec 0.35.0"
+    assert engine.startswith("embedded engine odf-engine-spark/") and "pyspark/" in engine
