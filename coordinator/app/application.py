@@ -39,6 +39,7 @@ from coordinator.ingest.context import IngestResult
 from coordinator.ingest.polling import pull_root
 from coordinator.ingest.progress import NO_PROGRESS, Progress
 from coordinator.ingest.push import push_ingest
+from coordinator.ingest.watermark import set_watermark
 from coordinator.query import QueryResult, run_query
 from coordinator.query.tail import tail_records
 from coordinator.transform.creation import TransformCreation
@@ -256,6 +257,10 @@ class Application:
                     engines=RawQueryEngines(engines),
                     progress=progress,
                 )
+
+    def set_watermark(self, name: str, watermark: datetime) -> Multihash:
+        """Move a root dataset's watermark forward by hand; the new head."""
+        return set_watermark(self.dataset(name), watermark)
 
     def pull(
         self,

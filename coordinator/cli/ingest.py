@@ -31,7 +31,7 @@ from rich.progress import (
 from rich.text import Text
 
 from common.odf.errors import ValidationError
-from coordinator.app import IngestFile
+from coordinator.app import Application, IngestFile
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.ingest.context import IngestResult
 from coordinator.ingest.progress import NO_PROGRESS, ProgressTask
@@ -61,6 +61,13 @@ def register(subparsers: Any) -> None:
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_ingest)
 
+    p = subparsers.add_parser(
+        "set-watermark", help="move a root dataset's watermark forward (no records)"
+    )
+    p.add_argument("name", metavar="NAME", help="the root dataset")
+    p.add_argument("time", metavar="TIME", help="the new watermark (RFC 3339)")
+    p.set_defaults(handler=cmd_set_watermark)
+
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     event_time = _event_time(args.event_time)
@@ -83,6 +90,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             strict=False,
         ):
             print(describe(result, file.name))
+    return 0
+
+
+def cmd_set_watermark(args: argparse.Namespace) -> int:
+    try:
+        watermark = parse_rfc3339(args.time)
+    except (ValueError, OverflowError):
+        raise ValidationError(
+            f"{args.time!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="TIME"
+        ) from None
+    head = Application.open().set_watermark(args.name, watermark)
+    print(f"{args.name}: watermark {watermark.isoformat()} (head {head})")
     return 0
 
 

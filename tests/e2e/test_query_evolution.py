@@ -256,3 +256,22 @@ def test_pull_goes_on_past_a_failing_dataset_and_skips_its_dependents(story: Sto
     stopped = odf(story.ws, "pull", *names, "--fail-fast")
     assert stopped.returncode == 1
     assert len(stopped.stderr.splitlines()) == 1  # the first error, alone
+
+
+def test_a_watermark_set_by_hand_flows_to_derivatives(story: Story) -> None:
+    add(story.ws, root("w", COLUMNS, source="default"))
+    add(story.ws, derivative("w-d", "SELECT event_time, name FROM w", ["w"]))
+    ingest(story.ws, "w", "event_time,name,population\n2024-01-01T00:00:00Z,x,1\n")
+    ok(story.ws, "pull", "w-d")
+    out = ok(story.ws, "set-watermark", "w", "2030-01-01T00:00:00Z")
+    assert out.startswith("w: watermark 2030-01-01T00:00:00+00:00 (head f1620")
+    pulled = ok(story.ws, "pull", "w-d")  # a transaction with a watermark and no records
+    assert pulled.startswith("w-d: no new records from 0 input records, watermark 2030-01-01")
+    assert refused(story.ws, "set-watermark", "w", "2029-12-31T00:00:00Z") == (
+        "error: TIME: 2029-12-31T00:00:00+00:00 is not after the current watermark"
+        " 2030-01-01T00:00:00+00:00: watermarks only move forward"
+    )
+    assert refused(story.ws, "set-watermark", "w-d", "2031-01-01T00:00:00Z").startswith(
+        "error: NAME: dataset 'w-d' is not a root dataset"
+    )
+    assert "w-d: ok" in ok(story.ws, "verify", "w-d", "--recursive")
