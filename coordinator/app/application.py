@@ -44,6 +44,7 @@ from coordinator.query import QueryResult, run_query
 from coordinator.query.tail import tail_records
 from coordinator.transform.creation import TransformCreation
 from coordinator.transform.graph import dependency_order, input_ids
+from coordinator.transform.lineage import Lineage
 from coordinator.transform.plan import UpToDate
 from coordinator.transform.runner import Transformer, engine_mounts, utc_now, workspace_resolver
 from coordinator.transform.transaction import TransactionResult
@@ -219,6 +220,19 @@ class Application:
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
         """The dataset's blocks, newest first (at most ``limit``)."""
         return list(islice(self.dataset(name).iter_blocks(), limit))
+
+    def lineage(self, name: str | None = None) -> Lineage:
+        """The dataset graph: all of it, or what lies upstream and downstream of ``name``."""
+        lineage = Lineage.of(self.ws.list_datasets())
+        return lineage if name is None else lineage.around(self.dataset(name).alias)
+
+    def blocks_of(
+        self, name: str, event: type | tuple[type, ...]
+    ) -> list[tuple[Multihash, MetadataBlock]]:
+        """The dataset's blocks recording an ``event`` (a type or types), oldest first."""
+        found = [(h, b) for h, b in self.dataset(name).iter_blocks() if isinstance(b.event, event)]
+        found.reverse()
+        return found
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
         return tail_records(self.dataset(name), n, skip=skip)

@@ -6,7 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from common.odf.events import ExecuteTransform, SetTransform
+from common.odf.fragments import ExecuteTransformInput
 from common.serde.yaml_codec import dump_block_manifest, to_plain
+from coordinator.app import Application
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import (
     OutputFormat,
@@ -16,9 +19,21 @@ from coordinator.cli.output import (
     table_rows,
 )
 from coordinator.dataset.describe import describe_event
+from coordinator.transform.lineage import Lineage
 
 LOG_COLUMNS = ("seq", "hash", "system_time", "event", "details")
 SCHEMA_COLUMNS = ("name", "type", "nullable")
+LINEAGE_FORMATS = ("tree", "dot", "mermaid", "json")
+QUERY_COLUMNS = ("seq", "hash", "system_time", "engine", "version", "inputs", "queries")
+TRANSACTION_COLUMNS = (
+    "seq",
+    "hash",
+    "system_time",
+    "inputs",
+    "offsets",
+    "records",
+    "watermark",
+)
 
 
 def register(subparsers: Any) -> None:
@@ -44,6 +59,27 @@ def register(subparsers: Any) -> None:
     add_output_format_argument(p)
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_inspect_schema)
+
+    p = inspect.add_parser(
+        "lineage", help="the dataset graph: inputs and dependents (all, or around NAME)"
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="only what lies up- and downstream")
+    p.add_argument(
+        "-o", "--output-format", choices=LINEAGE_FORMATS, default="tree", help="default: tree"
+    )
+    p.set_defaults(handler=cmd_inspect_lineage)
+
+    p = inspect.add_parser("query", help="every query the dataset has had, oldest first")
+    p.add_argument("name", metavar="NAME", help="dataset name or id")
+    add_output_format_argument(p)
+    p.set_defaults(handler=cmd_inspect_query)
+
+    p = inspect.add_parser(
+        "transactions", help="each transaction (ExecuteTransform): inputs, offsets, records"
+    )
+    p.add_argument("name", metavar="NAME", help="dataset name or id")
+    add_output_format_argument(p)
+    p.set_defaults(handler=cmd_inspect_transactions)
 
 
 def _positive(text: str) -> int:
@@ -103,3 +139,137 @@ def cmd_inspect_schema(args: argparse.Namespace) -> int:
     rows = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
     render_rows(rows, SCHEMA_COLUMNS, args.output_format)
     return 0
+
+
+# --- inspect lineage ---------------------------------------------------------------------------
+
+
+def cmd_inspect_lineage(args: argparse.Namespace) -> int:
+    lineage = Application.open().lineage(args.name)
+    match args.output_format:
+        case "json":
+            render_document(
+                {
+                    "nodes": [{"name": n.name, "kind": n.kind} for n in lineage.nodes],
+                    "edges": [{"input": e.source, "dataset": e.target} for e in lineage.edges],
+                },
+                OutputFormat.JSON,
+            )
+        case "dot":
+            sys.stdout.write(lineage_dot(lineage))
+        case "mermaid":
+            sys.stdout.write(lineage_mermaid(lineage))
+        case _:
+            sys.stdout.write(lineage_tree(lineage, args.name))
+    return 0
+
+
+def lineage_tree(lineage: Lineage, focus: str | None) -> str:
+    """Datasets with what they feed indented below them; around a dataset, its inputs too."""
+    lines: list[str] = []
+
+    def walk(
+        name: str, step: Any, prefix: str, last: bool, top: bool, seen: frozenset[str]
+    ) -> None:
+        label = f"{name} ({lineage.kind(name)})"
+        lines.append(label if top else f"{prefix}{'└── ' if last else '├── '}{label}")
+        below = sorted(step(name))
+        inner = prefix if top else prefix + ("    " if last else "│   ")
+        for i, child in enumerate(below):
+            if child in seen:
+                continue
+            walk(child, step, inner, i == len(below) - 1, False, seen | {child})
+
+    if focus is None:
+        for root in lineage.roots():
+            walk(root, lineage.downstream, "", True, True, frozenset({root}))
+        return "".join(f"{line}\n" for line in lines)
+    name = next((n.name for n in lineage.nodes if n.name.lower() == focus.lower()), focus)
+    lines.append("upstream (inputs):")
+    walk(name, lineage.upstream, "", True, True, frozenset({name}))
+    lines.append("downstream (dependents):")
+    walk(name, lineage.downstream, "", True, True, frozenset({name}))
+    return "".join(f"{line}\n" for line in lines)
+
+
+def lineage_dot(lineage: Lineage) -> str:
+    shapes = {"Root": "box", "Derivative": "ellipse"}
+    lines = ["digraph lineage {", "  rankdir=LR;"]
+    lines += [f'  "{n.name}" [shape={shapes.get(n.kind, "diamond")}];' for n in lineage.nodes]
+    lines += [f'  "{e.source}" -> "{e.target}";' for e in lineage.edges]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def lineage_mermaid(lineage: Lineage) -> str:
+    ids = {n.name: f"n{i}" for i, n in enumerate(lineage.nodes)}
+    lines = ["graph LR"]
+    for n in lineage.nodes:
+        lines.append(
+            f'  {ids[n.name]}["{n.name}"]' if n.kind != "Root" else f'  {ids[n.name]}[("{n.name}")]'
+        )
+    for e in lineage.edges:
+        if e.source in ids and e.target in ids:
+            lines.append(f"  {ids[e.source]} --> {ids[e.target]}")
+    return "\n".join(lines) + "\n"
+
+
+# --- inspect query and transactions ------------------------------------------------------------
+
+
+def cmd_inspect_query(args: argparse.Namespace) -> int:
+    app = Application.open()
+    rows = []
+    for h, b in app.blocks_of(args.name, SetTransform):
+        event = b.event
+        assert isinstance(event, SetTransform)
+        t = event.transform
+        rows.append(
+            {
+                "seq": b.sequence_number,
+                "hash": h,
+                "system_time": b.system_time,
+                "engine": t.engine,
+                "version": t.version,
+                "inputs": ", ".join(i.alias or i.dataset_ref for i in event.inputs),
+                "queries": "; ".join(
+                    f"{q.alias}: {q.query}" if q.alias else q.query for q in t.steps()
+                ),
+            }
+        )
+    render_rows(rows, QUERY_COLUMNS, args.output_format)
+    return 0
+
+
+def cmd_inspect_transactions(args: argparse.Namespace) -> int:
+    app = Application.open()
+    names = {i.id.to_did(): i.alias for i in app.ws.list_datasets()}
+    rows = []
+    for h, b in app.blocks_of(args.name, ExecuteTransform):
+        event = b.event
+        assert isinstance(event, ExecuteTransform)
+        data = event.new_data
+        rows.append(
+            {
+                "seq": b.sequence_number,
+                "hash": h,
+                "system_time": b.system_time,
+                "inputs": "; ".join(_input_range(i, names) for i in event.query_inputs),
+                "offsets": (
+                    f"{data.offset_interval.start}..{data.offset_interval.end}" if data else None
+                ),
+                "records": (data.offset_interval.end - data.offset_interval.start + 1)
+                if data
+                else 0,
+                "watermark": event.new_watermark,
+            }
+        )
+    render_rows(rows, TRANSACTION_COLUMNS, args.output_format)
+    return 0
+
+
+def _input_range(i: ExecuteTransformInput, names: dict[str, str]) -> str:
+    name = names.get(i.dataset_id.to_did(), i.dataset_id.to_did())
+    if i.new_offset is None:
+        return f"{name}: no new records"
+    start = 0 if i.prev_offset is None else i.prev_offset + 1
+    return f"{name}: {start}..{i.new_offset}"

@@ -28,12 +28,12 @@ from pathlib import Path
 import structlog
 
 from common.odf.errors import OdfError, ValidationError
-from common.odf.fragments import DatasetKind
 from coordinator.app import Application, RootPulled, TransactionCommitted
 from coordinator.config import Schedule
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.metrics import Metrics
 from coordinator.dataset import Dataset
+from coordinator.transform.lineage import Lineage, closure
 
 log = structlog.get_logger(__name__)
 
@@ -234,11 +234,10 @@ class Scheduler:
             pending = list(self.queue.state.pending)
         if not pending:
             return None
-        datasets = {ds.alias: ds for ds in self.app.ws.list_datasets()}
-        upstream = _upstream_map(datasets.values())
+        lineage = Lineage.of(self.app.ws.list_datasets())
         queued = set(pending)
         for name in pending:
-            if not (_closure(name, upstream) & (queued - {name})):
+            if not (closure(name, lineage.upstream) & (queued - {name})):
                 return name
         return pending[0]  # a cycle cannot be committed: just take the oldest
 
@@ -282,43 +281,11 @@ def _head(ds: Dataset) -> str | None:
     return head.to_multibase() if head is not None else None
 
 
-def _inputs(ds: Dataset, by_id: dict[str, str]) -> list[str]:
-    try:
-        state = ds.state()
-    except (OdfError, OSError):
-        return []
-    if state.kind is not DatasetKind.DERIVATIVE or state.transform is None:
-        return []
-    refs = [i.dataset_ref for i in state.transform.inputs]
-    return [by_id[r] for r in refs if r in by_id]
-
-
-def _upstream_map(datasets: Iterable[Dataset]) -> dict[str, list[str]]:
-    datasets = list(datasets)
-    by_id = {}
-    for ds in datasets:
-        by_id[ds.alias] = ds.alias
-        try:
-            by_id[ds.id.to_did()] = ds.alias
-        except (OdfError, OSError):
-            continue
-    return {ds.alias: _inputs(ds, by_id) for ds in datasets}
-
-
 def _dependents(datasets: list[Dataset], moved: set[str], new: set[str]) -> list[str]:
     """Derivatives reading a dataset that moved, and new derivatives (their first pull)."""
-    upstream = _upstream_map(datasets)
+    lineage = Lineage.of(datasets)
     return sorted(
-        name for name, inputs in upstream.items() if moved & set(inputs) or (name in new and inputs)
+        n.name
+        for n in lineage.nodes
+        if moved & set(lineage.upstream(n.name)) or (n.name in new and lineage.upstream(n.name))
     )
-
-
-def _closure(name: str, upstream: dict[str, list[str]]) -> set[str]:
-    found: set[str] = set()
-    todo = list(upstream.get(name, []))
-    while todo:
-        n = todo.pop()
-        if n not in found:
-            found.add(n)
-            todo.extend(upstream.get(n, []))
-    return found

@@ -275,3 +275,28 @@ def test_a_watermark_set_by_hand_flows_to_derivatives(story: Story) -> None:
         "error: NAME: dataset 'w-d' is not a root dataset"
     )
     assert "w-d: ok" in ok(story.ws, "verify", "w-d", "--recursive")
+
+
+def test_inspect_lineage_queries_and_transactions(story: Story) -> None:
+    tree = ok(story.ws, "inspect", "lineage", "places")
+    assert tree.splitlines() == [
+        "upstream (inputs):",
+        "places (Derivative)",
+        "└── cities (Root)",
+        "downstream (dependents):",
+        "places (Derivative)",
+    ]  # the new query dropped towns
+    graph = json.loads(ok(story.ws, "inspect", "lineage", "-o", "json"))
+    assert {"input": "w", "dataset": "w-d"} in graph["edges"]
+    assert {"name": "w-d", "kind": "Derivative"} in graph["nodes"]
+    assert '"k" -> "k-good";' in ok(story.ws, "inspect", "lineage", "-o", "dot")
+    assert "graph LR" in ok(story.ws, "inspect", "lineage", "k", "-o", "mermaid")
+    queries = json.loads(ok(story.ws, "inspect", "query", "places", "-o", "json"))
+    assert [q["queries"] for q in queries] == [PLACES_QUERY, NEW_QUERY]
+    assert [q["inputs"] for q in queries] == ["cities, towns", "cities"]
+    transactions = json.loads(ok(story.ws, "inspect", "transactions", "w-d", "-o", "json"))
+    assert [(t["inputs"], t["records"]) for t in transactions] == [
+        ("w: 0..0", 1),
+        ("w: no new records", 0),
+    ]
+    assert transactions[1]["watermark"].startswith("2030-01-01T00:00:00")

@@ -10,7 +10,8 @@ import pytest
 
 from coordinator.config import Schedule
 from coordinator.daemon.calls import DatasetLocks
-from coordinator.daemon.scheduler import DurableQueue, QueueState, _closure, next_cron_time
+from coordinator.daemon.scheduler import DurableQueue, QueueState, next_cron_time
+from coordinator.transform.lineage import closure
 
 pytestmark = pytest.mark.unit
 
@@ -32,9 +33,10 @@ def test_the_queue_is_a_set_in_order_and_survives_a_restart(tmp_path: Path) -> N
 
 def test_upstream_closure() -> None:
     upstream = {"d": ["b", "c"], "b": ["a"], "c": ["a"], "a": []}
-    assert _closure("d", upstream) == {"a", "b", "c"}
-    assert _closure("a", upstream) == set()
-    assert _closure("x", {"x": ["y"], "y": ["x"]}) == {"x", "y"}  # a cycle ends
+    assert closure("d", lambda n: upstream.get(n, [])) == {"a", "b", "c"}
+    assert closure("a", lambda n: upstream.get(n, [])) == set()
+    cycle = {"x": ["y"], "y": ["x"]}
+    assert closure("x", lambda n: cycle[n]) == {"x", "y"}  # a cycle ends
 
 
 def test_cron_times() -> None:
