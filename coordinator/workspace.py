@@ -161,6 +161,19 @@ class Workspace:
         if dataset_id is not None:
             self._key_path(dataset_id).unlink(missing_ok=True)
 
+    def rename_dataset(self, ref: str, new_name: str) -> Dataset:
+        """Give a dataset a new name. Its id, key and chain stay: dependents, which refer to
+        their inputs by id (and to the data by their own query aliases), keep working."""
+        ds = self.open_dataset(ref)
+        name = _dataset_name(new_name)
+        with self._lock():
+            existing = self._path_of_name(name)
+            if existing is not None and existing != ds.layout.root:
+                raise AlreadyExistsError(f"dataset {name!r} already exists")
+            final = self.datasets_dir / name
+            os.rename(ds.layout.root, final)
+        return Dataset(final, alias=name)
+
     def clean_leftovers(self) -> None:
         """Remove half-created and half-deleted dataset directories of dead processes."""
         if not self.datasets_dir.is_dir():

@@ -43,8 +43,8 @@ from coordinator.ingest.watermark import set_watermark
 from coordinator.query import QueryResult, run_query
 from coordinator.query.tail import tail_records
 from coordinator.transform.creation import TransformCreation
-from coordinator.transform.graph import dependency_order, input_ids
-from coordinator.transform.lineage import Lineage
+from coordinator.transform.graph import dependency_order, input_ids, inputs_first
+from coordinator.transform.lineage import Lineage, closure
 from coordinator.transform.plan import UpToDate
 from coordinator.transform.runner import Transformer, engine_mounts, utc_now, workspace_resolver
 from coordinator.transform.transaction import TransactionResult
@@ -216,6 +216,26 @@ class Application:
         for ds in datasets:
             self.ws.delete_dataset(ds.alias)
         return [ds.alias for ds in datasets]
+
+    def with_dependents(self, names: Sequence[str]) -> list[str]:
+        """``names`` and every dataset downstream of them, dependents first (the order in
+        which they can be deleted)."""
+        lineage = Lineage.of(self.ws.list_datasets())
+        chosen = [self.dataset(n).alias for n in names]
+        found = set(chosen)
+        for name in chosen:
+            found |= closure(name, lineage.downstream)
+        order = [n.name for n in lineage.nodes if n.name in found]
+        ranked = inputs_first(
+            order,
+            key=lambda n: n,
+            upstream=lambda n: [u for u in lineage.upstream(n) if u in found],
+        )
+        return list(reversed(ranked))
+
+    def rename(self, name: str, new_name: str) -> str:
+        """Rename a dataset; its new name."""
+        return self.ws.rename_dataset(name, new_name).alias
 
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
         """The dataset's blocks, newest first (at most ``limit``)."""

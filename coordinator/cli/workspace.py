@@ -8,6 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from common.odf.errors import ValidationError
 from coordinator.app import Application, DatasetSummary, read_snapshots, snapshot_files
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
@@ -42,8 +43,20 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("delete", aliases=["rm"], help="delete datasets")
     p.add_argument("names", nargs="+", metavar="NAME", help="dataset names or ids")
+    p.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="also delete every dataset downstream (listed, then confirmed)",
+    )
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_delete)
+
+    p = subparsers.add_parser("rename", aliases=["mv"], help="rename a dataset")
+    p.add_argument("name", metavar="NAME", help="the dataset")
+    p.add_argument("new_name", metavar="NEW_NAME", help="its new name")
+    p.set_defaults(handler=cmd_rename)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -79,6 +92,26 @@ def _row(summary: DatasetSummary) -> dict[str, Any]:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    for name in use_cases(args).delete(args.names):
+    names = list(args.names)
+    if args.recursive:
+        names = Application.open().with_dependents(names)
+        extra = [n for n in names if n.lower() not in {a.lower() for a in args.names}]
+        if extra and not args.yes:
+            listed = ", ".join(names)
+            if not sys.stdin.isatty():
+                raise ValidationError(
+                    f"would delete {listed}; confirm with --yes", path="--recursive"
+                )
+            answer = input(f"delete {listed}? [y/N] ").strip().lower()
+            if answer not in ("y", "yes"):
+                print("nothing deleted", file=sys.stderr)
+                return 1
+    for name in use_cases(args).delete(names):
         print(f"deleted {name}")
+    return 0
+
+
+def cmd_rename(args: argparse.Namespace) -> int:
+    new = Application.open().rename(args.name, args.new_name)
+    print(f"renamed {args.name} to {new}")
     return 0

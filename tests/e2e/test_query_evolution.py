@@ -300,3 +300,10 @@ def test_inspect_lineage_queries_and_transactions(story: Story) -> None:
         ("w: no new records", 0),
     ]
     assert transactions[1]["watermark"].startswith("2030-01-01T00:00:00")
+
+
+def test_a_renamed_input_keeps_feeding_its_derivative(story: Story) -> None:
+    ok(story.ws, "rename", "w", "w-renamed")
+    ingest(story.ws, "w-renamed", "event_time,name,population\n2031-01-01T00:00:00Z,y,2\n")
+    assert "w-d: 1 records" in ok(story.ws, "pull", "w-d")
+    assert "w-d: ok" in ok(story.ws, "verify", "w-d", "--recursive")

@@ -204,3 +204,40 @@ def test_version_names_the_package_the_spec_and_the_engine(tmp_path: Path) -> No
     package, spec, engine = result.stdout.splitlines()
     assert package.startswith("odf ") and spec == "ODF spec 0.35.0"
     assert engine.startswith("embedded engine odf-engine-spark/") and "pyspark/" in engine
+
+
+def test_delete_recursive_lists_dependents_and_needs_a_confirmation(workspace: Path) -> None:
+    (workspace / "more.yaml").write_text(
+        big_cities("com.example.huge-cities", "com.example.big-cities")
+    )
+    ok(workspace, "add", "more.yaml")
+    refused = odf(workspace, "delete", "com.example.cities")
+    assert refused.returncode == 1 and "is an input of com.example.big-cities" in refused.stderr
+    unconfirmed = odf(workspace, "delete", "--recursive", "com.example.cities", stdin="")
+    assert unconfirmed.returncode == 1
+    assert unconfirmed.stderr == (
+        "error: --recursive: would delete com.example.huge-cities, com.example.big-cities,"
+        " com.example.cities; confirm with --yes\n"
+    )
+    assert len(ok(workspace, "list", "-o", "csv").splitlines()) == 4  # nothing deleted
+    out = ok(workspace, "delete", "-r", "-y", "com.example.cities")
+    assert out.splitlines() == [
+        "deleted com.example.huge-cities",
+        "deleted com.example.big-cities",
+        "deleted com.example.cities",
+    ]
+    assert ok(workspace, "list", "-o", "csv").splitlines()[1:] == []  # the header alone
+
+
+def test_rename_keeps_identity_and_dependents(workspace: Path) -> None:
+    before = ok(workspace, "log", "com.example.cities", "-o", "json")
+    assert ok(workspace, "rename", "com.example.cities", "cities") == (
+        "renamed com.example.cities to cities\n"
+    )
+    assert ok(workspace, "log", "cities", "-o", "json") == before  # same blocks, same id
+    lineage = ok(workspace, "inspect", "lineage", "cities")
+    assert "└── com.example.big-cities (Derivative)" in lineage  # still its dependent
+    taken = odf(workspace, "rename", "cities", "com.example.big-cities")
+    assert taken.stderr == "error: dataset 'com.example.big-cities' already exists\n"
+    bad = odf(workspace, "rename", "cities", "no spaces")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: name: ")
