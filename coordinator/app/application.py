@@ -41,6 +41,7 @@ from coordinator.ingest.progress import NO_PROGRESS, Progress
 from coordinator.ingest.push import push_ingest
 from coordinator.ingest.watermark import set_watermark
 from coordinator.query import QueryResult, run_query
+from coordinator.query.export import Exported, ExportFormat, export_dataset
 from coordinator.query.tail import tail_records
 from coordinator.transform.creation import TransformCreation
 from coordinator.transform.graph import dependency_order, input_ids, inputs_first
@@ -253,6 +254,12 @@ class Application:
         found = [(h, b) for h, b in self.dataset(name).iter_blocks() if isinstance(b.event, event)]
         found.reverse()
         return found
+
+    def export(
+        self, name: str, fmt: ExportFormat, output: Path, *, partition_size: int | None = None
+    ) -> Exported:
+        """Write a dataset's records to a file (or a directory of parts) for other tools."""
+        return export_dataset(self.dataset(name), fmt, output, partition_size=partition_size)
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
         return tail_records(self.dataset(name), n, skip=skip)

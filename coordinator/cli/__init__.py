@@ -18,6 +18,7 @@ from coordinator.cli import (
     block,
     daemon,
     data,
+    export,
     ingest,
     inspect,
     pull,
@@ -28,7 +29,19 @@ from coordinator.cli import (
 )
 
 Handler = Callable[[argparse.Namespace], int]
-COMMAND_MODULES = [block, data, workspace, inspect, ingest, pull, transform, verify, sql, daemon]
+COMMAND_MODULES = [
+    block,
+    data,
+    workspace,
+    inspect,
+    ingest,
+    pull,
+    transform,
+    verify,
+    sql,
+    export,
+    daemon,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

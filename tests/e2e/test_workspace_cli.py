@@ -8,6 +8,7 @@ import json
 from functools import partial
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -241,3 +242,35 @@ def test_rename_keeps_identity_and_dependents(workspace: Path) -> None:
     assert taken.stderr == "error: dataset 'com.example.big-cities' already exists\n"
     bad = odf(workspace, "rename", "cities", "no spaces")
     assert bad.returncode == 1 and bad.stderr.startswith("error: name: ")
+
+
+def test_export_writes_records_in_offset_order_and_never_overwrites(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "c.csv").write_text("city,population\nA,1\nB,2\nC,3\n")
+    ok(workspace, "ingest", "com.example.cities", "c.csv")
+    (workspace / "d.csv").write_text("city,population\nD,4\n")
+    ok(workspace, "ingest", "com.example.cities", "d.csv")
+    out = tmp_path / "cities.csv"
+    said = ok(workspace, "export", "com.example.cities", "--format", "csv", "--output", str(out))
+    assert said == f"exported 4 records of com.example.cities to {out} (1 file)\n"
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [(r["offset"], r["city"]) for r in rows] == [
+        ("0", "A"),
+        ("1", "B"),
+        ("2", "C"),
+        ("3", "D"),
+    ]
+    parts = tmp_path / "parts"
+    ok(workspace, "export", "com.example.cities", "--format", "ndjson", "--output", str(parts),
+       "--partition-size", "3")  # fmt: skip
+    assert sorted(p.name for p in parts.iterdir()) == ["part-00000.ndjson", "part-00001.ndjson"]
+    first = [json.loads(line) for line in (parts / "part-00000.ndjson").read_text().splitlines()]
+    assert [r["city"] for r in first] == ["A", "B", "C"]
+    parquet = tmp_path / "cities.parquet"
+    ok(workspace, "export", "com.example.cities", "--output", str(parquet))
+    assert pq.read_table(parquet).column("population").to_pylist() == [1, 2, 3, 4]
+    again = odf(workspace, "export", "com.example.cities", "--output", str(parquet))
+    assert again.returncode == 1
+    assert again.stderr == f"error: {parquet}: already exists (export never overwrites)\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
