@@ -135,6 +135,17 @@ class AddedDataset:
 
 
 @dataclass(frozen=True, slots=True)
+class ResetDone:
+    """A dataset moved back to ``head``, ``removed`` blocks fewer; ``invalidated``: the
+    dependents (with ``force``) whose recorded inputs are gone."""
+
+    dataset: str
+    head: Multihash
+    removed: int
+    invalidated: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class IngestFile:
     """A file to push into a root dataset, and how to name it in results."""
 
@@ -233,6 +244,37 @@ class Application:
             upstream=lambda n: [u for u in lineage.upstream(n) if u in found],
         )
         return list(reversed(ranked))
+
+    def reset(self, name: str, block: str, *, force: bool = False) -> ResetDone:
+        """Move a dataset's head back to an earlier ``block`` (its hash, or a unique prefix of
+        it); the later blocks and their files are deleted. Refused while a dependent has
+        consumed a later block, unless ``force`` (the dependent's next pull then fails
+        until it is reset too: the inputs it recorded are gone)."""
+        dataset = self.dataset(name)
+        state = dataset.state()
+        chain = [h for h, _ in dataset.iter_blocks()]
+        matches = [h for h in chain if h.to_multibase().startswith(block.strip())]
+        if len(block.strip()) < 8 or len(matches) != 1:
+            why = "matches several blocks" if len(matches) > 1 else "is not a block of the chain"
+            raise ValidationError(f"{block!r} {why} of dataset {dataset.alias!r}", path="BLOCK")
+        target = matches[0]
+        if target == state.head:
+            raise ValidationError(
+                f"{target} is already the head of {dataset.alias!r}", path="BLOCK"
+            )
+        kept = set(chain[chain.index(target) :])
+        stale = []
+        for dependent in self.lineage(dataset.alias).downstream(dataset.alias):
+            consumed = _consumed_block(self.dataset(dependent), dataset.id)
+            if consumed is not None and consumed not in kept:
+                stale.append(f"{dependent} (it has consumed {dataset.alias}'s block {consumed})")
+        if stale and not force:
+            raise OdfError(
+                f"cannot reset {dataset.alias!r}: {'; '.join(stale)} would no longer find its"
+                " inputs; reset those first, or --force"
+            )
+        removed = dataset.reset(target, expected_head=state.head)
+        return ResetDone(dataset.alias, target, len(removed), tuple(stale))
 
     def rename(self, name: str, new_name: str) -> str:
         """Rename a dataset; its new name."""
@@ -451,6 +493,17 @@ class Application:
     ) -> QueryResult:
         """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back."""
         return run_query(self.ws, query, self.engines, aliases=aliases, limit=limit)
+
+
+def _consumed_block(dependent: Dataset, input_id: DatasetID) -> Multihash | None:
+    """The newest block of ``input_id`` that ``dependent``'s transactions have consumed."""
+    last = dependent.state().last_execute_transform
+    if last is None:
+        return None
+    entry = next((i for i in last.query_inputs if i.dataset_id == input_id), None)
+    if entry is None:
+        return None
+    return entry.new_block_hash or entry.prev_block_hash
 
 
 def _input_ids(dataset: Dataset) -> list[DatasetID]:

@@ -53,6 +53,16 @@ def register(subparsers: Any) -> None:
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_delete)
 
+    p = subparsers.add_parser("reset", help="move a dataset's head back to an earlier block")
+    p.add_argument("name", metavar="NAME", help="the dataset")
+    p.add_argument("block", metavar="BLOCK", help="the block hash (or a unique prefix of it)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="even when dependents have consumed later blocks (they must then be reset too)",
+    )
+    p.set_defaults(handler=cmd_reset)
+
     p = subparsers.add_parser("rename", aliases=["mv"], help="rename a dataset")
     p.add_argument("name", metavar="NAME", help="the dataset")
     p.add_argument("new_name", metavar="NEW_NAME", help="its new name")
@@ -108,6 +118,14 @@ def cmd_delete(args: argparse.Namespace) -> int:
                 return 1
     for name in use_cases(args).delete(names):
         print(f"deleted {name}")
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    done = Application.open().reset(args.name, args.block, force=args.force)
+    for stale in done.invalidated:
+        print(f"warning: {stale}: no longer valid; reset it too", file=sys.stderr)
+    print(f"{done.dataset}: head {done.head} ({done.removed} later block(s) removed)")
     return 0
 
 

@@ -123,10 +123,13 @@ def recover(layout: DatasetLayout, chain: MetadataChain) -> None:
     """
     journal = _read_journal(layout)
     if journal is not None:
-        new_head, created = journal
+        new_head, created, removed = journal
         if chain.head() != new_head:
             log.info("rolling back an interrupted commit", dataset=str(layout.root))
             durable.remove_durably(created)
+        elif removed:
+            log.info("completing an interrupted reset", dataset=str(layout.root))
+            durable.remove_durably(removed)
         durable.remove_durably([layout.journal_path])
     for directory in layout.object_dirs():
         if directory.is_dir():
@@ -151,7 +154,7 @@ def _alive(pid: int) -> bool:
     return pid == os.getpid() or pid_alive(pid)
 
 
-def _read_journal(layout: DatasetLayout) -> tuple[Multihash, list[Path]] | None:
+def _read_journal(layout: DatasetLayout) -> tuple[Multihash, list[Path], list[Path]] | None:
     try:
         text = layout.journal_path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -160,21 +163,41 @@ def _read_journal(layout: DatasetLayout) -> tuple[Multihash, list[Path]] | None:
         doc = json.loads(text)
         head = Multihash.from_multibase(doc["new_head"])
         created = [layout.root / rel for rel in doc["created"]]
+        removed = [layout.root / rel for rel in doc.get("removed", [])]
     except (ValueError, KeyError, TypeError, DecodeError):
         # Written atomically, so this is not a torn write: leave it for a person to look at.
         raise DecodeError(f"{layout.journal_path}: unreadable commit journal") from None
-    for p in created:
+    for p in [*created, *removed]:
         if p.resolve().parent.parent != layout.root.resolve():
             raise DecodeError(f"{layout.journal_path}: names a path outside the dataset: {p}")
-    return head, created
+    return head, created, removed
 
 
-def _write_journal(layout: DatasetLayout, new_head: Multihash, created: list[Path]) -> None:
+def _write_journal(
+    layout: DatasetLayout,
+    new_head: Multihash,
+    created: list[Path],
+    removed: Sequence[Path] = (),
+) -> None:
     doc = {
         "new_head": new_head.to_multibase(),
         "created": [str(p.relative_to(layout.root)) for p in created],
+        "removed": [str(p.relative_to(layout.root)) for p in removed],
     }
     durable.write_atomic(layout.journal_path, json.dumps(doc).encode())
+
+
+def write_reset(layout: DatasetLayout, target: Multihash, removed: list[Path]) -> None:
+    """Move the head back to ``target`` and delete ``removed`` (the blocks after it and the
+    objects only they named). The journal names both first, so a reset interrupted after
+    the head moved is completed by the next ``recover``, and one interrupted before it
+    changes nothing: the chain is never left naming a deleted block, and no block the head
+    cannot reach stays behind (``odf verify`` reports such blocks as tampering)."""
+    _write_journal(layout, target, [], removed)
+    durable.write_atomic(layout.head_ref_path, target.to_multibase().encode("ascii"))
+    reached("head_replaced")
+    durable.remove_durably(removed)
+    durable.remove_durably([layout.journal_path])
 
 
 # --- staged files ----------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from datetime import datetime
 from pathlib import Path
 
 from common.odf.block import MetadataBlock
-from common.odf.events import MetadataEvent
+from common.odf.errors import NotFoundError
+from common.odf.events import AddData, ExecuteTransform, MetadataEvent
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from coordinator.dataset import commit as tx
@@ -146,6 +147,37 @@ class Dataset:
         self._state = new_state
         state_cache.save(self.chain, new_state)
         return [h for h, _ in blocks]
+
+    def reset(self, target: Multihash, *, expected_head: Multihash | None) -> list[Multihash]:
+        """Move the head back to ``target``, a block of the chain; the blocks after it and
+        the data and checkpoint files only they name are deleted (``commit.write_reset``).
+        Returns the removed blocks' hashes, newest first."""
+        with tx.commit_lock(self.layout):
+            tx.recover(self.layout, self.chain)
+            tx.check_expected_head(self.alias, self.chain, expected_head)
+            dropped: list[tuple[Multihash, MetadataBlock]] = []
+            for h, block in self.iter_blocks():
+                if h == target:
+                    break
+                dropped.append((h, block))
+            else:
+                raise NotFoundError(f"block {target} is not in the chain of dataset {self.alias!r}")
+            kept = {p for _, b in self.iter_blocks(target) for p in self._objects(b.event)}
+            removed = [self.layout.block_path(h) for h, _ in dropped]
+            removed += [p for _, b in dropped for p in self._objects(b.event) if p not in kept]
+            tx.write_reset(self.layout, target, removed)
+        self._state = None
+        return [h for h, _ in dropped]
+
+    def _objects(self, event: MetadataEvent) -> list[Path]:
+        """The data and checkpoint files an event names."""
+        found = []
+        if isinstance(event, AddData | ExecuteTransform):
+            if event.new_data is not None:
+                found.append(self.data_path(event.new_data.physical_hash))
+            if event.new_checkpoint is not None:
+                found.append(self.checkpoint_path(event.new_checkpoint.physical_hash))
+        return found
 
     def clean_leftovers(self) -> None:
         """Remove what interrupted commits and killed writers left behind (never live data)."""

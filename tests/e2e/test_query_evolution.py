@@ -307,3 +307,21 @@ def test_a_renamed_input_keeps_feeding_its_derivative(story: Story) -> None:
     ingest(story.ws, "w-renamed", "event_time,name,population\n2031-01-01T00:00:00Z,y,2\n")
     assert "w-d: 1 records" in ok(story.ws, "pull", "w-d")
     assert "w-d: ok" in ok(story.ws, "verify", "w-d", "--recursive")
+
+
+def test_reset_moves_a_head_back_unless_a_dependent_consumed_later_blocks(story: Story) -> None:
+    # w-renamed: ..., AddData (2030 watermark), AddData (y); w-d consumed both.
+    blocks = json.loads(ok(story.ws, "log", "w-renamed", "-o", "json"))
+    target = blocks[1]["hash"]
+    line = refused(story.ws, "reset", "w-renamed", target)
+    assert line.startswith("error: cannot reset 'w-renamed': w-d (it has consumed w-renamed's")
+    assert story.head("w-renamed") == blocks[0]["hash"]
+    forced = odf(story.ws, "reset", "w-renamed", target[:16], "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stdout == f"w-renamed: head {target} (1 later block(s) removed)\n"
+    assert forced.stderr.startswith("warning: w-d (it has consumed")
+    assert "FAILED" in odf(story.ws, "verify", "w-d").stdout  # its input is gone
+    d_blocks = json.loads(ok(story.ws, "log", "w-d", "-o", "json"))
+    ok(story.ws, "reset", "w-d", d_blocks[1]["hash"])
+    assert "w-d: up to date" in ok(story.ws, "pull", "w-d")
+    assert "w-d: ok" in ok(story.ws, "verify", "w-d", "--recursive")

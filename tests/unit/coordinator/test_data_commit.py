@@ -9,10 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.hashing import physical_hash_file
+from common.odf.errors import NotFoundError
 from common.odf.events import AddData
 from common.odf.fragments import Checkpoint
 from common.odf.multihash import Multihash
 from coordinator.dataset import CommitItem, Dataset, StagedFileError
+from coordinator.dataset import commit as tx
 from coordinator.query.tail import tail_records
 from tests.unit.coordinator.events import add_data_for, at, seed, set_schema, write_slice
 
@@ -98,3 +100,53 @@ def test_tail_reads_the_latest_records_across_slices(tmp_path: Path) -> None:
     assert tail_records(ds, 3, skip=2).column("offset").to_pylist() == [4, 5, 6]
     assert tail_records(ds, 100).num_rows == 9
     assert tail_records(ds, 5, skip=100).num_rows == 0
+
+
+def _two_slices(tmp_path: Path) -> tuple[Dataset, Multihash, Path]:
+    """A dataset with two data slices; the head of the first, and the second's data file."""
+    ds = new_dataset(tmp_path)
+    with ds.staging_dir() as staging:
+        path = write_slice(staging, 0, 5)
+        first = ds.commit_events(
+            [set_schema(), CommitItem(add_data_for(path, None, 0, 5), data_file=path)],
+            expected_head=ds.head(),
+            system_time=at(1),
+        )[-1]
+        path = write_slice(staging, 5, 3, name="more")
+        event = add_data_for(path, 4, 5, 3)
+        ds.commit(event, data_file=path, expected_head=first, system_time=at(2))
+    assert event.new_data is not None
+    return ds, first, ds.data_path(event.new_data.physical_hash)
+
+
+def test_reset_removes_later_blocks_and_their_files(tmp_path: Path) -> None:
+    ds, first, later_data = _two_slices(tmp_path)
+    removed = ds.reset(first, expected_head=ds.head())
+    assert len(removed) == 1 and ds.head() == first
+    assert not ds.layout.block_path(removed[0]).exists() and not later_data.exists()
+    assert ds.state().last_offset == 4
+    with pytest.raises(NotFoundError):
+        ds.reset(removed[0], expected_head=first)  # no longer in the chain
+
+
+def test_a_reset_interrupted_after_the_head_moved_is_completed(tmp_path: Path) -> None:
+    ds, first, later_data = _two_slices(tmp_path)
+    second = ds.head()
+    assert second is not None
+
+    def crash(step: str) -> None:
+        if step == "head_replaced":
+            raise KeyboardInterrupt  # the process dies at the commit point
+
+    tx.step_hook = crash
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ds.reset(first, expected_head=second)
+    finally:
+        tx.step_hook = None
+    assert ds.head() == first and later_data.exists()  # moved, not yet cleaned
+    again = Dataset(ds.layout.root)
+    with again.staging_dir() as staging:  # the next writer recovers first
+        path = write_slice(staging, 5, 2, name="other")
+        again.commit(add_data_for(path, 4, 5, 2), data_file=path, expected_head=first)
+    assert not later_data.exists() and not ds.layout.block_path(second).exists()
