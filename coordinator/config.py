@@ -364,3 +364,82 @@ def _kind(value: Any) -> str:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+# --- reading and changing single keys (odf config) -----------------------------------------------
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+SETTINGS: dict[str, Any] = {
+    "engine.provider": lambda c: c.engine.provider,
+    "engine.image": lambda c: c.engine.image,
+    "engine.address": lambda c: c.engine.address,
+    "engine.tokenFile": lambda c: c.engine.token_file,
+    "engine.tlsCa": lambda c: c.engine.tls_ca,
+    "engine.master": lambda c: c.engine.master,
+    "engine.driverMemory": lambda c: c.engine.driver_memory,
+    "engine.startTimeout": lambda c: c.engine.start_timeout,
+    "transform.exchange": lambda c: c.transform.exchange,
+    "transform.maxInputRecords": lambda c: c.transform.max_input_records,
+    "daemon.address": lambda c: c.daemon.address,
+    "daemon.httpAddress": lambda c: c.daemon.http_address,
+    "daemon.maxParallel": lambda c: c.daemon.max_parallel,
+    "daemon.engineIdleTimeout": lambda c: c.daemon.engine_idle_timeout,
+    "daemon.followLineage": lambda c: c.daemon.follow_lineage,
+    "daemon.schedules": lambda c: ", ".join(f"{s.dataset}={s.text}" for s in c.daemon.schedules),
+}
+"""Every key of the file (``section.key``) and how to read its effective value."""
+
+
+def setting(config: WorkspaceConfig, key: str) -> str:
+    """The effective value of ``key`` (the default when the file does not set it), as text."""
+    if key not in SETTINGS:
+        raise ValidationError(f"unknown key (expected one of: {', '.join(SETTINGS)})", path=key)
+    return _text(SETTINGS[key](config))
+
+
+def with_setting(text: str, key: str, value: str | None, *, source: str) -> str:
+    """The configuration file's ``text`` with ``key`` set to ``value`` (YAML: ``10``, ``true``,
+    ``{a: 1m}``...) or, for ``None``, removed; checked as a whole before it is returned.
+    Comments are not kept."""
+    import yaml
+
+    if key not in SETTINGS:
+        raise ValidationError(f"unknown key (expected one of: {', '.join(SETTINGS)})", path=key)
+    document = yaml.safe_load(text) if text.strip() else None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ValidationError("the file is not a mapping of sections", path=source)
+    section, name = key.split(".", 1)
+    block = document.setdefault(section, {})
+    if not isinstance(block, dict):
+        raise ValidationError(f"expected a mapping, got {_kind(block)}", path=section)
+    if value is None:
+        block.pop(name, None)
+        if not block:
+            document.pop(section)
+    else:
+        try:
+            block[name] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ValidationError(f"{value!r} is not a YAML value", path=key) from None
+    new_text = (
+        yaml.safe_dump(document, sort_keys=False, default_flow_style=False) if document else ""
+    )
+    try:
+        parse_config(new_text, source=source)  # refuse what the file could not hold
+    except ValidationError as e:
+        raise ValidationError(e.reason, path=key) from None
+    return new_text

@@ -8,6 +8,7 @@ code. Errors of this project (``OdfError``) become one line on stderr and exit c
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -16,6 +17,8 @@ from common.logs import configure_logging
 from common.odf.errors import OdfError
 from coordinator.cli import (
     block,
+    completion,
+    config,
     daemon,
     data,
     export,
@@ -40,6 +43,8 @@ COMMAND_MODULES = [
     verify,
     sql,
     export,
+    config,
+    completion,
     daemon,
 ]
 
@@ -81,6 +86,10 @@ class _Version(argparse.Action):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (odf completion SHELL)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
     configure_logging(args.verbose)
     handler: Handler = args.handler

@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -17,8 +20,8 @@ from common.serde.flatbuffers_codec import block_hash, encode_block
 from common.serde.yaml_codec import load_block_manifest, load_snapshots
 from coordinator.dataset import CommitItem
 from coordinator.workspace import Workspace
+from tests.support.cli import REPO, odf, ok
 from tests.support.cli import fails as fails_with
-from tests.support.cli import odf, ok
 from tests.support.datasets import derivative, root
 from tests.unit.coordinator.events import add_data_for, set_schema, write_slice
 
@@ -274,3 +277,45 @@ def test_export_writes_records_in_offset_order_and_never_overwrites(
     assert again.returncode == 1
     assert again.stderr == f"error: {parquet}: already exists (export never overwrites)\n"
     assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+
+
+def test_config_list_get_set_unset_with_validation(workspace: Path) -> None:
+    listed = dict(
+        line.split(",", 1) for line in ok(workspace, "config", "list", "-o", "csv").splitlines()[1:]
+    )
+    assert listed["engine.provider"] == "embedded" and listed["daemon.maxParallel"] == "2"
+    ok(workspace, "config", "set", "daemon.maxParallel", "4")
+    ok(workspace, "config", "set", "daemon.schedules", "{com.example.cities: 10m}")
+    assert ok(workspace, "config", "get", "daemon.maxParallel") == "4\n"
+    assert ok(workspace, "config", "get", "daemon.schedules") == "com.example.cities=every 600s\n"
+    before = (workspace / ".odf" / "config.yaml").read_text()
+    bad = odf(workspace, "config", "set", "daemon.maxParallel", "zero")
+    assert bad.stderr == "error: daemon.maxParallel: expected an integer, got string 'zero'\n"
+    assert (workspace / ".odf" / "config.yaml").read_text() == before  # unchanged
+    ok(workspace, "config", "unset", "daemon.maxParallel")
+    assert ok(workspace, "config", "get", "daemon.maxParallel") == "2\n"
+
+
+def test_completion_code_and_completions(workspace: Path) -> None:
+    for shell in ("bash", "zsh", "fish"):
+        assert "_ARGCOMPLETE" in ok(workspace, "completion", shell)
+    env = {
+        "_ARGCOMPLETE": "1",
+        "_ARGCOMPLETE_IFS": "\n",
+        "COMP_LINE": "odf config get daemon.m",
+        "COMP_POINT": "23",
+    }
+    # As the shell code runs it: completions on fd 8, debug output on fd 9.
+    result = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -m coordinator 8>&1 9>/dev/null"],
+        cwd=workspace,
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    completions = result.stdout
+    assert result.returncode == 0, result.stderr
+    assert completions.split() == ["daemon.maxParallel"]

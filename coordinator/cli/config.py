@@ -1,0 +1,53 @@
+"""``odf config list | get KEY | set KEY VALUE | unset KEY``: the workspace's ``.odf/config.yaml``.
+
+``list`` and ``get`` show effective values (the defaults where the file is silent); ``set``
+and ``unset`` rewrite the file, refusing any value the configuration could not hold (the same
+checks as when it is read), and write it whole (rename).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from coordinator.cli.output import add_output_format_argument, render_rows
+from coordinator.config import SETTINGS, config_path, load_config, setting, with_setting
+from coordinator.dataset.durable import write_atomic
+from coordinator.workspace import Workspace
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("config", help="the workspace's configuration (.odf/config.yaml)")
+    commands = p.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
+    listing = commands.add_parser("list", help="every key and its effective value")
+    add_output_format_argument(listing)
+    listing.set_defaults(handler=cmd_list)
+    get = commands.add_parser("get", help="the effective value of a key")
+    get.add_argument("key", metavar="KEY", choices=list(SETTINGS), help="e.g. engine.provider")
+    get.set_defaults(handler=cmd_get)
+    put = commands.add_parser("set", help="set a key (checked before it is written)")
+    put.add_argument("key", metavar="KEY", help="e.g. daemon.address")
+    put.add_argument("value", metavar="VALUE", help="a YAML value: text, 10, true, {a: 10m}")
+    put.set_defaults(handler=cmd_set)
+    unset = commands.add_parser("unset", help="remove a key (its default applies again)")
+    unset.add_argument("key", metavar="KEY")
+    unset.set_defaults(handler=cmd_set, value=None)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    config = load_config(Workspace.find().odf_dir)
+    rows = [{"key": key, "value": setting(config, key)} for key in SETTINGS]
+    render_rows(rows, ("key", "value"), args.output_format)
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    print(setting(load_config(Workspace.find().odf_dir), args.key))
+    return 0
+
+
+def cmd_set(args: argparse.Namespace) -> int:
+    path = config_path(Workspace.find().odf_dir)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    write_atomic(path, with_setting(text, args.key, args.value, source=str(path)).encode())
+    return 0
