@@ -35,6 +35,13 @@ from common.serde import yaml_scalars as sc
 T = TypeVar("T")
 
 KIND = "kind"
+NOT_IN_SPEC = {
+    ("FetchStep", "EthereumLogs"): (
+        "it is an extension of the reference coordinator, not part of ODF 0.35 (sources here"
+        " are Url, FilesGlob, Container, Mqtt)"
+    ),
+}
+"""Kinds other implementations write that ODF 0.35 does not define: refused by name."""
 """The key holding a union variant's tag."""
 
 _UINT64 = (0, (1 << 64) - 1)
@@ -292,6 +299,11 @@ class _Union(_Codec):
             raise sc.type_error(f"a {self.union} kind string", tag).at(KIND)
         record = self.by_spelling.get(tag)
         if record is None:
+            known = NOT_IN_SPEC.get((self.union, tag))
+            if known is not None:
+                raise ValidationError(
+                    f"{self.union} kind {tag!r} is not supported: {known}", path=KIND
+                )
             raise ValidationError(
                 f"unknown {self.union} kind {tag!r}, expected one of: {', '.join(self.tags)}",
                 path=KIND,

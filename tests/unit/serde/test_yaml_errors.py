@@ -354,3 +354,13 @@ def test_from_plain_nests_paths_under_the_given_prefix() -> None:
 def test_to_plain_rejects_values_of_the_wrong_type() -> None:
     with pytest.raises(ValidationError, match=r"^url: expected a string, got integer 5$"):
         to_plain(FetchStepUrl(url=5))  # type: ignore[arg-type]
+
+
+def test_a_kind_outside_the_spec_is_refused_by_name() -> None:
+    expect_error(
+        load_snapshot,
+        change(SNAPSHOT, "kind: Url", "kind: EthereumLogs"),
+        "dataset.yaml:13: metadata[2].fetch.kind: FetchStep kind 'EthereumLogs' is not supported:"
+        " it is an extension of the reference coordinator, not part of ODF 0.35 (sources here"
+        " are Url, FilesGlob, Container, Mqtt)",
+    )
