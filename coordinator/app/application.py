@@ -489,10 +489,16 @@ class Application:
             return [verifier.verify(ds) for ds in datasets]
 
     def query(
-        self, query: str, *, aliases: dict[str, str] | None = None, limit: int | None = None
+        self,
+        query: str,
+        *,
+        aliases: dict[str, str] | None = None,
+        limit: int | None = None,
+        as_of: dict[str, str] | None = None,
     ) -> QueryResult:
-        """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back."""
-        return run_query(self.ws, query, self.engines, aliases=aliases, limit=limit)
+        """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back;
+        ``as_of`` (dataset -> block or time) reads datasets as they were then."""
+        return run_query(self.ws, query, self.engines, aliases=aliases, limit=limit, as_of=as_of)
 
 
 def _consumed_block(dependent: Dataset, input_id: DatasetID) -> Multihash | None:

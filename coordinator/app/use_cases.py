@@ -89,5 +89,10 @@ class UseCases(Protocol):
     ) -> list[DatasetReport]: ...
 
     def query(
-        self, query: str, *, aliases: dict[str, str] | None = None, limit: int | None = None
+        self,
+        query: str,
+        *,
+        aliases: dict[str, str] | None = None,
+        limit: int | None = None,
+        as_of: dict[str, str] | None = None,
     ) -> QueryResult: ...

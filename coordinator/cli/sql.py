@@ -43,6 +43,14 @@ def register(subparsers: Any) -> None:
         help="also make dataset NAME a table named ALIAS (repeatable)",
     )
     p.add_argument(
+        "--as-of",
+        action="append",
+        default=[],
+        metavar="NAME=BLOCK|TIME",
+        help="read dataset NAME as of a block (hash or unique prefix) or an RFC 3339 time:"
+        " the data files its chain held then (repeatable)",
+    )
+    p.add_argument(
         "-n",
         "--limit",
         type=_non_negative,
@@ -60,9 +68,27 @@ def cmd_sql(args: argparse.Namespace) -> int:
         query = single_query(args.command, where="--command")
     else:
         query = single_query(_read_script(args.script), where=args.script)
-    result = app.query(query, aliases=parse_aliases(args.input), limit=args.limit or None)
+    result = app.query(
+        query,
+        aliases=parse_aliases(args.input),
+        limit=args.limit or None,
+        as_of=parse_as_of(args.as_of),
+    )
     print_result(result, args.output_format)
     return 0
+
+
+def parse_as_of(specs: Sequence[str]) -> dict[str, str]:
+    """``["x=f1620ab..."]`` -> ``{"x": "f1620ab..."}``; each dataset once."""
+    found: dict[str, str] = {}
+    for spec in specs:
+        name, sep, when = (part.strip() for part in spec.partition("="))
+        if not sep or not name or not when:
+            raise ValidationError(f"expected NAME=BLOCK or NAME=TIME, got {spec!r}", path="--as-of")
+        if name.lower() in (n.lower() for n in found):
+            raise ValidationError(f"dataset {name!r} is given twice", path="--as-of")
+        found[name] = when
+    return found
 
 
 def parse_aliases(specs: Sequence[str]) -> dict[str, str]:

@@ -209,9 +209,14 @@ class DaemonClient:
         return reports
 
     def query(
-        self, query: str, *, aliases: dict[str, str] | None = None, limit: int | None = None
+        self,
+        query: str,
+        *,
+        aliases: dict[str, str] | None = None,
+        limit: int | None = None,
+        as_of: dict[str, str] | None = None,
     ) -> QueryResult:
-        request = pb.QueryRequest(sql=query, aliases=aliases or {}, limit=limit)
+        request = pb.QueryRequest(sql=query, aliases=aliases or {}, limit=limit, as_of=as_of or {})
         return convert.from_records_messages(self._stream(self.stub.Query, request))
 
     # --- plumbing --------------------------------------------------------------------------------

@@ -96,7 +96,12 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
         def work(emit: Emit) -> None:
             with self.locks.slots, self.metrics.timed("query"):
-                result = self.app.query(request.sql, aliases=dict(request.aliases), limit=limit)
+                result = self.app.query(
+                    request.sql,
+                    aliases=dict(request.aliases),
+                    limit=limit,
+                    as_of=dict(request.as_of),
+                )
             for message in convert.records_messages(result.table, result.num_records):
                 emit(message)
 

@@ -11,7 +11,7 @@ rows asked for are read back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,9 +21,11 @@ import structlog
 from common.odf import engine_protocol as ep
 from common.odf.errors import ValidationError
 from common.odf.fragments import SqlQueryStep, TransformSql
+from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 from coordinator.engine import EngineInvalidQueryError, EngineMounts, EngineSession
 from coordinator.ingest.context import data_files
+from coordinator.ingest.source_state import parse_rfc3339
 from coordinator.query.references import mentioned_names, name_chains, statements
 from coordinator.tempdirs import owned_temp_dir
 from coordinator.workspace import Workspace
@@ -52,10 +54,11 @@ class QueryResult:
 
 @dataclass(frozen=True, slots=True)
 class QueryView:
-    """One view of the query: a dataset under a name."""
+    """One view of the query: a dataset under a name, as of ``as_of`` (default: its head)."""
 
     alias: str
     dataset: Dataset
+    as_of: Multihash | None = None
 
 
 def single_query(text: str, *, where: str) -> str:
@@ -72,16 +75,48 @@ def single_query(text: str, *, where: str) -> str:
     return parts[0]
 
 
-def query_views(ws: Workspace, query: str, aliases: Mapping[str, str]) -> list[QueryView]:
+def query_views(
+    ws: Workspace, query: str, aliases: Mapping[str, str], as_of: Mapping[str, str] | None = None
+) -> list[QueryView]:
     """The views ``query`` may use: the ``aliases`` (view name -> dataset name), then every
-    dataset whose name it mentions (case-insensitive)."""
+    dataset whose name it mentions (case-insensitive); ``as_of`` (dataset name -> block hash
+    or RFC 3339 time) puts a dataset back to an earlier block (time travel)."""
     views = [QueryView(alias, ws.open_dataset(name)) for alias, name in aliases.items()]
     mentioned = mentioned_names(query)
     taken = {v.alias.lower() for v in views}
     for ds in ws.list_datasets():
         if ds.alias.lower() in mentioned and ds.alias.lower() not in taken:
             views.append(QueryView(ds.alias, ds))
+    for name, when in (as_of or {}).items():
+        ds = ws.open_dataset(name)
+        used = [v for v in views if v.dataset.layout.root == ds.layout.root]
+        if not used:
+            raise ValidationError(f"the query does not use dataset {ds.alias!r}", path="--as-of")
+        block = block_as_of(ds, when)
+        views = [replace(v, as_of=block) if v in used else v for v in views]
     return views
+
+
+def block_as_of(ds: Dataset, when: str) -> Multihash:
+    """The block ``when`` names: a block hash (or a unique prefix of 8 characters or more), or
+    an RFC 3339 time (the newest block recorded at or before it)."""
+    text = when.strip()
+    try:
+        moment = parse_rfc3339(text)
+    except ValueError:
+        moment = None
+    if moment is not None:
+        for h, block in ds.iter_blocks():
+            if block.system_time <= moment:
+                return h
+        raise ValidationError(
+            f"dataset {ds.alias!r} has no block at or before {moment.isoformat()}", path="--as-of"
+        )
+    matches = [h for h, _ in ds.iter_blocks() if h.to_multibase().startswith(text)]
+    if len(text) < 8 or len(matches) != 1:
+        why = "matches several blocks" if len(matches) > 1 else "is not a block (nor a time)"
+        raise ValidationError(f"{text!r} {why} of dataset {ds.alias!r}", path="--as-of")
+    return matches[0]
 
 
 def run_query(
@@ -91,10 +126,11 @@ def run_query(
     *,
     aliases: Mapping[str, str] | None = None,
     limit: int | None = None,
+    as_of: Mapping[str, str] | None = None,
 ) -> QueryResult:
     """Run ``query`` on an engine of ``engines`` (a session for what the engine must see);
     read back at most ``limit`` rows."""
-    views = query_views(ws, query, aliases or {})
+    views = query_views(ws, query, aliases or {}, as_of)
     planned = [(v, _query_input(v)) for v in views]
     inputs = [i for _, i in planned if i is not None]
     no_data = [v.alias for v, i in planned if i is None]
@@ -140,7 +176,8 @@ def read_rows(path: Path, limit: int | None) -> pa.Table:
 def _query_input(view: QueryView) -> ep.QueryInput | None:
     """The engine's input for a view; ``None`` for a dataset with neither data nor schema."""
     state = view.dataset.state()
-    files = tuple(str(p) for p in data_files(view.dataset, state.head))
+    head = view.as_of or state.head
+    files = tuple(str(p) for p in data_files(view.dataset, head))
     schema = None if files else state.schema_bytes
     if not files and schema is None:
         log.info("query.no_data", dataset=view.dataset.alias)

@@ -325,3 +325,18 @@ def test_reset_moves_a_head_back_unless_a_dependent_consumed_later_blocks(story:
     ok(story.ws, "reset", "w-d", d_blocks[1]["hash"])
     assert "w-d: up to date" in ok(story.ws, "pull", "w-d")
     assert "w-d: ok" in ok(story.ws, "verify", "w-d", "--recursive")
+
+
+def test_sql_reads_a_dataset_as_of_an_earlier_block_or_time(story: Story) -> None:
+    then = story.head("villages")
+    when = json.loads(ok(story.ws, "log", "villages", "-n", "1", "-o", "json"))[0]["block"][
+        "systemTime"
+    ]
+    ingest(story.ws, "villages", "event_time,name,population\n2024-02-01T00:00:00Z,w,4\n")
+    count = "SELECT count(*) AS n FROM villages"
+    assert ok(story.ws, "sql", "-c", count).splitlines()[1] == "2"
+    assert ok(story.ws, "sql", "-c", count, "--as-of", f"villages={then}").splitlines()[1] == "1"
+    assert ok(story.ws, "sql", "-c", count, "--as-of", f"villages={when}").splitlines()[1] == "1"
+    assert refused(story.ws, "sql", "-c", "SELECT 1 AS x", "--as-of", f"villages={then}") == (
+        "error: --as-of: the query does not use dataset 'villages'"
+    )

@@ -283,9 +283,30 @@ class QueryRequest(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class AsOfEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     SQL_FIELD_NUMBER: _builtins.int
     ALIASES_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     sql: _builtins.str
     limit: _builtins.int
     """Send at most this many rows; unset: all."""
@@ -293,16 +314,23 @@ class QueryRequest(_message.Message):
     def aliases(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """View name -> dataset name, besides the datasets the query names."""
 
+    @_builtins.property
+    def as_of(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Time travel: dataset name -> a block hash (or a unique prefix) or an RFC 3339 time; the
+        dataset is read as of that block (the newest one at or before that time).
+        """
+
     def __init__(
         self,
         *,
         sql: _builtins.str = ...,
         aliases: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         limit: _builtins.int | None = ...,
+        as_of: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_limit", b"_limit", "limit", b"limit"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_limit", b"_limit", "aliases", b"aliases", "limit", b"limit", "sql", b"sql"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_limit", b"_limit", "aliases", b"aliases", "as_of", b"as_of", "limit", b"limit", "sql", b"sql"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__limit: _TypeAlias = _typing.Literal["limit"]  # noqa: Y015
     _WhichOneofArgType__limit: _TypeAlias = _typing.Literal["_limit", b"_limit"]  # noqa: Y015
