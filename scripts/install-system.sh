@@ -1,7 +1,26 @@
 #!/usr/bin/env bash
-# System packages a fresh machine needs: a Java 17+ runtime for Spark.
+# System packages a fresh machine needs: a Java 17+ runtime for Spark, and the Mosquitto MQTT
+# broker the MQTT source's tests run against.
 # (Container tooling is installed by scripts/build-images.sh, only where tests need it.)
 set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+updated=0
+apt_install() {
+  if [ "$updated" = 0 ]; then
+    $SUDO apt-get update -qq
+    updated=1
+  fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; then
+  echo "mosquitto present"
+else
+  echo "installing the Mosquitto MQTT broker (for the MQTT source's tests)"
+  apt_install mosquitto
+fi
 
 java_major() {
   java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]; exit}'
@@ -12,8 +31,5 @@ if command -v java >/dev/null 2>&1 && [ "$(java_major)" -ge 17 ]; then
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "installing a Java 17 runtime for Spark"
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+apt_install openjdk-17-jre-headless

@@ -21,6 +21,7 @@ from typing import TypedDict, Unpack
 import structlog
 
 from common.odf.events import SetPollingSource
+from common.odf.fragments import FetchStepMqtt
 from coordinator.dataset import Dataset, DatasetState
 from coordinator.dataset.state import next_system_time
 from coordinator.ingest.context import (
@@ -77,7 +78,8 @@ def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
     if source is None:
         return _unchanged(dataset, state, "no polling source defined")
     prev = decode_source_state(context.prev_source_state)
-    if context.prev_offset is not None and prev is None and not poll.fetch_uncacheable:
+    keeps_no_state = prev is None and not isinstance(source.fetch, FetchStepMqtt)
+    if context.prev_offset is not None and keeps_no_state and not poll.fetch_uncacheable:
         return _unchanged(
             dataset,
             state,
@@ -92,6 +94,7 @@ def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
             staging,
             progress=poll.progress,
             container_client=poll.container_client,
+            mqtt_client_id=mqtt_client_id(dataset),
         )
         if isinstance(fetched, UpToDate):
             return _unchanged(dataset, state, None)
@@ -105,6 +108,12 @@ def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
             source=fetched.name,
         )
         return _write_and_commit(dataset, state, context, source, data, options, staging, fetched)
+
+
+def mqtt_client_id(dataset: Dataset) -> str:
+    """The dataset's MQTT client id: stable (the broker keeps its session between polls) and
+    within MQTT 3.1.1's 23 characters."""
+    return f"odf-{dataset.id.to_multibase()[-19:]}"
 
 
 def _read(

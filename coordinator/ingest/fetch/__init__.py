@@ -47,6 +47,7 @@ def fetch(
     *,
     progress: Progress = NO_PROGRESS,
     container_client: ClientFactory = default_client,
+    mqtt_client_id: str | None = None,
 ) -> FetchResult:
     """Fetch new data for a source whose recorded state is ``prev``, into ``work_dir``."""
     match step:
@@ -63,4 +64,8 @@ def fetch(
                 step, prev, work_dir, client_factory=container_client, progress=progress
             )
         case FetchStepMqtt():
-            raise FetchError("FetchStep::Mqtt is not supported")
+            from coordinator.ingest.fetch.mqtt import fetch_mqtt  # paho, when needed
+
+            if mqtt_client_id is None:
+                raise FetchError("FetchStep::Mqtt needs the dataset's client id")
+            return fetch_mqtt(step, work_dir, client_id=mqtt_client_id)
