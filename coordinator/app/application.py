@@ -123,7 +123,14 @@ class PullFailed:
     skipped: str | None = None
 
 
-PullEvent = RootPulled | TransactionCommitted | DerivativeDone | PullFailed
+@dataclass(frozen=True, slots=True)
+class PullStarted:
+    """The pull of a dataset begins (for progress displays)."""
+
+    dataset: str
+
+
+PullEvent = RootPulled | TransactionCommitted | DerivativeDone | PullFailed | PullStarted
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,6 +380,7 @@ class Application:
                     failed[dataset.id] = dataset.alias
                     yield PullFailed(dataset.alias, f"skipped: its input {broken!r} failed", broken)
                     continue
+                yield PullStarted(dataset.alias)
                 try:
                     yield from self._pull_one(
                         dataset, transformer, engines, fetch_uncacheable, progress, system_time

@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logs (-vv: debug)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars (only results and errors)"
+    )
+    parser.add_argument(
         "--version",
         action=_Version,
         nargs=0,

@@ -15,27 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, RenderableType
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
-from rich.text import Text
-
 from common.odf.errors import ValidationError
 from coordinator.app import Application, IngestFile
 from coordinator.cli.connect import add_daemon_argument, use_cases
+from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.context import IngestResult
-from coordinator.ingest.progress import NO_PROGRESS, ProgressTask
-from coordinator.ingest.progress import Progress as IngestProgress
 from coordinator.ingest.readers import FORMATS
 from coordinator.ingest.source_state import parse_rfc3339
 from coordinator.tempdirs import owned_temp_dir
@@ -75,7 +59,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     app.summary(args.name)  # it exists, before stdin is read
     if args.files.count(STDIN) > 1:
         raise ValidationError("stdin (-) can be given only once", path="FILE")
-    with ExitStack() as files, terminal_progress() as progress:
+    with ExitStack() as files, terminal_progress(args) as progress:
         local = [IngestFile(*files.enter_context(_local_file(f))) for f in args.files]
         for file, result in zip(
             local,
@@ -138,68 +122,3 @@ def _local_file(file: str) -> Iterator[tuple[Path, str]]:
         with open(path, "wb") as out:
             shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
         yield path, "<stdin>"
-
-
-# --- progress ------------------------------------------------------------------------------------
-
-
-class _AmountColumn(ProgressColumn):
-    """Bytes (with speed) for fetches, a record count for ingests."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._bytes = DownloadColumn()
-        self._speed = TransferSpeedColumn()
-
-    def render(self, task: Task) -> RenderableType:
-        if task.fields.get("unit") == "B":
-            return Text.assemble(self._bytes.render(task), " ", self._speed.render(task))
-        return Text(f"{int(task.completed):,} records")
-
-
-class _RichTask:
-    def __init__(self, progress: Progress, task_id: TaskID) -> None:
-        self._progress = progress
-        self._task_id = task_id
-
-    def advance(self, amount: int) -> None:
-        self._progress.advance(self._task_id, amount)
-
-    def close(self) -> None:
-        self._progress.remove_task(self._task_id)
-
-
-class _RichProgress:
-    """One live display on stderr whose tasks are fetches (bytes) and ingests (records)."""
-
-    def __init__(self, console: Console) -> None:
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            _AmountColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        self.progress.start()
-
-    def task(self, description: str, *, total: int | None = None, unit: str = "B") -> ProgressTask:
-        return _RichTask(self.progress, self.progress.add_task(description, total=total, unit=unit))
-
-    def stop(self) -> None:
-        self.progress.stop()
-
-
-@contextmanager
-def terminal_progress(console: Console | None = None) -> Iterator[IngestProgress]:
-    """Rich progress bars when the console (default: stderr) is a terminal, otherwise none."""
-    console = console or Console(stderr=True)
-    if not console.is_terminal:
-        yield NO_PROGRESS
-        return
-    progress = _RichProgress(console)
-    try:
-        yield progress
-    finally:
-        progress.stop()

@@ -21,11 +21,14 @@ from coordinator.app import (
     DerivativeDone,
     PullEvent,
     PullFailed,
+    PullStarted,
     RootPulled,
     TransactionCommitted,
 )
 from coordinator.cli.connect import add_daemon_argument, use_cases
-from coordinator.cli.ingest import describe, terminal_progress
+from coordinator.cli.ingest import describe
+from coordinator.cli.progress import terminal_progress
+from coordinator.ingest.progress import Progress, ProgressTask
 from coordinator.ingest.source_state import parse_rfc3339
 
 
@@ -70,7 +73,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
     app = use_cases(args)
     system_time = parse_system_time(args.system_time)
     failures: list[PullFailed] = []
-    with terminal_progress() as progress:
+    with terminal_progress(args) as progress:
+        tasks = _PullTasks(progress)
         for event in app.pull(
             args.names,
             all_datasets=args.all,
@@ -80,10 +84,12 @@ def cmd_pull(args: argparse.Namespace) -> int:
             progress=progress,
             fail_fast=args.fail_fast,
         ):
+            tasks.update(event)
             if isinstance(event, PullFailed):
                 failures.append(event)
-            else:
+            elif not isinstance(event, PullStarted):
                 print(describe_pull_event(event))
+        tasks.close()
     if len(failures) == 1:  # the common case: one line, as when the pull stops there
         print(f"error: {failures[0].error}", file=sys.stderr)
         return 1
@@ -111,6 +117,30 @@ def parse_system_time(text: str | None) -> datetime | None:
         ) from None
 
 
+class _PullTasks:
+    """One progress task per dataset being pulled, counting the records it commits."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, ProgressTask] = {}
+
+    def update(self, event: PullEvent) -> None:
+        match event:
+            case PullStarted(name):
+                self.tasks[name] = self.progress.task(f"pull {name}", unit="records")
+            case TransactionCommitted() if event.dataset in self.tasks:
+                self.tasks[event.dataset].advance(event.output_records)
+            case RootPulled(name, result) if name in self.tasks:
+                self.tasks[name].advance(result.num_records)
+            case DerivativeDone(name) | PullFailed(name) if name in self.tasks:
+                self.tasks.pop(name).close()
+
+    def close(self) -> None:
+        for task in self.tasks.values():
+            task.close()
+        self.tasks.clear()
+
+
 def describe_pull_event(event: PullEvent) -> str:
     match event:
         case RootPulled(_, result):
@@ -121,6 +151,8 @@ def describe_pull_event(event: PullEvent) -> str:
             return f"{name}: {reason}"
         case PullFailed(name, error):
             return f"{name}: FAILED: {error}"
+        case PullStarted(name):
+            return f"{name}: pulling"
 
 
 def describe_transaction(t: TransactionCommitted) -> str:

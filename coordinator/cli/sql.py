@@ -17,6 +17,7 @@ from typing import Any
 from common.odf.errors import ValidationError
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
+from coordinator.cli.progress import terminal_progress
 from coordinator.query import QueryResult, single_query
 
 DEFAULT_LIMIT = 1000
@@ -68,12 +69,15 @@ def cmd_sql(args: argparse.Namespace) -> int:
         query = single_query(args.command, where="--command")
     else:
         query = single_query(_read_script(args.script), where=args.script)
-    result = app.query(
-        query,
-        aliases=parse_aliases(args.input),
-        limit=args.limit or None,
-        as_of=parse_as_of(args.as_of),
-    )
+    with terminal_progress(args) as progress:
+        task = progress.task("query", unit="rows")
+        result = app.query(
+            query,
+            aliases=parse_aliases(args.input),
+            limit=args.limit or None,
+            as_of=parse_as_of(args.as_of),
+        )
+        task.close()
     print_result(result, args.output_format)
     return 0
 

@@ -19,6 +19,7 @@ from coordinator.cli.output import (
     render_document,
     render_rows,
 )
+from coordinator.cli.progress import terminal_progress
 from coordinator.verify.errors import VerificationFailed
 from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import DatasetReport, Problem, TransactionResult
@@ -45,9 +46,17 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    reports = use_cases(args).verify(
-        args.names, recursive=args.recursive, integrity_only=args.integrity, on_replay=_progress
-    )
+    with terminal_progress(args) as progress:
+        task = progress.task(f"verify {', '.join(args.names)}", unit="replays")
+
+        def replayed(dataset: str, result: ReplayResult) -> None:
+            task.advance(1)
+            _progress(dataset, result)
+
+        reports = use_cases(args).verify(
+            args.names, recursive=args.recursive, integrity_only=args.integrity, on_replay=replayed
+        )
+        task.close()
     if args.output_format == OutputFormat.JSON.value:
         render_document([report_document(r) for r in reports], OutputFormat.JSON)
     else:

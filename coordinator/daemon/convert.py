@@ -17,7 +17,14 @@ from common.odf.events import ExecuteTransform, SetTransform
 from common.odf.fragments import OffsetInterval
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
-from coordinator.app import DatasetSummary, DerivativeDone, PullEvent, PullFailed, RootPulled
+from coordinator.app import (
+    DatasetSummary,
+    DerivativeDone,
+    PullEvent,
+    PullFailed,
+    PullStarted,
+    RootPulled,
+)
 from coordinator.app import TransactionCommitted as Committed
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.evolution.query_change import QueryChange
@@ -188,6 +195,8 @@ def pull_event(event: PullEvent, block: bytes = b"") -> pb.PullEvent:
             return pb.PullEvent(done=pb.DerivativeDone(dataset=name, reason=reason))
         case PullFailed(name, error, skipped):
             return pb.PullEvent(failed=pb.PullFailed(dataset=name, error=error, skipped=skipped))
+        case PullStarted(name):
+            return pb.PullEvent(started=name)
 
 
 def from_pull_event(m: pb.PullEvent) -> PullEvent:
@@ -203,6 +212,8 @@ def from_pull_event(m: pb.PullEvent) -> PullEvent:
         return Committed(t.dataset, head, event, t.input_records, t.output_records)
     if kind == "done":
         return DerivativeDone(m.done.dataset, m.done.reason)
+    if kind == "started":
+        return PullStarted(m.started)
     if kind == "failed":
         f = m.failed
         return PullFailed(f.dataset, f.error, optional(f, "skipped"))

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import pty
 import subprocess
 import sys
 from functools import partial
@@ -319,3 +320,53 @@ def test_completion_code_and_completions(workspace: Path) -> None:
     completions = result.stdout
     assert result.returncode == 0, result.stderr
     assert completions.split() == ["daemon.maxParallel"]
+
+
+def run_with_terminal_stderr(cwd: Path, *args: str) -> tuple[int, str, str]:
+    """``odf ARGS`` with stderr on a pseudo-terminal (so progress may show), stdout a pipe."""
+    main, tty = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "coordinator", *args],
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100", "TERM": "xterm"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=tty,
+            text=True,
+        )
+        os.close(tty)
+        tty = -1
+        chunks = []
+        while True:
+            try:
+                data = os.read(main, 4096)
+            except OSError:  # the terminal closed: the process is gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+        out = process.stdout.read() if process.stdout else ""
+        code = process.wait(60)
+    finally:
+        os.close(main)
+        if tty >= 0:
+            os.close(tty)
+    return code, out, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_and_never_in_machine_readable_output(
+    workspace: Path,
+) -> None:
+    (workspace / "c.csv").write_text("city,population\nA,1\n")
+    ok(workspace, "ingest", "com.example.cities", "c.csv")
+    code, out, err = run_with_terminal_stderr(workspace, "verify", "com.example.cities")
+    assert code == 0 and "com.example.cities: ok" in out
+    assert "verify com.example.cities" in err  # the progress line, on the terminal
+    code, out, err = run_with_terminal_stderr(
+        workspace, "verify", "com.example.cities", "-o", "json"
+    )
+    assert code == 0 and json.loads(out)[0]["ok"] is True  # stdout is the document alone
+    assert "verify com.example.cities" not in err
+    code, out, err = run_with_terminal_stderr(workspace, "--quiet", "verify", "com.example.cities")
+    assert code == 0 and "verify com.example.cities" not in err

@@ -618,6 +618,9 @@ class PullEvent(_message.Message):
     TRANSACTION_FIELD_NUMBER: _builtins.int
     DONE_FIELD_NUMBER: _builtins.int
     FAILED_FIELD_NUMBER: _builtins.int
+    STARTED_FIELD_NUMBER: _builtins.int
+    started: _builtins.str
+    """The pull of this dataset begins."""
     @_builtins.property
     def progress(self) -> Global___Progress: ...
     @_builtins.property
@@ -638,12 +641,13 @@ class PullEvent(_message.Message):
         transaction: Global___TransactionCommitted | None = ...,
         done: Global___DerivativeDone | None = ...,
         failed: Global___PullFailed | None = ...,
+        started: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "transaction", b"transaction"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "transaction", b"transaction"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done", "failed"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done", "failed", "started"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
