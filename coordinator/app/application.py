@@ -35,6 +35,7 @@ from coordinator.engine import (
 )
 from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.evolution.query_change import QueryChange, change_query
+from coordinator.ingest.compaction import DEFAULT_MAX_RECORDS, Compacted, compact
 from coordinator.ingest.context import IngestResult
 from coordinator.ingest.polling import pull_root
 from coordinator.ingest.progress import NO_PROGRESS, Progress
@@ -282,6 +283,22 @@ class Application:
             )
         removed = dataset.reset(target, expected_head=state.head)
         return ResetDone(dataset.alias, target, len(removed), tuple(stale))
+
+    def compact(self, name: str, *, max_records: int = DEFAULT_MAX_RECORDS) -> Compacted:
+        """Rewrite a root dataset's chain with merged data slices (new block hashes);
+        refused while a dependent has consumed any of its blocks."""
+        dataset = self.dataset(name)
+        consumers = [
+            d
+            for d in self.lineage(dataset.alias).downstream(dataset.alias)
+            if _consumed_block(self.dataset(d), dataset.id) is not None
+        ]
+        if consumers:
+            raise OdfError(
+                f"cannot compact {dataset.alias!r}: {', '.join(consumers)} consumed its blocks,"
+                " whose hashes compaction changes; reset or delete those first"
+            )
+        return compact(dataset, self.ws.datasets_dir, max_records=max_records)
 
     def rename(self, name: str, new_name: str) -> str:
         """Rename a dataset; its new name."""

@@ -12,6 +12,7 @@ from common.odf.errors import ValidationError
 from coordinator.app import Application, DatasetSummary, read_snapshots, snapshot_files
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
+from coordinator.ingest.compaction import DEFAULT_MAX_RECORDS
 
 LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
 
@@ -62,6 +63,24 @@ def register(subparsers: Any) -> None:
         help="even when dependents have consumed later blocks (they must then be reset too)",
     )
     p.set_defaults(handler=cmd_reset)
+
+    p = subparsers.add_parser(
+        "compact", help="merge a root dataset's small data files (rewrites its chain: --hard)"
+    )
+    p.add_argument("name", metavar="NAME", help="the root dataset")
+    p.add_argument(
+        "--hard",
+        action="store_true",
+        help="required: the chain is rewritten, so block hashes change",
+    )
+    p.add_argument(
+        "--max-records",
+        type=int,
+        default=DEFAULT_MAX_RECORDS,
+        metavar="N",
+        help=f"records per merged file at most (default: {DEFAULT_MAX_RECORDS:,})",
+    )
+    p.set_defaults(handler=cmd_compact)
 
     p = subparsers.add_parser("rename", aliases=["mv"], help="rename a dataset")
     p.add_argument("name", metavar="NAME", help="the dataset")
@@ -126,6 +145,23 @@ def cmd_reset(args: argparse.Namespace) -> int:
     for stale in done.invalidated:
         print(f"warning: {stale}: no longer valid; reset it too", file=sys.stderr)
     print(f"{done.dataset}: head {done.head} ({done.removed} later block(s) removed)")
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    if not args.hard:
+        raise ValidationError(
+            "compaction rewrites the chain (every block after the first merged slice gets a new"
+            " hash): confirm with --hard",
+            path="compact",
+        )
+    if args.max_records < 1:
+        raise ValidationError("must be at least 1", path="--max-records")
+    done = Application.open().compact(args.name, max_records=args.max_records)
+    print(
+        f"{done.dataset}: {done.files_before} data files in {done.blocks_before} blocks ->"
+        f" {done.files_after} in {done.blocks_after} (head {done.head})"
+    )
     return 0
 
 

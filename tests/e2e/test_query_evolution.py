@@ -340,3 +340,13 @@ def test_sql_reads_a_dataset_as_of_an_earlier_block_or_time(story: Story) -> Non
     assert refused(story.ws, "sql", "-c", "SELECT 1 AS x", "--as-of", f"villages={then}") == (
         "error: --as-of: the query does not use dataset 'villages'"
     )
+
+
+def test_compact_is_refused_while_a_derivative_consumed_the_dataset(story: Story) -> None:
+    head = story.head("k")
+    line = refused(story.ws, "compact", "k", "--hard")
+    assert line == (  # k-bad never ran a transaction: it consumed nothing
+        "error: cannot compact 'k': k-good consumed its blocks, whose hashes compaction changes;"
+        " reset or delete those first"
+    )
+    assert story.head("k") == head

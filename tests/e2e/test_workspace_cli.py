@@ -370,3 +370,30 @@ def test_progress_shows_on_a_terminal_and_never_in_machine_readable_output(
     assert "verify com.example.cities" not in err
     code, out, err = run_with_terminal_stderr(workspace, "--quiet", "verify", "com.example.cities")
     assert code == 0 and "verify com.example.cities" not in err
+
+
+def test_compact_merges_data_files_and_keeps_every_record(workspace: Path, tmp_path: Path) -> None:
+    name = "com.example.cities"
+    for i in range(3):
+        (workspace / f"{i}.csv").write_text(f"city,population\nc{i},{i}\nd{i},{i + 10}\n")
+        ok(workspace, "ingest", name, f"{i}.csv")
+    ok(workspace, "set-watermark", name, "2031-01-01T00:00:00Z")
+    (workspace / "3.csv").write_text("city,population\ne,3\n")
+    ok(workspace, "ingest", name, "3.csv")
+    before = tmp_path / "before.csv"
+    ok(workspace, "export", name, "--format", "csv", "--output", str(before))
+    blocks = len(json.loads(ok(workspace, "log", name, "-o", "json")))
+    refused = odf(workspace, "compact", name)
+    assert refused.returncode == 1 and "confirm with --hard" in refused.stderr
+    assert len(json.loads(ok(workspace, "log", name, "-o", "json"))) == blocks  # unchanged
+    out = ok(workspace, "compact", name, "--hard")
+    assert out.startswith(f"{name}: 4 data files in {blocks} blocks -> 1 in {blocks - 4} (head")
+    after = tmp_path / "after.csv"
+    ok(workspace, "export", name, "--format", "csv", "--output", str(after))
+    assert after.read_bytes() == before.read_bytes()  # the same records, offsets and times
+    assert "ok" in ok(workspace, "verify", name)
+    listed = ok(workspace, "list", "-o", "json")
+    watermark = next(d for d in json.loads(listed) if d["name"] == name)["watermark"]
+    assert watermark.startswith("2031-01-01")
+    derived = odf(workspace, "compact", "com.example.big-cities", "--hard")
+    assert derived.returncode == 1 and "is not a root dataset" in derived.stderr
