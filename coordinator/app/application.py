@@ -495,6 +495,7 @@ class Application:
         recursive: bool = False,
         integrity_only: bool = False,
         on_replay: ReplayProgress | None = None,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> list[DatasetReport]:
         """One report per dataset (inputs first); engines start only when a replay needs one."""
         selected = [self.dataset(n) for n in names]
@@ -507,10 +508,10 @@ class Application:
                 on_replay(dataset.alias, result)
 
         if integrity_only:
-            verifier = Verifier(resolve, None, exchange, on_replay=replayed)
+            verifier = Verifier(resolve, None, exchange, on_replay=replayed, on_bytes=on_bytes)
             return [verifier.verify(ds) for ds in datasets]
         with self.engines(replay_mounts(datasets, resolve)) as engines:
-            verifier = Verifier(resolve, engines, exchange, on_replay=replayed)
+            verifier = Verifier(resolve, engines, exchange, on_replay=replayed, on_bytes=on_bytes)
             return [verifier.verify(ds) for ds in datasets]
 
     def query(

@@ -7,7 +7,7 @@ is written once and renders the same output either way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -86,6 +86,7 @@ class UseCases(Protocol):
         recursive: bool = False,
         integrity_only: bool = False,
         on_replay: ReplayProgress | None = None,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> list[DatasetReport]: ...
 
     def query(

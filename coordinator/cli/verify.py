@@ -47,16 +47,23 @@ def register(subparsers: Any) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     with terminal_progress(args) as progress:
-        task = progress.task(f"verify {', '.join(args.names)}", unit="replays")
+        what = ", ".join(args.names)
+        checked = progress.task(f"verify {what}: files checked", unit="B")
+        replays = progress.task(f"verify {what}: transactions replayed", unit="replays")
 
         def replayed(dataset: str, result: ReplayResult) -> None:
-            task.advance(1)
+            replays.advance(1)
             _progress(dataset, result)
 
         reports = use_cases(args).verify(
-            args.names, recursive=args.recursive, integrity_only=args.integrity, on_replay=replayed
+            args.names,
+            recursive=args.recursive,
+            integrity_only=args.integrity,
+            on_replay=replayed,
+            on_bytes=checked.advance,
         )
-        task.close()
+        checked.close()
+        replays.close()
     if args.output_format == OutputFormat.JSON.value:
         render_document([report_document(r) for r in reports], OutputFormat.JSON)
     else:

@@ -195,6 +195,7 @@ class DaemonClient:
         recursive: bool = False,
         integrity_only: bool = False,
         on_replay: ReplayProgress | None = None,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> list[DatasetReport]:
         request = pb.VerifyRequest(
             names=list(names), recursive=recursive, integrity_only=integrity_only
@@ -204,6 +205,9 @@ class DaemonClient:
             if event.HasField("replayed"):
                 if on_replay is not None:
                     on_replay(*convert.from_replayed(event.replayed))
+            elif event.HasField("bytes_checked"):
+                if on_bytes is not None:
+                    on_bytes(event.bytes_checked)
             else:
                 reports.append(convert.from_report(event.report))
         return reports

@@ -217,6 +217,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                     recursive=request.recursive,
                     integrity_only=request.integrity_only,
                     on_replay=lambda name, result: emit(convert.replayed(name, result)),
+                    on_bytes=lambda n: emit(pb.VerifyEvent(bytes_checked=n)),
                 )
             for r in reports:
                 emit(convert.report(r))

@@ -13,7 +13,7 @@ run names every damaged block.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,13 +62,16 @@ class IntegrityResult:
         return self.chain.complete
 
 
-def verify_integrity(layout: DatasetLayout) -> IntegrityResult:
-    """Check the dataset at ``layout`` from its stored bytes; see the module docstring."""
+def verify_integrity(
+    layout: DatasetLayout, on_bytes: Callable[[int], None] | None = None
+) -> IntegrityResult:
+    """Check the dataset at ``layout`` from its stored bytes; see the module docstring.
+    ``on_bytes`` is told the size of each data and checkpoint file once it is checked."""
     chain = walk_chain(layout)
     problems = [*chain.problems, *hidden_blocks(layout, chain)]
     blocks, rule_problems = check_rules(chain.blocks, validate=chain.complete)
     problems += rule_problems
-    problems += file_problems(layout.root, blocks, complete=chain.complete)
+    problems += file_problems(layout.root, blocks, complete=chain.complete, on_bytes=on_bytes)
     return IntegrityResult(chain, blocks, tuple(sorted_problems(problems)))
 
 
@@ -96,7 +99,11 @@ def check_rules(
 
 
 def file_problems(
-    root: Path, blocks: Sequence[StoredBlock], *, complete: bool = True
+    root: Path,
+    blocks: Sequence[StoredBlock],
+    *,
+    complete: bool = True,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> list[Problem]:
     """Every data file and checkpoint named by a data event, against what the event says
     and (data files) against the dataset's schema in effect at the event, known when the
@@ -112,6 +119,8 @@ def file_problems(
             h = event.new_data.physical_hash
             if h not in data_cache:
                 data_cache[h] = data_file_facts(root, h)
+                if on_bytes is not None:
+                    on_bytes(event.new_data.size)
             schema = read.state_before.arrow_schema() if complete else None
             columns = column_types(schema) if schema is not None else None
             for message in data_slice_problems(event.new_data, data_cache[h], columns):
@@ -120,6 +129,8 @@ def file_problems(
             h = event.new_checkpoint.physical_hash
             if h not in checkpoint_cache:
                 checkpoint_cache[h] = checkpoint_facts(root, h)
+                if on_bytes is not None:
+                    on_bytes(event.new_checkpoint.size)
             for message in checkpoint_problems(event.new_checkpoint, checkpoint_cache[h]):
                 problems.append(Problem(check=Check.CHECKPOINT, block=read.ref, message=message))
     return problems

@@ -54,15 +54,17 @@ class Verifier:
         exchange: ExchangeFormat = ExchangeFormat.ARROW,
         *,
         on_replay: ReplayProgress | None = None,
+        on_bytes: Callable[[int], None] | None = None,
     ) -> None:
         self.resolve = resolve
         self.engines = engines
         self.exchange = exchange
         self.on_replay = on_replay
+        self.on_bytes = on_bytes
         self._verified: dict[DatasetID, InputHistory] = {}
 
     def verify(self, dataset: Dataset) -> DatasetReport:
-        integrity = check_integrity(dataset.layout)
+        integrity = check_integrity(dataset.layout, self.on_bytes)
         problems = list(integrity.problems)
         seed = _seed(integrity)
         kind = seed.dataset_kind if seed else None

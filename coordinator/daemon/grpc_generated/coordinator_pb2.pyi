@@ -872,6 +872,9 @@ class VerifyEvent(_message.Message):
 
     REPLAYED_FIELD_NUMBER: _builtins.int
     REPORT_FIELD_NUMBER: _builtins.int
+    BYTES_CHECKED_FIELD_NUMBER: _builtins.int
+    bytes_checked: _builtins.int
+    """Bytes of data and checkpoint files checked since the last such event."""
     @_builtins.property
     def replayed(self) -> Global___Replayed: ...
     @_builtins.property
@@ -883,12 +886,13 @@ class VerifyEvent(_message.Message):
         *,
         replayed: Global___Replayed | None = ...,
         report: Global___DatasetReport | None = ...,
+        bytes_checked: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "replayed", b"replayed", "report", b"report"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bytes_checked", b"bytes_checked", "event", b"event", "replayed", b"replayed", "report", b"report"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "replayed", b"replayed", "report", b"report"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bytes_checked", b"bytes_checked", "event", b"event", "replayed", b"replayed", "report", b"report"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["replayed", "report"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["replayed", "report", "bytes_checked"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
