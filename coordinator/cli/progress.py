@@ -86,7 +86,7 @@ class _RichProgress:
 
 @contextmanager
 def terminal_progress(
-    args: argparse.Namespace | None = None, console: Console | None = None
+    args: argparse.Namespace | None = None, *, console: Console | None = None
 ) -> Iterator[IngestProgress]:
     """Rich progress bars when the console (default: stderr) is a terminal and ``args``
     allow them (``progress_wanted``), otherwise none."""

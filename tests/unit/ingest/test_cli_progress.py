@@ -9,7 +9,7 @@ from rich.console import Console
 
 from common.odf.events import AddPushSource
 from common.odf.fragments import MergeStrategyAppend, ReadStepCsv
-from coordinator.cli.ingest import terminal_progress
+from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.progress import NO_PROGRESS
 from coordinator.ingest.push import push_ingest
 from tests.unit.ingest.helpers import new_dataset
@@ -21,13 +21,13 @@ def terminal() -> tuple[Console, io.StringIO]:
 
 
 def test_not_a_terminal_shows_nothing() -> None:
-    with terminal_progress(Console(file=io.StringIO(), force_terminal=False)) as progress:
+    with terminal_progress(console=Console(file=io.StringIO(), force_terminal=False)) as progress:
         assert progress is NO_PROGRESS
 
 
 def test_fetch_and_ingest_tasks_share_one_display(tmp_path: Path) -> None:
     console, out = terminal()
-    with terminal_progress(console) as progress:
+    with terminal_progress(console=console) as progress:
         fetch = progress.task("fetch http://x/data.csv", total=2048, unit="B")
         fetch.advance(1024)
         records = progress.task("ingest data.csv", unit="records")
