@@ -261,11 +261,7 @@ class Application:
         dataset = self.dataset(name)
         state = dataset.state()
         chain = [h for h, _ in dataset.iter_blocks()]
-        matches = [h for h in chain if h.to_multibase().startswith(block.strip())]
-        if len(block.strip()) < 8 or len(matches) != 1:
-            why = "matches several blocks" if len(matches) > 1 else "is not a block of the chain"
-            raise ValidationError(f"{block!r} {why} of dataset {dataset.alias!r}", path="BLOCK")
-        target = matches[0]
+        target = dataset.find_block(block, path="BLOCK")
         if target == state.head:
             raise ValidationError(
                 f"{target} is already the head of {dataset.alias!r}", path="BLOCK"

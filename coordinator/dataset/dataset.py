@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from common.odf.block import MetadataBlock
-from common.odf.errors import NotFoundError
+from common.odf.errors import NotFoundError, ValidationError
 from common.odf.events import AddData, ExecuteTransform, MetadataEvent
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
@@ -20,6 +20,10 @@ from coordinator.dataset.layout import DatasetLayout
 from coordinator.dataset.state import DatasetState, next_system_time
 
 CommitItem = tx.CommitItem
+
+
+MIN_BLOCK_PREFIX = 8
+"""Characters of a block hash that name a block (``odf reset``, ``odf sql --as-of``)."""
 
 
 class Dataset:
@@ -147,6 +151,16 @@ class Dataset:
         self._state = new_state
         state_cache.save(self.chain, new_state)
         return [h for h, _ in blocks]
+
+    def find_block(self, prefix: str, *, path: str) -> Multihash:
+        """The block of the chain whose hash starts with ``prefix`` (8 characters at least);
+        ``ValidationError`` naming ``path`` unless exactly one does."""
+        text = prefix.strip()
+        matches = [h for h, _ in self.iter_blocks() if h.to_multibase().startswith(text)]
+        if len(text) < MIN_BLOCK_PREFIX or len(matches) != 1:
+            why = "matches several blocks" if len(matches) > 1 else "is not a block"
+            raise ValidationError(f"{text!r} {why} of dataset {self.alias!r}", path=path)
+        return matches[0]
 
     def reset(self, target: Multihash, *, expected_head: Multihash | None) -> list[Multihash]:
         """Move the head back to ``target``, a block of the chain; the blocks after it and

@@ -166,28 +166,17 @@ def _copy_data(old: Dataset, event: AddData, work: Path) -> Path | None:
 
 
 def _merged(old: Dataset, group: list[MetadataBlock], work: Path) -> CommitItem:
-    events = [b.event for b in group]
-    assert all(isinstance(e, AddData) for e in events)
-    adds: list[AddData] = [e for e in events if isinstance(e, AddData)]
+    """One ``AddData`` for a run: the run's slices in one file (none for watermark-only runs),
+    with the first block's previous offset and checkpoint and the last block's new state."""
+    adds = [b.event for b in group if isinstance(b.event, AddData)]
+    assert len(adds) == len(group)
     first, last = adds[0], adds[-1]
     slices = [e.new_data for e in adds if e.new_data is not None]
-    if not slices:  # watermark-only blocks: the last one says it all
-        return CommitItem(
-            AddData(
-                prev_checkpoint=first.prev_checkpoint,
-                prev_offset=first.prev_offset,
-                new_data=None,
-                new_checkpoint=last.new_checkpoint,
-                new_watermark=last.new_watermark,
-                new_source_state=last.new_source_state,
-            )
-        )
-    path = work / f"merged-{secrets.token_hex(6)}"
-    new_data = _write_merged(old, slices, path)
+    path = work / f"merged-{secrets.token_hex(6)}" if slices else None
     event = AddData(
         prev_checkpoint=first.prev_checkpoint,
         prev_offset=first.prev_offset,
-        new_data=new_data,
+        new_data=_write_merged(old, slices, path) if path is not None else None,
         new_checkpoint=last.new_checkpoint,
         new_watermark=last.new_watermark,
         new_source_state=last.new_source_state,

@@ -112,11 +112,10 @@ def block_as_of(ds: Dataset, when: str) -> Multihash:
         raise ValidationError(
             f"dataset {ds.alias!r} has no block at or before {moment.isoformat()}", path="--as-of"
         )
-    matches = [h for h, _ in ds.iter_blocks() if h.to_multibase().startswith(text)]
-    if len(text) < 8 or len(matches) != 1:
-        why = "matches several blocks" if len(matches) > 1 else "is not a block (nor a time)"
-        raise ValidationError(f"{text!r} {why} of dataset {ds.alias!r}", path="--as-of")
-    return matches[0]
+    try:
+        return ds.find_block(text, path="--as-of")
+    except ValidationError as e:
+        raise ValidationError(f"{e.reason} (nor an RFC 3339 time)", path="--as-of") from None
 
 
 def run_query(
