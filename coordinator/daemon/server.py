@@ -88,7 +88,6 @@ class Daemon:
         self.serving = threading.Event()
         self.metrics = Metrics()
         self.locks = DatasetLocks(app.config.daemon.max_parallel)
-        self.scheduler: Scheduler | None = None
 
     def run(
         self, stop: threading.Event, on_serving: Callable[[DaemonInfo], None] | None = None
@@ -97,7 +96,6 @@ class Daemon:
         with self.rundir.hold():
             token = self.rundir.new_token()
             scheduler = Scheduler(self.app, self.locks, self.metrics, self.rundir.path)
-            self.scheduler = scheduler
             server = grpc.server(
                 ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="odf-daemon"),
                 interceptors=[TokenInterceptor(token, what="daemon")],

@@ -183,6 +183,22 @@ def test_a_plain_grpc_client(served: Served) -> None:
         with pytest.raises(grpc.RpcError) as bad:
             list(stub.Query(pb.QueryRequest(sql="SELEC 1"), metadata=md, timeout=120))
         assert bad.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        # Uploads are checked before anything is read into the dataset.
+        head = dataset(ws, "a").head()
+        upload = [
+            pb.IngestRequest(
+                header=pb.IngestHeader(dataset="a", file_name="x.bin", media_type="video/mp4")
+            ),
+            pb.IngestRequest(chunk=b"\x00\x01not data"),
+        ]
+        with pytest.raises(grpc.RpcError) as wrong_type:
+            list(stub.Ingest(iter(upload), metadata=md, timeout=30))
+        assert wrong_type.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert "media_type: unknown format 'video/mp4'" in (wrong_type.value.details() or "")
+        with pytest.raises(grpc.RpcError) as headless:
+            list(stub.Ingest(iter(upload[1:]), metadata=md, timeout=30))
+        assert headless.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert dataset(ws, "a").head() == head  # nothing committed
         # A deadline ends a long call.
         with pytest.raises(grpc.RpcError) as late:
             list(stub.Verify(pb.VerifyRequest(names=["b"]), metadata=md, timeout=0.05))
