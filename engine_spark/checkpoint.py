@@ -1,11 +1,16 @@
 """The engine checkpoint: the state one transaction hands to the next.
 
-The state is every input's watermark, the last output watermark and, for inputs declared as
-temporal tables, their latest row per primary key. Without temporal tables it is one
+The state is every input's watermark, the last output watermark, for inputs declared as
+temporal tables their latest row per primary key and, for a stateful query, its streaming
+state (``StreamState``: Spark's streaming checkpoint in portable form, plus the last emitted
+row per key of a changelog). Without temporal tables or streaming state it is one
 deterministic JSON document (sorted keys, inputs sorted by DatasetID, fixed timestamp format);
-with them, a tar holding that document (``checkpoint.json``) and one Parquet file per temporal
-table, written with fixed metadata (mtime 0, mode 644, no owner), rows sorted by primary key.
-Identical state therefore always gives identical checkpoint bytes and hashes.
+with them, a tar holding that document (``checkpoint.json``), one Parquet file per temporal
+table and the streaming state's files under ``stream/``, written with fixed metadata (mtime 0,
+mode 644, no owner) in name order.
+
+Format versions: 1 has no streaming state; 2 adds ``stream`` (written only when there is
+streaming state, so stateless checkpoints keep their version-1 bytes). Both are read.
 
 A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
 holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
@@ -29,9 +34,14 @@ from engine_spark.exchange import write_bytes
 
 CHECKPOINT_FORMAT = "odf-py/engine-spark/checkpoint"
 CHECKPOINT_VERSION = 1
+STREAM_CHECKPOINT_VERSION = 2
+_READABLE_VERSIONS = (CHECKPOINT_VERSION, STREAM_CHECKPOINT_VERSION)
 _REFERENCE_SUFFIX = ".watermark"
 _JSON_ENTRY = "checkpoint.json"
 _TEMPORAL_DIR = "temporal"
+_STREAM_DIR = "stream"
+_SPARK_DIR = f"{_STREAM_DIR}/spark/"
+_SNAPSHOT_FILE = f"{_STREAM_DIR}/emitted.parquet"
 _FRACTION = re.compile(r"\.(\d+)")
 
 
@@ -44,6 +54,26 @@ class TemporalState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StreamState:
+    """A stateful query's state between transactions (see ``streaming.py``)."""
+
+    query: str
+    """Fingerprint of the transform the state belongs to (a changed query starts afresh)."""
+    spark_version: str
+    """``major.minor`` of the Spark that wrote ``files``: state stores are tied to it."""
+    mode: str
+    """``append`` (windows, interval joins) or ``changelog`` (unbounded aggregates)."""
+    transactions: int
+    """Transactions run so far (names each transaction's input files uniquely)."""
+    files: Mapping[str, bytes]
+    """Spark's checkpoint directory, by relative path, input paths made portable."""
+    keys: tuple[str, ...] = ()
+    """A changelog's key columns."""
+    emitted: bytes | None = None
+    """A changelog's last emitted row per key, as Parquet."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineCheckpoint:
     """Per-input watermarks (by DatasetID), the last output watermark, temporal tables."""
 
@@ -51,10 +81,14 @@ class EngineCheckpoint:
     output_watermark: datetime | None = None
     temporal_tables: Mapping[str, TemporalState] = field(default_factory=dict)
     """By temporal table name (the input's query alias)."""
+    stream: StreamState | None = None
 
     def is_empty(self) -> bool:
         return (
-            not self.input_watermarks and self.output_watermark is None and not self.temporal_tables
+            not self.input_watermarks
+            and self.output_watermark is None
+            and not self.temporal_tables
+            and self.stream is None
         )
 
 
@@ -76,7 +110,7 @@ def encode_checkpoint(checkpoint: EngineCheckpoint) -> bytes:
             else None
         ),
     }
-    if not checkpoint.temporal_tables:
+    if not checkpoint.temporal_tables and checkpoint.stream is None:
         return _json_bytes(doc)
     names = sorted(checkpoint.temporal_tables)
     doc["temporalTables"] = [
@@ -87,12 +121,30 @@ def encode_checkpoint(checkpoint: EngineCheckpoint) -> bytes:
         }
         for i, name in enumerate(names)
     ]
-    entries = [(_JSON_ENTRY, _json_bytes(doc))]
-    entries += [
+    files = [
         (entry["file"], checkpoint.temporal_tables[entry["name"]].parquet)
         for entry in doc["temporalTables"]
     ]
-    return _tar_bytes(entries)
+    if checkpoint.stream is not None:
+        doc["version"] = STREAM_CHECKPOINT_VERSION
+        doc["stream"], stream_files = _encode_stream(checkpoint.stream)
+        files += stream_files
+    return _tar_bytes([(_JSON_ENTRY, _json_bytes(doc)), *files])
+
+
+def _encode_stream(stream: StreamState) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
+    doc: dict[str, Any] = {
+        "query": stream.query,
+        "sparkVersion": stream.spark_version,
+        "mode": stream.mode,
+        "transactions": stream.transactions,
+        "keys": list(stream.keys),
+    }
+    files = [(_SPARK_DIR + name, stream.files[name]) for name in sorted(stream.files)]
+    if stream.emitted is not None:
+        doc["emitted"] = _SNAPSHOT_FILE
+        files.append((_SNAPSHOT_FILE, stream.emitted))
+    return doc, files
 
 
 def decode_checkpoint(data: bytes, *, path: str = "checkpoint") -> EngineCheckpoint:
@@ -176,10 +228,10 @@ def _decode_json(data: bytes, path: str, files: Mapping[str, bytes]) -> EngineCh
         raise InputDataError(f"checkpoint is not valid JSON: {e}", path=path) from e
     if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
         raise InputDataError(f"checkpoint format is not {CHECKPOINT_FORMAT!r}", path=path)
-    if doc.get("version") != CHECKPOINT_VERSION:
+    if doc.get("version") not in _READABLE_VERSIONS:
         raise InputDataError(
             f"checkpoint version {doc.get('version')!r} is not supported "
-            f"(expected {CHECKPOINT_VERSION})",
+            f"(this engine reads versions {', '.join(map(str, _READABLE_VERSIONS))})",
             path=path,
         )
     watermarks: dict[DatasetID, datetime] = {}
@@ -200,7 +252,31 @@ def _decode_json(data: bytes, path: str, files: Mapping[str, bytes]) -> EngineCh
             parse_instant(output, path=f"{path}: outputWatermark") if output else None
         ),
         temporal_tables=_decode_temporal(doc.get("temporalTables") or [], files, path),
+        stream=_decode_stream(doc["stream"], files, path) if doc.get("stream") else None,
     )
+
+
+def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamState:
+    where = f"{path}: stream"
+    try:
+        emitted_file = entry.get("emitted")
+        if emitted_file is not None and emitted_file not in files:
+            raise InputDataError(f"file {emitted_file!r} is missing from the tar", path=where)
+        return StreamState(
+            query=str(entry["query"]),
+            spark_version=str(entry["sparkVersion"]),
+            mode=str(entry["mode"]),
+            transactions=int(entry["transactions"]),
+            keys=tuple(str(k) for k in entry.get("keys") or ()),
+            files={
+                name.removeprefix(_SPARK_DIR): content
+                for name, content in files.items()
+                if name.startswith(_SPARK_DIR)
+            },
+            emitted=files[emitted_file] if emitted_file is not None else None,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise InputDataError(f"missing or malformed field {e}", path=where) from e
 
 
 def _decode_temporal(

@@ -10,6 +10,7 @@ memory use stays bounded. Methods return the protocol's Success messages and rai
 from __future__ import annotations
 
 import dataclasses
+import io
 import tempfile
 import threading
 import time
@@ -20,14 +21,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import structlog
 from pyspark.sql import DataFrame, SparkSession
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTable, TransformSql
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
-from engine_spark import calls
+from engine_spark import calls, stream_state, streaming
 from engine_spark import checkpoint as cp
+from engine_spark.changelog import changelog
 from engine_spark.errors import InvalidQueryError
 from engine_spark.exchange import write_table
 from engine_spark.inputs import (
@@ -40,12 +43,14 @@ from engine_spark.inputs import (
 from engine_spark.ordering import RowOrder, result_order, sort_by_values
 from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
 from engine_spark.queries import run_steps
+from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
-from engine_spark.schema_mapping import output_column
+from engine_spark.schema_mapping import output_column, result_arrow_schema
 from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import Staging, stages_locally, staging_area
+from engine_spark.stateful import Mode, stateful_plan
 from engine_spark.temporal import (
     carried_state,
     check_primary_key,
@@ -101,7 +106,13 @@ class SparkEngine:
             tables = temporal_tables(request.transform, _aliases(request.query_inputs))
             states = _register_inputs(session, staging, request.query_inputs, tables, previous)
             result = run_steps(session, request.transform)
-            output = _collect_output(result, request.vocab)
+            stream: cp.StreamState | None = None
+            if _is_row_wise(result):
+                output = _collect_output(result, request.vocab)
+                if output.columns.op is None:
+                    check_no_retractions(request.query_inputs, stateful=False)
+            else:
+                output, stream = _stream_transaction(session, request, previous, tables, result)
             slice_ = build_output(
                 output.table,
                 output.columns,
@@ -110,7 +121,7 @@ class SparkEngine:
                 next_offset=request.next_offset,
             )
             interval = _write_slice(slice_, request.new_data_path, request.next_offset)
-            state = _next_checkpoint(previous, request.query_inputs, states)
+            state = _next_checkpoint(previous, request.query_inputs, states, stream)
             _write_state(state, request.new_checkpoint_path)
             log.info("transform.done", records=slice_.num_rows, order=output.order.value)
             return ep.TransformResponseSuccess(
@@ -277,6 +288,96 @@ def _register_inputs(
     return states
 
 
+def _is_row_wise(result: DataFrame) -> bool:
+    """Whether the query gives the same answer slice by slice as over all records at once."""
+    with query_errors(None, in_step=False):
+        return result_order(result) is RowOrder.INPUT
+
+
+def _stream_transaction(
+    session: SparkSession,
+    request: ep.TransformRequest,
+    previous: cp.EngineCheckpoint,
+    tables: dict[str, TemporalTable],
+    batch_result: DataFrame,
+) -> tuple[_Output, cp.StreamState]:
+    """Run a stateful query as a streaming query over the slices (``streaming.py``)."""
+    inputs = [
+        streaming.StreamInput(
+            i,
+            previous_watermark=previous.input_watermarks.get(i.dataset_id),
+            watermark=input_watermark(
+                i.explicit_watermarks, previous.input_watermarks.get(i.dataset_id)
+            ),
+        )
+        for i in request.query_inputs
+        if i.query_alias not in tables
+    ]
+    check_no_retractions([i.request for i in inputs], stateful=True)
+    fingerprint = streaming.query_fingerprint(request.transform)
+    carried = previous.stream if previous.stream and previous.stream.query == fingerprint else None
+    columns = plan_output_columns(
+        [(f.name, f.dataType.simpleString()) for f in batch_result.schema.fields], request.vocab
+    )
+    arrow_schema = result_arrow_schema(batch_result)
+    with streaming.work_area() as area:
+        transaction = streaming.restore(area, carried, session)
+        for inp in inputs:
+            schema = streaming.stage_input(area, inp, transaction)
+            register_view(
+                streaming.stream_view(session, area, inp, schema), inp.request.query_alias
+            )
+        streaming.configure(session)
+        result = run_steps(session, request.transform)
+        plan = stateful_plan(result)
+        batches = [t.cast(arrow_schema) for t in streaming.run_query(result, area, plan.mode)]
+        files = stream_state.pack(area.checkpoint, area.inputs)
+    emitted: bytes | None = None
+    if plan.mode is Mode.APPEND:
+        table = pa.concat_tables(batches) if batches else arrow_schema.empty_table()
+        trailing = [columns.op] if columns.op else []
+        table = sort_by_values(table, [columns.event_time], trailing)
+    else:
+        if columns.op is not None:
+            raise InvalidQueryError(
+                f"an aggregation without an event-time window emits its own changelog in "
+                f"{columns.op!r}: do not select an {columns.op!r} column"
+            )
+        op = request.vocab.operation_type_column
+        before = carried.emitted if carried is not None else None
+        changes = changelog(
+            batches or [arrow_schema.empty_table()],
+            pq.read_table(io.BytesIO(before)) if before is not None else None,
+            plan.keys,
+            op,
+        )
+        table = changes.rows
+        columns = dataclasses.replace(columns, op=op)
+        emitted = _parquet_bytes(changes.emitted)
+    state = cp.StreamState(
+        query=fingerprint,
+        spark_version=streaming.spark_version(session),
+        mode=plan.mode.value,
+        transactions=transaction + 1,
+        files=files,
+        keys=plan.keys,
+        emitted=emitted,
+    )
+    log.info(
+        "transform.stream",
+        mode=plan.mode.value,
+        batches=len(batches),
+        state_bytes=stream_state.total_size(files),
+    )
+    return _Output(table, columns, RowOrder.VALUES), state
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="snappy")
+    return sink.getvalue()
+
+
 def _collect_output(result: DataFrame, vocab: DatasetVocabulary) -> _Output:
     columns = plan_output_columns(
         [(f.name, f.dataType.simpleString()) for f in result.schema.fields], vocab
@@ -349,7 +450,10 @@ def _next_checkpoint(
     previous: cp.EngineCheckpoint,
     inputs: tuple[ep.TransformRequestInput, ...],
     temporal: dict[str, cp.TemporalState],
+    stream: cp.StreamState | None = None,
 ) -> cp.EngineCheckpoint:
+    """The state after this transaction. With streaming state, every streamed input must
+    have a watermark before the output has one (such an input holds Spark's windows back)."""
     watermarks = {
         i.dataset_id: input_watermark(
             i.explicit_watermarks, previous.input_watermarks.get(i.dataset_id)
@@ -357,10 +461,18 @@ def _next_checkpoint(
         for i in inputs
     }
     known = {k: v for k, v in watermarks.items() if v is not None}
+    held_back = stream is not None and any(
+        watermarks[i.dataset_id] is None for i in inputs if i.query_alias not in temporal
+    )
     return cp.EngineCheckpoint(
         input_watermarks=known,
-        output_watermark=output_watermark(watermarks.values(), previous.output_watermark),
+        output_watermark=(
+            previous.output_watermark
+            if held_back
+            else output_watermark(watermarks.values(), previous.output_watermark)
+        ),
         temporal_tables=temporal,
+        stream=stream,
     )
 
 

@@ -115,12 +115,12 @@ def sort_by_values(table: pa.Table, leading: Sequence[str], trailing: Sequence[s
     keys = [
         (name, "ascending")
         for name in (*leading, *middle, *trailing)
-        if _sortable(table.schema.field(name).type)
+        if sortable(table.schema.field(name).type)
     ]
     if not keys or table.num_rows < 2:
         return table
     return table.sort_by(keys)
 
 
-def _sortable(t: pa.DataType) -> bool:
+def sortable(t: pa.DataType) -> bool:
     return not (pa.types.is_nested(t) or pa.types.is_null(t) or pa.types.is_dictionary(t))

@@ -12,7 +12,12 @@ as ``timestamp[ms, tz=UTC]`` (truncating), exactly like the reference engine's
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 UTC = "UTC"
 OUTPUT_TIMESTAMP = pa.timestamp("ms", tz=UTC)
@@ -73,3 +78,10 @@ def _cast(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
         column = column.cast(column.type.value_type)
     safe = not (pa.types.is_timestamp(target) and pa.types.is_timestamp(column.type))
     return column.cast(target, safe=safe)
+
+
+def result_arrow_schema(result: DataFrame) -> pa.Schema:
+    """The Arrow schema ``result.toArrow()`` gives (types and nullability), without a job."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(result.schema, timezone=UTC)

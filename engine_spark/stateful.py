@@ -1,0 +1,200 @@
+"""Which queries need state across transactions, and whether they can run incrementally.
+
+A query made only of row-wise operators (projection, filter, union, explode) gives the same
+result on each transaction's new records as on all records at once: it runs as a batch query
+over the slices (``engine.py``). Any other query (aggregation, join of two inputs, window,
+distinct, sort, limit) depends on earlier records and runs as a Spark Structured Streaming
+query whose state is carried in the checkpoint (``streaming.py``), in one of two modes:
+
+* ``append``: every stateful operator is bounded by event time (GROUP BY ``window(...)`` or
+  ``session_window(...)``, joins of two inputs with an event-time condition). A result is
+  emitted once, when the watermark closes it, and never revised.
+* ``changelog``: an aggregation with no event-time window (GROUP BY key). Each transaction
+  emits ``+I`` for a new key and a ``-U``/``+U`` pair when a key's row changed (RFC-015),
+  against the last emitted row per key kept in the checkpoint. The query must select every
+  grouping key.
+
+Refused, with InvalidQuery, at ValidateQuery as well as at ExecuteTransform: ``LIMIT`` and
+``ORDER BY`` over a stream, analytic window functions (``OVER``: top-N per key must be written
+as an aggregation), joins of two inputs without an event-time bound, and whatever Spark's own
+checks for streaming queries refuse (several aggregations in a changelog, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from engine_spark.errors import InvalidQueryError
+
+WATERMARK_METADATA_KEY = "spark.watermarkDelayMs"
+"""Spark's (internal) column metadata marking an event-time column bounded by a watermark
+(``EventTimeWatermark.delayKey``); pinned by the tests of ``streaming.py``."""
+
+
+class Mode(Enum):
+    APPEND = "append"
+    CHANGELOG = "changelog"
+
+
+@dataclass(frozen=True, slots=True)
+class StatefulPlan:
+    mode: Mode
+    keys: tuple[str, ...] = ()
+    """The output columns that identify a changelog row (its grouping keys)."""
+
+
+def plan_of(df: DataFrame) -> Any:
+    return df._jdf.queryExecution().analyzed()
+
+
+def stateful_plan(df: DataFrame) -> StatefulPlan:
+    """How a streaming query ``df`` runs; InvalidQuery when it cannot run incrementally."""
+    root = plan_of(df)
+    aggregates = []
+    for node in _walk(root):
+        name = str(node.nodeName())
+        if name in ("GlobalLimit", "LocalLimit", "Tail", "Offset"):
+            raise InvalidQueryError(
+                "LIMIT/OFFSET over a stream is not supported: the first rows of an endless "
+                "stream depend on how it is split into transactions; filter or aggregate instead"
+            )
+        if name == "Sort" and bool(getattr(node, "global")()):
+            raise InvalidQueryError(
+                "ORDER BY over a stream is not supported: the output is ordered by offset; "
+                "use ORDER BY only inside an aggregation's result or drop it"
+            )
+        if name == "Window":
+            raise InvalidQueryError(
+                "window functions (OVER ...) over a stream are not supported: for top-N or "
+                "deduplication per key, write an aggregation (GROUP BY key with max_by/min_by, "
+                "or GROUP BY window(...))"
+            )
+        if name == "Join" and bool(node.isStreaming()):
+            _check_bounded_join(node)
+        if name == "Aggregate" and bool(node.isStreaming()):
+            aggregates.append(node)
+    unbounded = [a for a in aggregates if not _has_event_time_key(a)]
+    if not unbounded:
+        return StatefulPlan(Mode.APPEND)
+    return StatefulPlan(Mode.CHANGELOG, _changelog_keys(root, unbounded[0]))
+
+
+def _check_bounded_join(join: Any) -> None:
+    left, right = _child(join, 0), _child(join, 1)
+    if not (bool(left.isStreaming()) and bool(right.isStreaming())):
+        return  # a stream joined with a static relation (a temporal table) keeps no state
+    condition = join.condition()
+    bounded = False
+    if bool(condition.isDefined()):
+        refs = [a for a in _seq(condition.get().references().toSeq()) if _has_watermark(a)]
+        left_ids = {_expr_id(a) for a in _seq(left.output())}
+        right_ids = {_expr_id(a) for a in _seq(right.output())}
+        ids = {_expr_id(a) for a in refs}
+        bounded = bool(ids & left_ids) and bool(ids & right_ids)
+    if not bounded:
+        raise InvalidQueryError(
+            "a join of two streams needs an event-time bound, or its state grows forever: "
+            "add a condition on both sides' event_time, e.g. "
+            "a.event_time BETWEEN b.event_time - INTERVAL 1 HOUR AND b.event_time, "
+            "or declare the slowly changing side as a temporal table"
+        )
+
+
+def _has_event_time_key(aggregate: Any) -> bool:
+    return any(
+        _has_watermark(e) for e in _seq(aggregate.groupingExpressions()) if _is_attribute(e)
+    ) or any(
+        _has_watermark(a)
+        for e in _seq(aggregate.groupingExpressions())
+        for a in _seq(e.references().toSeq())
+    )
+
+
+def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:
+    """The output columns holding the aggregate's grouping keys; InvalidQuery when one is
+    not selected (a changed row could not be told from a new one)."""
+    grouping = list(_seq(aggregate.groupingExpressions()))
+    key_ids: set[Any] = set()
+    for expression in _seq(aggregate.aggregateExpressions()):
+        inner = expression.child() if str(expression.nodeName()) == "Alias" else expression
+        if any(bool(inner.semanticEquals(g)) for g in grouping):
+            key_ids.add(_expr_id(expression))
+    if len(key_ids) < len(grouping):
+        raise _missing_keys()
+    node, path = root, []
+    while not _same_node(node, aggregate):
+        path.append(node)
+        children = list(_seq(node.children()))
+        if len(children) != 1 or str(node.nodeName()) not in _KEY_PRESERVING:
+            raise InvalidQueryError(
+                "an aggregation without an event-time window must be the query's last "
+                "operator (with projections and HAVING above it) so its changes can be "
+                "emitted as a changelog"
+            )
+        node = children[0]
+    for above in reversed(path):
+        if str(above.nodeName()) == "Project":
+            key_ids = {
+                _expr_id(e) for e in _seq(above.projectList()) if _expr_id(_unalias(e)) in key_ids
+            }
+    names = tuple(str(a.name()) for a in _seq(root.output()) if _expr_id(a) in key_ids)
+    if len(names) < len(grouping):
+        raise _missing_keys()
+    return names
+
+
+_KEY_PRESERVING = frozenset({"Project", "Filter", "SubqueryAlias", "View"})
+
+
+def _missing_keys() -> InvalidQueryError:
+    return InvalidQueryError(
+        "an aggregation without an event-time window is emitted as a changelog (+I, -U/+U "
+        "per key): select every GROUP BY key, under any alias, so a change can be retracted"
+    )
+
+
+def _same_node(a: Any, b: Any) -> bool:
+    return bool(a.equals(b)) and str(a.nodeName()) == str(b.nodeName())
+
+
+def _unalias(expression: Any) -> Any:
+    return expression.child() if str(expression.nodeName()) == "Alias" else expression
+
+
+def _is_attribute(expression: Any) -> bool:
+    return str(expression.nodeName()) == "AttributeReference"
+
+
+def _has_watermark(expression: Any) -> bool:
+    try:
+        return bool(expression.metadata().contains(WATERMARK_METADATA_KEY))
+    except Exception:  # not a named expression
+        return False
+
+
+def _expr_id(expression: Any) -> Any:
+    return expression.exprId().id()
+
+
+def _child(node: Any, i: int) -> Any:
+    return node.children().apply(i)
+
+
+def _seq(seq: Any) -> Iterator[Any]:
+    for i in range(seq.size()):
+        yield seq.apply(i)
+
+
+def _walk(root: Any) -> Iterator[Any]:
+    """Every plan node, subquery and view bodies included."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(_seq(node.children()))
+        stack.extend(_seq(node.subqueries()))

@@ -1,0 +1,268 @@
+"""A stateful transaction as one run of a Spark Structured Streaming query.
+
+Each input that is not a temporal table becomes a file stream over its own directory of the
+request's work area. The transaction's new records are written there as one Parquet file
+(named by the transaction's number, so the file source, which remembers names, reads it
+once), followed by a marker row. Every row carries the input's ODF watermark in an extra
+column that drives Spark's watermark:
+
+    scan -> [event_time > previous watermark, markers kept]   (late records are dropped)
+         -> withWatermark(extra column, 0 s)                  (Spark's watermark = ODF's)
+         -> [markers dropped, behind a nondeterministic condition that stops Spark from
+             pushing the user's filters below the watermark operator, where they would drop
+             the marker first]
+         -> event_time re-aliased with Spark's event-time metadata, extra columns dropped
+
+so the user's ``window(event_time, ...)``, ``session_window`` and event-time join bounds are
+bounded by exactly the watermark the coordinator sent. The query runs with
+``Trigger.AvailableNow``: a batch with the new rows, then (when the watermark advanced) a
+batch without data that closes windows and evicts state, so a transaction that carries only
+a watermark advance closes windows too. Spark's checkpoint directory is restored from the
+ODF checkpoint before the run and packed into it after (``stream_state.py``).
+
+The global watermark is the minimum over inputs; an input that has records but no watermark
+yet holds stateful operators back at the epoch, and so holds the output watermark back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import structlog
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import BooleanType, StructField, StructType, TimestampType
+
+from common.odf.engine_protocol import TransformRequestInput
+from common.odf.fragments import TransformSql
+from engine_spark import calls, stream_state
+from engine_spark.checkpoint import StreamState
+from engine_spark.errors import InputDataError
+from engine_spark.exchange import read_schema, read_table
+from engine_spark.inputs import quote_identifier
+from engine_spark.schema_mapping import spark_input_schema, spark_input_table
+from engine_spark.spark_errors import query_errors
+from engine_spark.staging import spark_values
+from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode
+
+log = structlog.get_logger("engine_spark.streaming")
+
+WATERMARK_COLUMN = "__odf_watermark"
+MARKER_COLUMN = "__odf_marker"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+STREAMING_CONF = {
+    # Close windows in the transaction whose watermark passes them (a batch without data).
+    "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+    # Keep the logs and state versions the next transaction needs, not the whole history.
+    "spark.sql.streaming.minBatchesToRetain": "2",
+    "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
+    "spark.sql.streaming.unsupportedOperationCheck": "true",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInput:
+    """One streamed input of the transaction."""
+
+    request: TransformRequestInput
+    previous_watermark: datetime | None
+    """The input's watermark before this transaction: records at or before it are late."""
+    watermark: datetime | None
+    """The input's watermark after this transaction."""
+
+    @property
+    def directory(self) -> str:
+        return str(self.request.dataset_id.to_multibase())
+
+
+def query_fingerprint(transform: TransformSql) -> str:
+    """Identifies the query a streaming state belongs to (steps and temporal tables)."""
+    doc = {
+        "steps": [[s.alias, s.query] for s in transform.steps()],
+        "temporal": [[t.name, list(t.primary_key)] for t in transform.temporal_tables or ()],
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def spark_version(session: SparkSession) -> str:
+    return ".".join(session.version.split(".")[:2])
+
+
+@dataclass(slots=True)
+class WorkArea:
+    """The request's directories: Spark's checkpoint and one directory per streamed input."""
+
+    root: Path
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "checkpoint"
+
+    @property
+    def inputs(self) -> Path:
+        return self.root / "in"
+
+
+@contextmanager
+def work_area() -> Iterator[WorkArea]:
+    root = Path(tempfile.mkdtemp(prefix="odf-engine-stream-"))
+    try:
+        area = WorkArea(root)
+        area.inputs.mkdir()
+        yield area
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def restore(area: WorkArea, state: StreamState | None, session: SparkSession) -> int:
+    """Unpack the previous state (or start afresh); the number of transactions run so far."""
+    if state is None:
+        stream_state.fresh(area.checkpoint)
+        return 0
+    if state.spark_version != spark_version(session):
+        raise InputDataError(
+            f"the checkpoint's streaming state was written by Spark {state.spark_version}, "
+            f"this engine runs Spark {spark_version(session)}: state stores are not portable "
+            "between Spark versions; replay the dataset with the engine that wrote it"
+        )
+    stream_state.unpack(state.files, area.checkpoint, area.inputs)
+    return state.transactions
+
+
+def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructType:
+    """Write the input's new records and its watermark marker; its Spark schema."""
+    schema = spark_input_schema(read_schema(inp.request.schema_file))
+    spark_schema = _spark_schema(schema)
+    directory = area.inputs / inp.directory
+    directory.mkdir(exist_ok=True)
+    rows = _new_records(inp.request, schema, spark_schema)
+    stamp = inp.watermark or _EPOCH
+    if rows.num_rows or inp.watermark is not None:
+        marked = _with_marker(rows, stamp)
+        pq.write_table(marked, directory / f"tx-{transaction:012d}.parquet", compression="none")
+    return spark_schema
+
+
+def stream_view(
+    session: SparkSession, area: WorkArea, inp: StreamInput, schema: StructType
+) -> DataFrame:
+    """The input as a streaming DataFrame whose ``event_time`` is bounded by its watermark."""
+    extra = StructType(
+        [
+            *schema.fields,
+            StructField(WATERMARK_COLUMN, TimestampType()),
+            StructField(MARKER_COLUMN, BooleanType()),
+        ]
+    )
+    event_time = inp.request.vocab.event_time_column
+    marker = F.col(MARKER_COLUMN)
+    df = (
+        session.readStream.schema(extra)
+        .option("maxFileAge", "36500d")
+        .parquet(str(area.inputs / inp.directory))
+    )
+    if inp.previous_watermark is not None:
+        df = df.where(
+            marker | (F.col(quote_identifier(event_time)) > F.lit(inp.previous_watermark))
+        )
+    df = df.withWatermark(WATERMARK_COLUMN, "0 seconds")
+    df = df.where(~marker | (F.spark_partition_id() < 0))
+    columns = []
+    for f in schema.fields:
+        column = F.col(quote_identifier(f.name))
+        if f.name == event_time and isinstance(f.dataType, TimestampType):
+            column = column.alias(f.name, metadata={WATERMARK_METADATA_KEY: 0})
+        columns.append(column)
+    return df.select(*columns)
+
+
+def configure(session: SparkSession) -> None:
+    """The request session's settings for streaming queries."""
+    conf = session.conf
+    for key, value in STREAMING_CONF.items():
+        conf.set(key, value)
+
+
+def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
+    """Run the query over what is staged; each micro-batch's output, in batch order."""
+    batches: list[tuple[int, pa.Table]] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        batches.append((batch_id, df.toArrow()))
+
+    output_mode = "append" if mode is Mode.APPEND else "update"
+    with query_errors(None, in_step=False):
+        query = (
+            result.writeStream.outputMode(output_mode)
+            .foreachBatch(collect)
+            .trigger(availableNow=True)
+            .option("checkpointLocation", str(area.checkpoint))
+            .start()
+        )
+    control = calls.current()
+    remove: Callable[[], None] = (
+        control.on_cancel(query.stop) if control is not None else (lambda: None)
+    )
+    try:
+        with query_errors(None, in_step=False):
+            query.awaitTermination()
+    finally:
+        remove()
+    if control is not None:
+        control.raise_if_cancelled()
+    batches.sort(key=lambda b: b[0])
+    log.debug("stream.batches", count=len(batches))
+    return [t for _, t in batches]
+
+
+def _spark_schema(schema: pa.Schema) -> StructType:
+    return from_arrow_schema(schema, prefer_timestamp_ntz=False)
+
+
+def _new_records(inp: TransformRequestInput, schema: pa.Schema, spark: StructType) -> pa.Table:
+    """The input's records in its offset interval, as Spark values, in offset order."""
+    if inp.offset_interval is None or not inp.data_paths:
+        return spark_values(schema.empty_table(), spark)
+    parts = []
+    offset = inp.vocab.offset_column
+    for path in inp.data_paths:
+        table = spark_input_table(read_table(path))
+        keep = pc.and_(
+            pc.greater_equal(table.column(offset), inp.offset_interval.start),
+            pc.less_equal(table.column(offset), inp.offset_interval.end),
+        )
+        table = table.filter(keep)
+        columns = [
+            table.column(f.name).cast(f.type)
+            if f.name in table.column_names
+            else pa.nulls(table.num_rows, f.type)
+            for f in schema
+        ]
+        parts.append(pa.Table.from_arrays(columns, schema=schema))
+    rows = pa.concat_tables(parts).sort_by([(offset, "ascending")])
+    return spark_values(rows, spark)
+
+
+def _with_marker(rows: pa.Table, watermark: datetime) -> pa.Table:
+    stamp_type = pa.timestamp("us", tz="UTC")
+    data = rows.append_column(
+        pa.field(WATERMARK_COLUMN, stamp_type),
+        pa.repeat(pa.scalar(watermark, stamp_type), rows.num_rows),
+    ).append_column(pa.field(MARKER_COLUMN, pa.bool_()), pa.repeat(pa.scalar(False), rows.num_rows))
+    marker = pa.Table.from_pylist(
+        [{WATERMARK_COLUMN: watermark, MARKER_COLUMN: True}], schema=data.schema
+    )
+    return pa.concat_tables([data, marker])
