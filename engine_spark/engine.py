@@ -32,7 +32,7 @@ from engine_spark import calls, stream_state, streaming
 from engine_spark import checkpoint as cp
 from engine_spark.changelog import changelog
 from engine_spark.errors import InvalidQueryError
-from engine_spark.exchange import write_table
+from engine_spark.exchange import read_schema, write_table
 from engine_spark.inputs import (
     empty_input,
     load_dataset,
@@ -40,7 +40,7 @@ from engine_spark.inputs import (
     load_input,
     register_view,
 )
-from engine_spark.ordering import RowOrder, result_order, sort_by_values
+from engine_spark.ordering import RowOrder, is_row_wise, result_order, sort_by_values
 from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
@@ -64,6 +64,7 @@ from engine_spark.watermark import input_watermark, output_watermark
 log = structlog.get_logger("engine_spark.engine")
 
 RAW_QUERY_INPUT_VIEW = "input"
+EVENT_TIME = DatasetVocabulary().event_time_column
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -169,6 +170,7 @@ class SparkEngine:
             for name, table in temporal_tables(request.transform, list(schemas)).items():
                 check_primary_key(table, schemas[name].names)
             new_schema = _output_schema(session, schemas, request.transform, request.vocab)
+            _check_stateful(session, schemas, request.transform)
             old_schema = _previous_schema(session, schemas, request.prev_transform, request.vocab)
             if old_schema is not None:
                 check_schema_evolution(old_schema, new_schema)
@@ -192,7 +194,15 @@ class SparkEngine:
                 for i in request.query_inputs
             ]
             states = _register_inputs(session, Staging.OFF, empty, tables, previous)
-            _collect_output(run_steps(session, request.new_transform), request.vocab)
+            result = run_steps(session, request.new_transform)
+            _collect_output(result, request.vocab)
+            if not _is_row_wise(result):
+                schemas = {
+                    i.query_alias: read_schema(i.schema_file)
+                    for i in request.query_inputs
+                    if i.query_alias not in tables
+                }
+                _check_stateful(session, schemas, request.new_transform)
             state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
             return ep.MigrateQueryResponseSuccess(
@@ -291,7 +301,7 @@ def _register_inputs(
 def _is_row_wise(result: DataFrame) -> bool:
     """Whether the query gives the same answer slice by slice as over all records at once."""
     with query_errors(None, in_step=False):
-        return result_order(result) is RowOrder.INPUT
+        return is_row_wise(result)
 
 
 def _stream_transaction(
@@ -324,9 +334,15 @@ def _stream_transaction(
         transaction = streaming.restore(area, carried, session)
         for inp in inputs:
             schema = streaming.stage_input(area, inp, transaction)
-            register_view(
-                streaming.stream_view(session, area, inp, schema), inp.request.query_alias
+            view = streaming.stream_view(
+                session,
+                area,
+                inp.directory,
+                schema,
+                event_time=inp.request.vocab.event_time_column,
+                previous_watermark=inp.previous_watermark,
             )
+            register_view(view, inp.request.query_alias)
         streaming.configure(session)
         result = run_steps(session, request.transform)
         plan = stateful_plan(result)
@@ -370,6 +386,32 @@ def _stream_transaction(
         state_bytes=stream_state.total_size(files),
     )
     return _Output(table, columns, RowOrder.VALUES), state
+
+
+def _check_stateful(
+    session: SparkSession, schemas: dict[str, pa.Schema], transform: TransformSql
+) -> None:
+    """InvalidQuery unless the query can run incrementally: row-wise, or a streaming query
+    that ``stateful_plan`` and Spark's own checks for streaming queries accept (the query is
+    started over inputs with no files: it runs no batch)."""
+    result = run_steps(session, transform)
+    if _is_row_wise(result):
+        return
+    temporal = {t.name for t in transform.temporal_tables or ()}
+    with streaming.work_area() as area:
+        stream_state.fresh(area.checkpoint)
+        for i, (alias, schema) in enumerate(schemas.items()):
+            if alias in temporal:
+                continue
+            name = f"input-{i}"
+            spark_schema = streaming.empty_input(area, name, schema)
+            view = streaming.stream_view(
+                session, area, name, spark_schema, event_time=EVENT_TIME, previous_watermark=None
+            )
+            register_view(view, alias)
+        streaming.configure(session)
+        result = run_steps(session, transform)
+        streaming.run_query(result, area, stateful_plan(result).mode)
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:

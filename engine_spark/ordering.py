@@ -56,6 +56,13 @@ def result_order(df: DataFrame) -> RowOrder:
     return classify_plan(_PlanNode(plan))
 
 
+def is_row_wise(df: DataFrame) -> bool:
+    """Whether ``df``'s analyzed plan is made of row-wise operators only (before the
+    optimizer folds anything away, e.g. a join with an empty input)."""
+    plan = df._jdf.queryExecution().analyzed()
+    return _all_order_preserving(_PlanNode(plan))
+
+
 class _PlanNode:
     """The two things ``classify_plan`` needs from a JVM plan node."""
 

@@ -149,17 +149,29 @@ def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructTyp
     directory = area.inputs / inp.directory
     directory.mkdir(exist_ok=True)
     rows = _new_records(inp.request, schema, spark_schema)
-    stamp = inp.watermark or _EPOCH
     if rows.num_rows or inp.watermark is not None:
-        marked = _with_marker(rows, stamp)
+        marked = _with_marker(rows, inp.watermark or _EPOCH)
         pq.write_table(marked, directory / f"tx-{transaction:012d}.parquet", compression="none")
     return spark_schema
 
 
+def empty_input(area: WorkArea, name: str, schema: pa.Schema) -> StructType:
+    """A streamed input with no files (ValidateQuery): its directory; its Spark schema."""
+    (area.inputs / name).mkdir(exist_ok=True)
+    return _spark_schema(spark_input_schema(schema))
+
+
 def stream_view(
-    session: SparkSession, area: WorkArea, inp: StreamInput, schema: StructType
+    session: SparkSession,
+    area: WorkArea,
+    name: str,
+    schema: StructType,
+    *,
+    event_time: str,
+    previous_watermark: datetime | None,
 ) -> DataFrame:
-    """The input as a streaming DataFrame whose ``event_time`` is bounded by its watermark."""
+    """The input streamed from its directory ``name``, ``event_time`` bounded by its
+    watermark and records at or before ``previous_watermark`` dropped."""
     extra = StructType(
         [
             *schema.fields,
@@ -167,17 +179,15 @@ def stream_view(
             StructField(MARKER_COLUMN, BooleanType()),
         ]
     )
-    event_time = inp.request.vocab.event_time_column
     marker = F.col(MARKER_COLUMN)
     df = (
         session.readStream.schema(extra)
         .option("maxFileAge", "36500d")
-        .parquet(str(area.inputs / inp.directory))
+        .parquet(str(area.inputs / name))
     )
-    if inp.previous_watermark is not None:
-        df = df.where(
-            marker | (F.col(quote_identifier(event_time)) > F.lit(inp.previous_watermark))
-        )
+    if previous_watermark is not None:
+        late = F.col(quote_identifier(event_time)) <= F.lit(previous_watermark)
+        df = df.where(marker | ~late)
     df = df.withWatermark(WATERMARK_COLUMN, "0 seconds")
     df = df.where(~marker | (F.spark_partition_id() < 0))
     columns = []

@@ -47,6 +47,19 @@ def sql(*steps: str | tuple[str, str]) -> TransformSql:
     )
 
 
+def input_schema(data_schema: pa.Schema) -> pa.Schema:
+    """A root dataset's schema: the system columns, then ``data_schema``."""
+    return pa.schema(
+        [
+            pa.field("offset", pa.int64(), nullable=False),
+            pa.field("op", pa.int32(), nullable=False),
+            pa.field("system_time", TS, nullable=False),
+            pa.field("event_time", TS),
+            *data_schema,
+        ]
+    )
+
+
 @dataclass
 class InputDataset:
     """A root dataset: ``append`` writes a slice, ``take`` hands the unseen slices to a request."""
@@ -67,15 +80,7 @@ class InputDataset:
 
     @property
     def schema(self) -> pa.Schema:
-        return pa.schema(
-            [
-                pa.field("offset", pa.int64(), nullable=False),
-                pa.field("op", pa.int32(), nullable=False),
-                pa.field("system_time", TS, nullable=False),
-                pa.field("event_time", TS),
-                *self.data_schema,
-            ]
-        )
+        return input_schema(self.data_schema)
 
     def append(
         self,
@@ -194,21 +199,14 @@ def validate_request(
     transform: TransformSql, prev: TransformSql | None = None
 ) -> ep.ValidateQueryRequest:
     """ValidateQuery of ``transform`` over one input ``cities`` (system columns + CITIES)."""
-    input_schema = pa.schema(
-        [
-            pa.field("offset", pa.int64(), nullable=False),
-            pa.field("op", pa.int32(), nullable=False),
-            pa.field("system_time", TS, nullable=False),
-            pa.field("event_time", TS),
-            *CITIES,
-        ]
-    )
     return ep.ValidateQueryRequest(
         dataset_alias="out",
         vocab=DatasetVocabulary(),
         transform=transform,
         query_inputs=(
-            ep.ValidateQueryInput(query_alias="cities", schema=encode_arrow_schema(input_schema)),
+            ep.ValidateQueryInput(
+                query_alias="cities", schema=encode_arrow_schema(input_schema(CITIES))
+            ),
         ),
         prev_transform=prev,
     )

@@ -6,6 +6,7 @@ a window is a changelog (+I, then -U/+U when a key's row changes)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.odf import engine_protocol as ep
+from common.odf.fragments import DatasetVocabulary
+from common.serde.arrow_schema import encode_arrow_schema
 from engine_spark.checkpoint import read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
-from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
+from tests.integration.engine.datasets import (
+    InputDataset,
+    OutputDataset,
+    at,
+    input_schema,
+    sql,
+)
 
 pytestmark = [pytest.mark.spark]
 
@@ -86,3 +95,238 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     # Replay of tx4 from tx3's checkpoint gives the same bytes.
     state = read_checkpoint(pipe.out.prev_checkpoint)
     assert state.stream is not None and state.stream.mode == "append"
+    assert b"/tmp" not in Path(pipe.out.prev_checkpoint).read_bytes()
+
+
+def run_all(engine: SparkEngine, workdir: Path, name: str, transform: Any, rounds: list) -> list:
+    """Feed ``rounds`` (each: rows, watermark) through a fresh pipeline; all output rows."""
+    readings = InputDataset(workdir / f"{name}-in", "readings", READINGS)
+    pipe = Pipeline(engine, OutputDataset(workdir / f"{name}-out", name, transform))
+    rows: list = []
+    for records, watermark in rounds:
+        readings.append(records, watermark=watermark)
+        rows += pipe.run(readings.take())
+    return rows
+
+
+def test_sliding_window_n_transactions_give_what_one_transaction_gives(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    transform = sql(
+        "SELECT window.end AS event_time, sensor, sum(value) AS total, count(*) AS n "
+        "FROM readings GROUP BY window(event_time, '2 hours', '1 hour'), sensor"
+    )
+    records = [
+        reading(0.5, "a", 1),
+        reading(1.5, "a", 2),
+        reading(2.5, "a", 4),
+        reading(3.5, "a", 8),
+    ]
+    split = run_all(
+        spark_engine,
+        workdir,
+        "split",
+        transform,
+        [(records[:2], at(1.0)), ([records[3], records[2]], at(2.0)), ([], at(4.0))],
+    )
+    whole = run_all(spark_engine, workdir, "whole", transform, [(records, at(4.0))])
+    expected = [
+        (0, at(1), "a", 1, 1),  # [-1h, 1h)
+        (0, at(2), "a", 3, 2),  # [0h, 2h)
+        (0, at(3), "a", 6, 2),  # [1h, 3h)
+        (0, at(4), "a", 12, 2),  # [2h, 4h)
+    ]
+    assert window_rows(whole) == expected
+    assert [r[1:] for r in window_rows(split)] == [r[1:] for r in expected]
+    assert [r["offset"] for r in split] == [0, 1, 2, 3]
+
+
+def test_session_window_closes_after_the_gap_passes_the_watermark(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    transform = sql(
+        "SELECT session_window.end AS event_time, sensor, sum(value) AS total, count(*) AS n "
+        "FROM readings GROUP BY session_window(event_time, '30 minutes'), sensor"
+    )
+    rows = run_all(
+        spark_engine,
+        workdir,
+        "sessions",
+        transform,
+        [
+            ([reading(0.0, "a", 1), reading(0.25, "a", 2)], at(0.25)),
+            # extends the session of tx1 (within 30 minutes of 0.25): nothing closes yet
+            ([reading(0.5, "a", 4), reading(2.0, "a", 8)], at(0.75)),
+            # the watermark passes 0.5 + 30 min: the first session closes
+            ([], at(1.5)),
+            ([], at(3.0)),
+        ],
+    )
+    assert window_rows(rows) == [
+        (0, at(1.0), "a", 7, 3),
+        (0, at(2.5), "a", 8, 1),
+    ]
+
+
+CHANGELOG = sql(
+    "SELECT max(event_time) AS event_time, sensor, sum(value) AS total, count(*) AS n "
+    "FROM readings GROUP BY sensor"
+)
+
+
+def test_unbounded_aggregate_is_a_changelog_of_inserts_and_update_pairs(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "totals", CHANGELOG))
+    readings.append([reading(0, "a", 1), reading(1, "b", 2), reading(2, "a", 3)])
+    assert window_rows(pipe.run(readings.take())) == [
+        (0, at(2), "a", 4, 2),
+        (0, at(1), "b", 2, 1),
+    ]
+    readings.append([reading(3, "b", 10), reading(4, "c", 5)])
+    assert window_rows(pipe.run(readings.take())) == [
+        (2, at(1), "b", 2, 1),
+        (3, at(3), "b", 12, 2),
+        (0, at(4), "c", 5, 1),
+    ]
+    # Nothing new: nothing emitted.
+    readings.append([], watermark=at(5))
+    assert pipe.run(readings.take()) == []
+    readings.append([reading(6, "a", 0)])
+    assert window_rows(pipe.run(readings.take())) == [
+        (2, at(2), "a", 4, 2),
+        (3, at(6), "a", 4, 3),
+    ]
+
+
+def test_deduplication_by_key_emits_each_key_once(spark_engine: SparkEngine, workdir: Path) -> None:
+    transform = sql("SELECT min(event_time) AS event_time, sensor FROM readings GROUP BY sensor")
+    rows = run_all(
+        spark_engine,
+        workdir,
+        "dedup",
+        transform,
+        [
+            ([reading(1, "a", 1), reading(2, "a", 1), reading(1, "b", 1)], None),
+            ([reading(3, "a", 1), reading(3, "c", 1)], None),
+        ],
+    )
+    assert [(r["op"], r["event_time"], r["sensor"]) for r in rows] == [
+        (0, at(1), "a"),
+        (0, at(1), "b"),
+        (0, at(3), "c"),
+    ]
+
+
+CLICKS = pa.schema([("user", pa.string()), ("ad", pa.string())])
+VIEWS = pa.schema([("user", pa.string()), ("page", pa.string())])
+
+
+def interval_join(kind: str) -> Any:
+    return sql(
+        "SELECT v.event_time, v.user, v.page, c.ad FROM views v "
+        f"{kind} JOIN clicks c ON v.user = c.user "
+        "AND c.event_time BETWEEN v.event_time AND v.event_time + INTERVAL 1 HOUR"
+    )
+
+
+def join_rows(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(r["event_time"], r["user"], r["page"], r["ad"]) for r in rows]
+
+
+@pytest.mark.parametrize("kind", ["INNER", "LEFT OUTER"])
+def test_interval_join_matches_partners_from_earlier_transactions(
+    spark_engine: SparkEngine, workdir: Path, kind: str
+) -> None:
+    views = InputDataset(workdir / "views", "views", VIEWS)
+    clicks = InputDataset(workdir / "clicks", "clicks", CLICKS)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "joined", interval_join(kind)))
+
+    def v(h: float, user: str, page: str) -> dict[str, Any]:
+        return {"event_time": at(h), "user": user, "page": page}
+
+    def c(h: float, user: str, ad: str) -> dict[str, Any]:
+        return {"event_time": at(h), "user": user, "ad": ad}
+
+    views.append([v(0, "u1", "home"), v(0.5, "u2", "faq")], watermark=at(0.5))
+    clicks.append([c(0.1, "u9", "ad0")], watermark=at(0.1))
+    assert pipe.run(views.take(), clicks.take()) == []
+    # The partner of u1's view arrives a transaction later.
+    clicks.append([c(0.75, "u1", "ad1")], watermark=at(0.75))
+    views.append([], watermark=at(1.0))
+    assert join_rows(pipe.run(views.take(), clicks.take())) == [(at(0), "u1", "home", "ad1")]
+    # Both watermarks pass u2's bound (0.5 + 1h): an outer join emits it unmatched.
+    clicks.append([c(1.2, "u3", "ad2")], watermark=at(2))
+    views.append([], watermark=at(2))
+    expected = [(at(0.5), "u2", "faq", None)] if kind == "LEFT OUTER" else []
+    assert join_rows(pipe.run(views.take(), clicks.take())) == expected
+    assert pipe.watermarks[-1] == at(2)
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("SELECT event_time, sensor FROM readings ORDER BY value", "ORDER BY over a stream"),
+        ("SELECT event_time, sensor FROM readings LIMIT 3", "LIMIT/OFFSET over a stream"),
+        (
+            "SELECT event_time, sensor, row_number() OVER (PARTITION BY sensor ORDER BY value)"
+            " AS r FROM readings",
+            "window functions (OVER ...)",
+        ),
+        (
+            "SELECT a.event_time, a.sensor FROM readings a JOIN readings b ON a.sensor = b.sensor",
+            "needs an event-time bound",
+        ),
+        (
+            "SELECT max(event_time) AS event_time, sum(value) AS total FROM readings"
+            " GROUP BY sensor",
+            "select every GROUP BY key",
+        ),
+    ],
+)
+def test_queries_that_cannot_run_incrementally_are_refused_at_validation(
+    spark_engine: SparkEngine, query: str, reason: str
+) -> None:
+    request = ep.ValidateQueryRequest(
+        dataset_alias="out",
+        vocab=DatasetVocabulary(),
+        transform=sql(query),
+        query_inputs=(
+            ep.ValidateQueryInput(
+                query_alias="readings",
+                schema=encode_arrow_schema(input_schema(READINGS)),
+            ),
+        ),
+    )
+    with pytest.raises(InvalidQueryError, match=re.escape(reason)):
+        spark_engine.validate_query(request)
+
+
+def test_retractions_into_a_stateful_query_are_refused(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "totals", CHANGELOG))
+    readings.append([reading(0, "a", 1), reading(0, "a", 1, op=1)])
+    with pytest.raises(InvalidQueryError, match=r"'readings' has a retraction .* at offset 1"):
+        pipe.run(readings.take())
+
+
+def test_a_row_wise_query_that_drops_op_refuses_retractions(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    dropping = Pipeline(
+        spark_engine,
+        OutputDataset(workdir / "out", "o", sql("SELECT event_time, sensor FROM readings")),
+    )
+    readings.append([reading(0, "a", 1), reading(0, "a", 1, op=1)])
+    with pytest.raises(InvalidQueryError, match="does not select 'op'"):
+        dropping.run(readings.take())
+    carrying = Pipeline(
+        spark_engine,
+        OutputDataset(workdir / "out2", "o2", sql("SELECT op, event_time, sensor FROM readings")),
+    )
+    readings.append([reading(0, "a", 1), reading(0, "a", 1, op=1)])
+    assert [r["op"] for r in carrying.run(readings.take())] == [0, 1]
