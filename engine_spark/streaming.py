@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -49,11 +50,11 @@ from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import TransformSql
 from engine_spark import calls, stream_state
 from engine_spark.checkpoint import StreamState
-from engine_spark.errors import InputDataError
+from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import read_schema, read_table
 from engine_spark.inputs import quote_identifier
 from engine_spark.schema_mapping import spark_input_schema, spark_input_table
-from engine_spark.spark_errors import query_errors
+from engine_spark.spark_errors import query_errors, user_message
 from engine_spark.staging import spark_values
 from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode
 
@@ -214,14 +215,20 @@ def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
         batches.append((batch_id, df.toArrow()))
 
     output_mode = "append" if mode is Mode.APPEND else "update"
-    with query_errors(None, in_step=False):
-        query = (
-            result.writeStream.outputMode(output_mode)
-            .foreachBatch(collect)
-            .trigger(availableNow=True)
-            .option("checkpointLocation", str(area.checkpoint))
-            .start()
-        )
+    try:
+        with query_errors(None, in_step=False):
+            query = (
+                result.writeStream.outputMode(output_mode)
+                .foreachBatch(collect)
+                .trigger(availableNow=True)
+                .option("checkpointLocation", str(area.checkpoint))
+                .start()
+            )
+    except AnalysisException as e:  # Spark's checks of what a streaming query may do
+        raise InvalidQueryError(
+            f"the query cannot run incrementally over streams ({output_mode} mode): "
+            f"{user_message(e)}"
+        ) from e
     control = calls.current()
     remove: Callable[[], None] = (
         control.on_cancel(query.stop) if control is not None else (lambda: None)

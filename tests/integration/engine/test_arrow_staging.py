@@ -126,7 +126,7 @@ def _exchange_request(root: Path, data: str, out: str) -> ep.TransformRequest:
         system_time=at(100),
         vocab=DatasetVocabulary(),
         transform=sql(
-            "select event_time, offset as source_offset, op as source_op, city, tags "
+            "select op, event_time, offset as source_offset, op as source_op, city, tags "
             "from cities where population > 1"
         ),
         query_inputs=(
