@@ -63,12 +63,18 @@ def derivative(
     *,
     version: str | None = None,
     events: Sequence[Mapping[str, Any]] = (),
+    temporal_tables: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """A derivative dataset: one Spark SQL ``query`` over ``inputs`` (dataset references)."""
+    """A derivative dataset: one Spark SQL ``query`` over ``inputs`` (dataset references);
+    ``temporal_tables``: input alias -> primary key."""
     transform: dict[str, Any] = {"kind": "Sql", "engine": "spark"}
     if version is not None:
         transform["version"] = version
     transform["query"] = query
+    if temporal_tables:
+        transform["temporalTables"] = [
+            {"name": name, "primaryKey": list(key)} for name, key in temporal_tables.items()
+        ]
     set_transform = {
         "kind": "SetTransform",
         "inputs": [{"datasetRef": ref} for ref in inputs],

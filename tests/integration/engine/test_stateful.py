@@ -330,3 +330,84 @@ def test_a_row_wise_query_that_drops_op_refuses_retractions(
     )
     readings.append([reading(0, "a", 1), reading(0, "a", 1, op=1)])
     assert [r["op"] for r in carrying.run(readings.take())] == [0, 1]
+
+
+def test_a_replayed_transaction_writes_the_same_bytes(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    out = OutputDataset(workdir / "out", "hourly", TUMBLING)
+    pipe = Pipeline(spark_engine, out)
+    readings.append([reading(0.2, "a", 1), reading(0.4, "b", 2)], watermark=at(0.4))
+    pipe.run(readings.take())
+    readings.append([reading(0.6, "a", 3), reading(1.5, "b", 4)], watermark=at(1.5))
+    entry = readings.take()
+    first = out.request([entry], data_suffix="-first")
+    again = out.request([entry], data_suffix="-again")
+    for request in (first, again):
+        response = spark_engine.execute_transform(request)
+        assert response.new_offset_interval is not None
+    assert Path(first.new_data_path).read_bytes() == Path(again.new_data_path).read_bytes()
+    assert (
+        read_checkpoint(first.new_checkpoint_path).stream
+        == read_checkpoint(again.new_checkpoint_path).stream
+    )
+
+
+def test_migrate_query_drops_streaming_state_and_keeps_watermarks(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    out = OutputDataset(workdir / "out", "hourly", TUMBLING)
+    pipe = Pipeline(spark_engine, out)
+    readings.append([reading(0.2, "a", 1), reading(1.2, "a", 2)], watermark=at(1.2))
+    assert window_rows(pipe.run(readings.take())) == [(0, at(1), "a", 1, 1)]
+    assert read_checkpoint(out.prev_checkpoint).stream is not None
+
+    daily = sql(
+        "SELECT window.end AS event_time, sensor, sum(value) AS total, count(*) AS n "
+        "FROM readings GROUP BY window(event_time, '2 hours'), sensor"
+    )
+    migrate = ep.MigrateQueryRequest(
+        dataset_id=out.id,
+        dataset_alias=out.name,
+        prev_transform=TUMBLING,
+        new_transform=daily,
+        vocab=DatasetVocabulary(),
+        query_inputs=(readings.take(),),
+        prev_checkpoint_path=out.prev_checkpoint,
+        new_checkpoint_path=str(workdir / "migrated"),
+        new_data_path=str(workdir / "migrated-data"),
+        system_time=at(2),
+        next_offset=out.next_offset,
+    )
+    response = spark_engine.migrate_query(migrate)
+    assert response.new_offset_interval is None
+    migrated = read_checkpoint(str(workdir / "migrated"))
+    assert migrated.stream is None
+    assert list(migrated.input_watermarks.values()) == [at(1.2)]
+
+    # The new query starts from the next records: hour 1's record (1.2) went with the old state.
+    out.prev_checkpoint, out.transform = str(workdir / "migrated"), daily
+    readings.append([reading(1.5, "a", 10), reading(2.5, "a", 20)], watermark=at(2.5))
+    assert window_rows(pipe.run(readings.take())) == [(0, at(2), "a", 10, 1)]
+
+
+def test_a_stateful_query_is_refused_at_migration(spark_engine: SparkEngine, workdir: Path) -> None:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    readings.append([reading(0.2, "a", 1)], watermark=at(0.2))
+    migrate = ep.MigrateQueryRequest(
+        dataset_id=readings.id,
+        dataset_alias="out",
+        prev_transform=TUMBLING,
+        new_transform=sql("SELECT event_time, sensor FROM readings LIMIT 1"),
+        vocab=DatasetVocabulary(),
+        query_inputs=(readings.take(),),
+        prev_checkpoint_path=None,
+        new_checkpoint_path=str(workdir / "migrated"),
+        new_data_path=str(workdir / "migrated-data"),
+        system_time=at(2),
+        next_offset=0,
+    )
+    with pytest.raises(InvalidQueryError, match="LIMIT/OFFSET over a stream"):
+        spark_engine.migrate_query(migrate)

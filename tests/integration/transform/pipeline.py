@@ -2,8 +2,8 @@
 
 ``cities`` and ``areas`` are root datasets with CSV push sources; ``big-cities`` derives from
 ``cities``, ``big-cities-x10`` from ``big-cities`` (a derivative of a derivative) and
-``city-density`` joins ``cities`` and ``areas`` (two inputs). ``ROUNDS`` are the CSV files
-that arrive over time.
+``city-density`` joins ``cities`` with the latest ``areas`` (two inputs, ``areas`` a temporal
+table). ``ROUNDS`` are the CSV files that arrive over time.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ def root_snapshot(name: str, columns: list[str]) -> str:
     return root(name, columns, source="default")
 
 
-def derivative_snapshot(name: str, inputs: list[str], query: str) -> str:
-    return derivative(name, query, inputs)
+def derivative_snapshot(
+    name: str, inputs: list[str], query: str, temporal: dict[str, list[str]] | None = None
+) -> str:
+    return derivative(name, query, inputs, temporal_tables=temporal)
 
 
 SNAPSHOTS = {
@@ -49,6 +51,7 @@ SNAPSHOTS = {
         ["cities", "areas"],
         "SELECT c.event_time, c.city, c.population / a.area AS density"
         " FROM cities AS c JOIN areas AS a ON c.city = a.city",
+        {"areas": ["city"]},
     ),
 }
 

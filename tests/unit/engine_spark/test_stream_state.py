@@ -1,0 +1,69 @@
+"""Spark's streaming checkpoint packed into the ODF checkpoint: portable, clock-free, safe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine_spark import stream_state
+from engine_spark.checkpoint import (
+    EngineCheckpoint,
+    StreamState,
+    decode_checkpoint,
+    encode_checkpoint,
+)
+from engine_spark.errors import InputDataError
+
+
+def spark_checkpoint(directory: Path, inputs: Path) -> None:
+    (directory / "offsets").mkdir(parents=True)
+    (directory / "sources" / "0").mkdir(parents=True)
+    (directory / "offsets" / "3").write_text(
+        'v1\n{"batchWatermarkMs":5,"batchTimestampMs":1795590086380,"conf":{}}\n{"logOffset":3}\n'
+    )
+    (directory / "offsets" / ".3.crc").write_bytes(b"crc")
+    (directory / "sources" / "0" / "3").write_text(
+        f'v1\n{{"path":"{inputs.as_uri()}/abc/tx-000000000003.parquet",'
+        '"timestamp":1795590084012,"batchId":3}\n'
+    )
+
+
+def test_packed_files_name_no_directory_and_no_clock(tmp_path: Path) -> None:
+    first, inputs = tmp_path / "ck", tmp_path / "in"
+    inputs.mkdir()
+    spark_checkpoint(first, inputs)
+    packed = stream_state.pack(first, inputs)
+    assert sorted(packed) == ["offsets/3", "sources/0/3"]
+    blob = b"".join(packed.values())
+    assert str(tmp_path).encode() not in blob
+    assert b'"batchTimestampMs":0' in blob and b'"timestamp":0' in blob
+    assert stream_state.INPUT_PLACEHOLDER.encode() + b"abc/tx-" in blob
+
+    elsewhere, other_inputs = tmp_path / "x" / "ck", tmp_path / "x" / "in"
+    stream_state.unpack(packed, elsewhere, other_inputs)
+    source = (elsewhere / "sources" / "0" / "3").read_text()
+    assert f"{other_inputs.as_uri()}/abc/tx-000000000003.parquet" in source
+    assert (elsewhere / "metadata").read_text().strip() == stream_state.QUERY_ID
+
+
+@pytest.mark.parametrize("name", ["../x", "/etc/passwd", "state/../../x", "other/file", ""])
+def test_unpack_refuses_names_outside_the_checkpoint(tmp_path: Path, name: str) -> None:
+    with pytest.raises(InputDataError, match="not a streaming checkpoint file"):
+        stream_state.unpack({name: b"x"}, tmp_path / "ck", tmp_path / "in")
+
+
+def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
+    state = StreamState(
+        query="q",
+        spark_version="4.3",
+        mode="changelog",
+        transactions=7,
+        files={"offsets/6": b"o", "state/0/0/7.delta": b"d"},
+        keys=("k",),
+        emitted=b"PAR1",
+    )
+    data = encode_checkpoint(EngineCheckpoint(stream=state))
+    assert decode_checkpoint(data).stream == state
+    assert encode_checkpoint(decode_checkpoint(data)) == data
+    assert b'"version":2' in data
