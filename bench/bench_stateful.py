@@ -116,7 +116,7 @@ def slice_of(name: str, rows: int, tx: int, minutes: int, rng: np.random.Generat
     start = T0 + timedelta(minutes=tx * minutes)
     step_us = minutes * 60_000_000 // rows
     times = pa.array([start + timedelta(microseconds=i * step_us) for i in range(rows)], TS)
-    keys = rng.integers(0, 1000, rows)
+    keys = rng.integers(0, 1000 if name == "events" else 100_000, rows)
     if name == "events":
         return pa.table(
             {

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -108,12 +108,15 @@ class SparkEngine:
             states = _register_inputs(session, staging, request.query_inputs, tables, previous)
             result = run_steps(session, request.transform)
             stream: cp.StreamState | None = None
+            lag = timedelta(0)
             if _is_row_wise(result):
                 output = _collect_output(result, request.vocab)
                 if output.columns.op is None:
                     check_no_retractions(request.query_inputs, stateful=False)
             else:
-                output, stream = _stream_transaction(session, request, previous, tables, result)
+                output, stream, lag = _stream_transaction(
+                    session, request, previous, tables, result
+                )
             slice_ = build_output(
                 output.table,
                 output.columns,
@@ -122,7 +125,7 @@ class SparkEngine:
                 next_offset=request.next_offset,
             )
             interval = _write_slice(slice_, request.new_data_path, request.next_offset)
-            state = _next_checkpoint(previous, request.query_inputs, states, stream)
+            state = _next_checkpoint(previous, request.query_inputs, states, stream, lag)
             _write_state(state, request.new_checkpoint_path)
             log.info("transform.done", records=slice_.num_rows, order=output.order.value)
             return ep.TransformResponseSuccess(
@@ -310,8 +313,9 @@ def _stream_transaction(
     previous: cp.EngineCheckpoint,
     tables: dict[str, TemporalTable],
     batch_result: DataFrame,
-) -> tuple[_Output, cp.StreamState]:
-    """Run a stateful query as a streaming query over the slices (``streaming.py``)."""
+) -> tuple[_Output, cp.StreamState, timedelta]:
+    """Run a stateful query as a streaming query over the slices (``streaming.py``); the
+    output, the state, and how far the output watermark lags the inputs'."""
     inputs = [
         streaming.StreamInput(
             i,
@@ -330,8 +334,10 @@ def _stream_transaction(
         [(f.name, f.dataType.simpleString()) for f in batch_result.schema.fields], request.vocab
     )
     arrow_schema = result_arrow_schema(batch_result)
+    clock = streaming.PhaseClock()
     with streaming.work_area() as area:
         transaction = streaming.restore(area, carried, session)
+        clock.lap("restore")
         for inp in inputs:
             schema = streaming.stage_input(area, inp, transaction)
             view = streaming.stream_view(
@@ -343,11 +349,15 @@ def _stream_transaction(
                 previous_watermark=inp.previous_watermark,
             )
             register_view(view, inp.request.query_alias)
+        clock.lap("stage")
         streaming.configure(session)
         result = run_steps(session, request.transform)
         plan = stateful_plan(result)
+        clock.lap("plan")
         batches = [t.cast(arrow_schema) for t in streaming.run_query(result, area, plan.mode)]
+        clock.lap("run")
         files = stream_state.pack(area.checkpoint, area.inputs)
+        clock.lap("pack")
     emitted: bytes | None = None
     if plan.mode is Mode.APPEND:
         table = pa.concat_tables(batches) if batches else arrow_schema.empty_table()
@@ -384,8 +394,9 @@ def _stream_transaction(
         mode=plan.mode.value,
         batches=len(batches),
         state_bytes=stream_state.total_size(files),
+        **clock.laps,
     )
-    return _Output(table, columns, RowOrder.VALUES), state
+    return _Output(table, columns, RowOrder.VALUES), state, plan.lag
 
 
 def _check_stateful(
@@ -493,9 +504,11 @@ def _next_checkpoint(
     inputs: tuple[ep.TransformRequestInput, ...],
     temporal: dict[str, cp.TemporalState],
     stream: cp.StreamState | None = None,
+    lag: timedelta = timedelta(0),
 ) -> cp.EngineCheckpoint:
     """The state after this transaction. With streaming state, every streamed input must
-    have a watermark before the output has one (such an input holds Spark's windows back)."""
+    have a watermark before the output has one (such an input holds Spark's windows back),
+    and the output watermark lags the inputs' by what the query may still emit (``lag``)."""
     watermarks = {
         i.dataset_id: input_watermark(
             i.explicit_watermarks, previous.input_watermarks.get(i.dataset_id)
@@ -511,7 +524,10 @@ def _next_checkpoint(
         output_watermark=(
             previous.output_watermark
             if held_back
-            else output_watermark(watermarks.values(), previous.output_watermark)
+            else output_watermark(
+                [w - lag if w is not None else None for w in watermarks.values()],
+                previous.output_watermark,
+            )
         ),
         temporal_tables=temporal,
         stream=stream,

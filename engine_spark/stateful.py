@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import Enum
 from typing import Any
 
@@ -46,6 +47,10 @@ class StatefulPlan:
     mode: Mode
     keys: tuple[str, ...] = ()
     """The output columns that identify a changelog row (its grouping keys)."""
+    lag: timedelta = timedelta(0)
+    """How far behind the input watermark a row may still be emitted: an interval join
+    matches (or, outer, gives up on) a row up to its bound after the row's event time, so the
+    output watermark is held back by the join's widest bound."""
 
 
 def plan_of(df: DataFrame) -> Any:
@@ -55,7 +60,9 @@ def plan_of(df: DataFrame) -> Any:
 def stateful_plan(df: DataFrame) -> StatefulPlan:
     """How a streaming query ``df`` runs; InvalidQuery when it cannot run incrementally."""
     root = plan_of(df)
+    jvm = df.sparkSession.sparkContext._jvm
     aggregates = []
+    lag = timedelta(0)
     for node in _walk(root):
         name = str(node.nodeName())
         if name in ("GlobalLimit", "LocalLimit", "Tail", "Offset"):
@@ -74,20 +81,49 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
                 "deduplication per key, write an aggregation (GROUP BY key with max_by/min_by, "
                 "or GROUP BY window(...))"
             )
-        if name == "Join" and bool(node.isStreaming()):
-            _check_bounded_join(node)
+        if name == "Join" and bool(node.isStreaming()) and _check_bounded_join(node):
+            lag = max(lag, _join_lag(jvm, node))
         if name == "Aggregate" and bool(node.isStreaming()):
             aggregates.append(node)
     unbounded = [a for a in aggregates if not _has_event_time_key(a)]
     if not unbounded:
-        return StatefulPlan(Mode.APPEND)
-    return StatefulPlan(Mode.CHANGELOG, _changelog_keys(root, unbounded[0]))
+        return StatefulPlan(Mode.APPEND, lag=lag)
+    return StatefulPlan(Mode.CHANGELOG, _changelog_keys(root, unbounded[0]), lag=lag)
 
 
-def _check_bounded_join(join: Any) -> None:
+_REFERENCE_MS = 10**15
+"""A watermark far from the epoch, to read a join's bounds as differences from it."""
+
+
+def _join_lag(jvm: Any, join: Any) -> timedelta:
+    """The widest bound of an interval join: how long after a row's event time the other
+    side's watermark must move before the row can no longer match (Spark's own analysis of
+    the condition, as it uses it to evict join state)."""
+    helper = jvm.org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
+    left, right = _child(join, 0), _child(join, 1)
+    lag_ms = 0
+    for side, other in ((left, right), (right, left)):
+        watermarked = other.outputSet()
+        for attribute in _seq(other.output()):
+            if not _has_watermark(attribute):
+                watermarked = getattr(watermarked, "$minus")(attribute)
+        state = helper.getStateValueWatermark(
+            side.outputSet(),
+            watermarked,
+            join.condition(),
+            jvm.scala.Some(jvm.java.lang.Long(_REFERENCE_MS)),
+        )
+        if bool(state.isDefined()):
+            lag_ms = max(lag_ms, _REFERENCE_MS - int(state.get()))
+    return timedelta(milliseconds=lag_ms)
+
+
+def _check_bounded_join(join: Any) -> bool:
+    """InvalidQuery for a join of two streams with no event-time bound; whether the join
+    keeps state (both sides are streams)."""
     left, right = _child(join, 0), _child(join, 1)
     if not (bool(left.isStreaming()) and bool(right.isStreaming())):
-        return  # a stream joined with a static relation (a temporal table) keeps no state
+        return False  # a stream joined with a static relation (a temporal table) keeps no state
     condition = join.condition()
     bounded = False
     if bool(condition.isDefined()):
@@ -103,6 +139,7 @@ def _check_bounded_join(join: Any) -> None:
             "a.event_time BETWEEN b.event_time - INTERVAL 1 HOUR AND b.event_time, "
             "or declare the slowly changing side as a temporal table"
         )
+    return True
 
 
 def _has_event_time_key(aggregate: Any) -> bool:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,9 +70,29 @@ STREAMING_CONF = {
     "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     # Keep the logs and state versions the next transaction needs, not the whole history.
     "spark.sql.streaming.minBatchesToRetain": "2",
+    # RocksDB checkpoints each state version whole (its SST files shared between versions)
+    # and drops old versions as it commits, so the state stays as large as what it holds;
+    # the default provider's deltas are only compacted by a background task that a
+    # one-second query rarely gives a turn, and grow with every transaction.
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
     "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
     "spark.sql.streaming.unsupportedOperationCheck": "true",
 }
+
+
+class PhaseClock:
+    """Seconds spent in each phase of a streaming transaction (for the logs)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.laps[phase] = round(now - self._last, 3)
+        self._last = now
 
 
 @dataclass(frozen=True, slots=True)
