@@ -24,8 +24,12 @@ ROOTS = {
     "readings": root(
         "readings", ["event_time TIMESTAMP", "sensor STRING", "value BIGINT"], source="default"
     ),
-    "views": root("views", ["event_time TIMESTAMP", "user STRING", "page STRING"], source="default"),
-    "clicks": root("clicks", ["event_time TIMESTAMP", "user STRING", "ad STRING"], source="default"),
+    "views": root(
+        "views", ["event_time TIMESTAMP", "user STRING", "page STRING"], source="default"
+    ),
+    "clicks": root(
+        "clicks", ["event_time TIMESTAMP", "user STRING", "ad STRING"], source="default"
+    ),
 }
 DERIVATIVES = {
     "hourly": derivative(
