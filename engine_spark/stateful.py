@@ -83,12 +83,25 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
             )
         if name == "Join" and bool(node.isStreaming()) and _check_bounded_join(node):
             lag = max(lag, _join_lag(jvm, node))
-        if name == "Aggregate" and bool(node.isStreaming()):
+        if name in ("Aggregate", "Distinct") and bool(node.isStreaming()):
             aggregates.append(node)
     unbounded = [a for a in aggregates if not _has_event_time_key(a)]
     if not unbounded:
         return StatefulPlan(Mode.APPEND, lag=lag)
     return StatefulPlan(Mode.CHANGELOG, _changelog_keys(root, unbounded[0]), lag=lag)
+
+
+def _distinct_keys(root: Any, distinct: Any) -> tuple[str, ...]:
+    """SELECT DISTINCT: every output column is the key, so its changelog only inserts."""
+    node = root
+    while not _same_node(node, distinct):
+        if str(node.nodeName()) not in ("SubqueryAlias", "View"):
+            raise InvalidQueryError(
+                "SELECT DISTINCT over a stream must be the query's last operator (its rows are "
+                "emitted once each, as inserts); move projections and filters inside it"
+            )
+        node = _child(node, 0)
+    return tuple(str(a.name()) for a in _seq(root.output()))
 
 
 _REFERENCE_MS = 10**15
@@ -143,6 +156,8 @@ def _check_bounded_join(join: Any) -> bool:
 
 
 def _has_event_time_key(aggregate: Any) -> bool:
+    if str(aggregate.nodeName()) == "Distinct":
+        return any(_has_watermark(a) for a in _seq(aggregate.output()))
     return any(
         _has_watermark(e) for e in _seq(aggregate.groupingExpressions()) if _is_attribute(e)
     ) or any(
@@ -155,6 +170,8 @@ def _has_event_time_key(aggregate: Any) -> bool:
 def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:
     """The output columns holding the aggregate's grouping keys; InvalidQuery when one is
     not selected (a changed row could not be told from a new one)."""
+    if str(aggregate.nodeName()) == "Distinct":
+        return _distinct_keys(root, aggregate)
     grouping = list(_seq(aggregate.groupingExpressions()))
     key_ids: set[Any] = set()
     for expression in _seq(aggregate.aggregateExpressions()):

@@ -420,3 +420,21 @@ def test_a_stateful_query_is_refused_at_migration(spark_engine: SparkEngine, wor
     )
     with pytest.raises(InvalidQueryError, match="LIMIT/OFFSET over a stream"):
         spark_engine.migrate_query(migrate)
+
+
+def test_select_distinct_emits_each_row_once_when_the_watermark_passes_it(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    distinct = sql("SELECT DISTINCT event_time, sensor FROM readings")
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "distinct", distinct))
+    readings.append(
+        [reading(1, "a", 1), reading(1, "a", 2), reading(2, "b", 3)], watermark=at(1.5)
+    )
+    assert [(r["op"], r["event_time"], r["sensor"]) for r in pipe.run(readings.take())] == [
+        (0, at(1), "a")
+    ]
+    readings.append([reading(1, "a", 1), reading(2, "b", 9)], watermark=at(3))
+    assert [(r["op"], r["event_time"], r["sensor"]) for r in pipe.run(readings.take())] == [
+        (0, at(2), "b")
+    ]
