@@ -336,7 +336,7 @@ def _stream_transaction(
     arrow_schema = result_arrow_schema(batch_result)
     clock = streaming.PhaseClock()
     with streaming.work_area() as area:
-        transaction = streaming.restore(area, carried, session)
+        transaction = streaming.restore(area, carried, session, streaming.spark_watermark(inputs))
         clock.lap("restore")
         for inp in inputs:
             schema = streaming.stage_input(area, inp, transaction)

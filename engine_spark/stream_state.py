@@ -19,6 +19,7 @@ outside the expected top-level directories is refused.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -78,6 +79,20 @@ def pack(directory: Path, input_root: Path) -> dict[str, bytes]:
                 content = content.replace(source_prefix, INPUT_PLACEHOLDER.encode())
             files[relative] = content
     return files
+
+
+def advance_next_watermark(directory: Path, watermark_ms: int) -> None:
+    """Raise the watermark Spark's last commit hands the next micro-batch to ``watermark_ms``
+    (``nextBatchWatermarkMs``, what a restarted query evicts state with); never lowers it."""
+    commits = directory / "commits"
+    batches = [p for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+    if not batches:
+        return
+    latest = max(batches, key=lambda p: int(p.name))
+    header, _, body = latest.read_text().partition("\n")
+    doc = json.loads(body)
+    doc["nextBatchWatermarkMs"] = max(int(doc.get("nextBatchWatermarkMs", 0)), watermark_ms)
+    latest.write_text(f"{header}\n{json.dumps(doc, separators=(',', ':'))}")
 
 
 def total_size(files: Mapping[str, bytes]) -> int:

@@ -31,10 +31,10 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -149,8 +149,20 @@ def work_area() -> Iterator[WorkArea]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def restore(area: WorkArea, state: StreamState | None, session: SparkSession) -> int:
-    """Unpack the previous state (or start afresh); the number of transactions run so far."""
+def restore(
+    area: WorkArea,
+    state: StreamState | None,
+    session: SparkSession,
+    watermark: datetime | None,
+) -> int:
+    """Unpack the previous state (or start afresh); the number of transactions run so far.
+
+    ``watermark``: Spark's watermark after this transaction (the minimum over the streamed
+    inputs). It is set as the watermark the next micro-batch evicts with, the one Spark keeps
+    in its commit log for a restart: the batch with the transaction's records then drops late
+    records by the previous watermark (Spark's watermark for late events) and closes windows
+    and evicts join state by this one, and no extra batch without data is needed.
+    """
     if state is None:
         stream_state.fresh(area.checkpoint)
         return 0
@@ -161,7 +173,19 @@ def restore(area: WorkArea, state: StreamState | None, session: SparkSession) ->
             "between Spark versions; replay the dataset with the engine that wrote it"
         )
     stream_state.unpack(state.files, area.checkpoint, area.inputs)
+    if watermark is not None:
+        stream_state.advance_next_watermark(area.checkpoint, _millis(watermark))
     return state.transactions
+
+
+def spark_watermark(inputs: Sequence[StreamInput]) -> datetime | None:
+    """Spark's global watermark once every input's marker is read: the minimum over inputs,
+    an input without a watermark counting as the epoch."""
+    return min((i.watermark or _EPOCH for i in inputs), default=None)
+
+
+def _millis(value: datetime) -> int:
+    return (value - _EPOCH) // timedelta(milliseconds=1)
 
 
 def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructType:
@@ -171,9 +195,10 @@ def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructTyp
     directory = area.inputs / inp.directory
     directory.mkdir(exist_ok=True)
     rows = _new_records(inp.request, schema, spark_schema)
-    if rows.num_rows or inp.watermark is not None:
-        marked = _with_marker(rows, inp.watermark or _EPOCH)
-        pq.write_table(marked, directory / f"tx-{transaction:012d}.parquet", compression="none")
+    # A marker every transaction, also without records or watermark: Spark forgets on restart
+    # which inputs it heard from, and an input it does not hear from does not hold it back.
+    marked = _with_marker(rows, inp.watermark or _EPOCH)
+    pq.write_table(marked, directory / f"tx-{transaction:012d}.parquet", compression="none")
     return spark_schema
 
 
