@@ -15,9 +15,9 @@ column that drives Spark's watermark:
 
 so the user's ``window(event_time, ...)``, ``session_window`` and event-time join bounds are
 bounded by exactly the watermark the coordinator sent. The query runs with
-``Trigger.AvailableNow``: a batch with the new rows, then (when the watermark advanced) a
-batch without data that closes windows and evicts state, so a transaction that carries only
-a watermark advance closes windows too. Spark's checkpoint directory is restored from the
+``Trigger.AvailableNow`` as one micro-batch, whose eviction watermark is preset to the
+transaction's new watermark (``restore``): a transaction that carries only a watermark
+advance closes windows too. Spark's checkpoint directory is restored from the
 ODF checkpoint before the run and packed into it after (``stream_state.py``).
 
 The global watermark is the minimum over inputs; an input that has records but no watermark

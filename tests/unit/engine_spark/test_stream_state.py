@@ -67,3 +67,15 @@ def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
     assert decode_checkpoint(data).stream == state
     assert encode_checkpoint(decode_checkpoint(data)) == data
     assert b'"version":2' in data
+
+
+def test_the_next_batch_watermark_is_raised_in_the_latest_commit_only(tmp_path: Path) -> None:
+    commits = tmp_path / "commits"
+    commits.mkdir()
+    (commits / "9").write_text('v1\n{"nextBatchWatermarkMs":5}')
+    (commits / "10").write_text('v1\n{"nextBatchWatermarkMs":7}')
+    stream_state.advance_next_watermark(tmp_path, 20)
+    assert (commits / "10").read_text() == 'v1\n{"nextBatchWatermarkMs":20}'
+    assert (commits / "9").read_text() == 'v1\n{"nextBatchWatermarkMs":5}'
+    stream_state.advance_next_watermark(tmp_path, 3)  # never lowered
+    assert (commits / "10").read_text() == 'v1\n{"nextBatchWatermarkMs":20}'
