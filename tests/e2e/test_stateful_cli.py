@@ -19,6 +19,7 @@ from coordinator.workspace import Workspace
 from tests.integration.transform.pipeline import records
 from tests.support.cli import ok
 from tests.support.datasets import derivative, root
+from tests.support.images import BuiltImage
 
 ROOTS = {
     "readings": root(
@@ -85,12 +86,13 @@ def t(hh_mm: str) -> datetime:
     return datetime.fromisoformat(f"2024-01-01T{hh_mm}:00+00:00").astimezone(UTC)
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("stateful")
+def run_rounds(base: Path, config: str | None = None) -> Path:
+    """Every round ingested and pulled; the workspace moves before the last one."""
     ws = base / "first-home"
     ws.mkdir()
     ok(ws, "init")
+    if config is not None:
+        (ws / ".odf" / "config.yaml").write_text(config)
     snapshots = base / "snapshots"
     snapshots.mkdir()
     for name, text in {**ROOTS, **DERIVATIVES}.items():
@@ -107,6 +109,11 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ok(ws, "ingest", name, str(path))
         ok(ws, "pull", "--all", "--system-time", f"2030-01-0{index + 1}T00:00:00Z")
     return ws
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run_rounds(tmp_path_factory.mktemp("stateful"))
 
 
 def rows(ws: Path, name: str, *columns: str) -> list[tuple[object, ...]]:
@@ -143,3 +150,16 @@ def test_each_operator_emits_what_the_semantics_say_over_rounds(workspace: Path)
 def test_verify_replays_every_stateful_transaction_after_the_move(workspace: Path) -> None:
     out = ok(workspace, "verify", "--recursive", *DERIVATIVES)
     assert "ok" in out.lower()
+
+
+@pytest.mark.e2e
+@pytest.mark.containerized
+def test_the_engine_image_gives_the_same_records(
+    workspace: Path, engine_image: BuiltImage, tmp_path: Path
+) -> None:
+    config = f"engine:\n  provider: container\n  image: {engine_image.ref}\n"
+    in_container = run_rounds(tmp_path, config)
+    for name in DERIVATIVES:
+        assert records(Workspace(in_container).open_dataset(name)).drop_columns(
+            ["system_time"]
+        ) == records(Workspace(workspace).open_dataset(name)).drop_columns(["system_time"]), name
