@@ -10,7 +10,6 @@ memory use stays bounded. Methods return the protocol's Success messages and rai
 from __future__ import annotations
 
 import dataclasses
-import io
 import tempfile
 import threading
 import time
@@ -21,16 +20,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import structlog
 from pyspark.sql import DataFrame, SparkSession
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTable, TransformSql
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
-from engine_spark import calls, stream_state, streaming
+from engine_spark import calls
 from engine_spark import checkpoint as cp
-from engine_spark.changelog import changelog
 from engine_spark.errors import InvalidQueryError
 from engine_spark.exchange import read_schema, write_table
 from engine_spark.inputs import (
@@ -40,17 +37,21 @@ from engine_spark.inputs import (
     load_input,
     register_view,
 )
-from engine_spark.ordering import RowOrder, is_row_wise, result_order, sort_by_values
+from engine_spark.ordering import RowOrder, result_order, sort_by_values
 from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
-from engine_spark.schema_mapping import output_column, result_arrow_schema
+from engine_spark.schema_mapping import output_column
 from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import Staging, stages_locally, staging_area
-from engine_spark.stateful import Mode, stateful_plan
+from engine_spark.stream_transaction import (
+    check_incremental,
+    is_row_wise_query,
+    run_stream_transaction,
+)
 from engine_spark.temporal import (
     carried_state,
     check_primary_key,
@@ -64,7 +65,6 @@ from engine_spark.watermark import input_watermark, output_watermark
 log = structlog.get_logger("engine_spark.engine")
 
 RAW_QUERY_INPUT_VIEW = "input"
-EVENT_TIME = DatasetVocabulary().event_time_column
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -109,14 +109,14 @@ class SparkEngine:
             result = run_steps(session, request.transform)
             stream: cp.StreamState | None = None
             lag = timedelta(0)
-            if _is_row_wise(result):
+            if is_row_wise_query(result):
                 output = _collect_output(result, request.vocab)
                 if output.columns.op is None:
                     check_no_retractions(request.query_inputs, stateful=False)
             else:
-                output, stream, lag = _stream_transaction(
-                    session, request, previous, tables, result
-                )
+                run = run_stream_transaction(session, request, previous, set(tables), result)
+                output = _Output(run.table, run.columns, RowOrder.VALUES)
+                stream, lag = run.state, run.lag
             slice_ = build_output(
                 output.table,
                 output.columns,
@@ -173,7 +173,7 @@ class SparkEngine:
             for name, table in temporal_tables(request.transform, list(schemas)).items():
                 check_primary_key(table, schemas[name].names)
             new_schema = _output_schema(session, schemas, request.transform, request.vocab)
-            _check_stateful(session, schemas, request.transform)
+            check_incremental(session, schemas, request.transform)
             old_schema = _previous_schema(session, schemas, request.prev_transform, request.vocab)
             if old_schema is not None:
                 check_schema_evolution(old_schema, new_schema)
@@ -199,13 +199,13 @@ class SparkEngine:
             states = _register_inputs(session, Staging.OFF, empty, tables, previous)
             result = run_steps(session, request.new_transform)
             _collect_output(result, request.vocab)
-            if not _is_row_wise(result):
+            if not is_row_wise_query(result):
                 schemas = {
                     i.query_alias: read_schema(i.schema_file)
                     for i in request.query_inputs
                     if i.query_alias not in tables
                 }
-                _check_stateful(session, schemas, request.new_transform)
+                check_incremental(session, schemas, request.new_transform)
             state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
             return ep.MigrateQueryResponseSuccess(
@@ -299,136 +299,6 @@ def _register_inputs(
             df = state_view(session, states[table.name])
         register_view(df, inp.query_alias)
     return states
-
-
-def _is_row_wise(result: DataFrame) -> bool:
-    """Whether the query gives the same answer slice by slice as over all records at once."""
-    with query_errors(None, in_step=False):
-        return is_row_wise(result)
-
-
-def _stream_transaction(
-    session: SparkSession,
-    request: ep.TransformRequest,
-    previous: cp.EngineCheckpoint,
-    tables: dict[str, TemporalTable],
-    batch_result: DataFrame,
-) -> tuple[_Output, cp.StreamState, timedelta]:
-    """Run a stateful query as a streaming query over the slices (``streaming.py``); the
-    output, the state, and how far the output watermark lags the inputs'."""
-    inputs = [
-        streaming.StreamInput(
-            i,
-            previous_watermark=previous.input_watermarks.get(i.dataset_id),
-            watermark=input_watermark(
-                i.explicit_watermarks, previous.input_watermarks.get(i.dataset_id)
-            ),
-        )
-        for i in request.query_inputs
-        if i.query_alias not in tables
-    ]
-    check_no_retractions([i.request for i in inputs], stateful=True)
-    fingerprint = streaming.query_fingerprint(request.transform)
-    carried = previous.stream if previous.stream and previous.stream.query == fingerprint else None
-    columns = plan_output_columns(
-        [(f.name, f.dataType.simpleString()) for f in batch_result.schema.fields], request.vocab
-    )
-    arrow_schema = result_arrow_schema(batch_result)
-    clock = streaming.PhaseClock()
-    with streaming.work_area() as area:
-        transaction = streaming.restore(area, carried, session, streaming.spark_watermark(inputs))
-        clock.lap("restore")
-        for inp in inputs:
-            schema = streaming.stage_input(area, inp, transaction)
-            view = streaming.stream_view(
-                session,
-                area,
-                inp.directory,
-                schema,
-                event_time=inp.request.vocab.event_time_column,
-                previous_watermark=inp.previous_watermark,
-            )
-            register_view(view, inp.request.query_alias)
-        clock.lap("stage")
-        streaming.configure(session)
-        result = run_steps(session, request.transform)
-        plan = stateful_plan(result)
-        clock.lap("plan")
-        batches = [t.cast(arrow_schema) for t in streaming.run_query(result, area, plan.mode)]
-        clock.lap("run")
-        files = stream_state.pack(area.checkpoint, area.inputs)
-        clock.lap("pack")
-    emitted: bytes | None = None
-    if plan.mode is Mode.APPEND:
-        table = pa.concat_tables(batches) if batches else arrow_schema.empty_table()
-        trailing = [columns.op] if columns.op else []
-        table = sort_by_values(table, [columns.event_time], trailing)
-    else:
-        if columns.op is not None:
-            raise InvalidQueryError(
-                f"an aggregation without an event-time window emits its own changelog in "
-                f"{columns.op!r}: do not select an {columns.op!r} column"
-            )
-        op = request.vocab.operation_type_column
-        before = carried.emitted if carried is not None else None
-        changes = changelog(
-            batches or [arrow_schema.empty_table()],
-            pq.read_table(io.BytesIO(before)) if before is not None else None,
-            plan.keys,
-            op,
-        )
-        table = changes.rows
-        columns = dataclasses.replace(columns, op=op)
-        emitted = _parquet_bytes(changes.emitted)
-    state = cp.StreamState(
-        query=fingerprint,
-        spark_version=streaming.spark_version(session),
-        mode=plan.mode.value,
-        transactions=transaction + 1,
-        files=files,
-        keys=plan.keys,
-        emitted=emitted,
-    )
-    log.info(
-        "transform.stream",
-        mode=plan.mode.value,
-        batches=len(batches),
-        state_bytes=stream_state.total_size(files),
-        **clock.laps,
-    )
-    return _Output(table, columns, RowOrder.VALUES), state, plan.lag
-
-
-def _check_stateful(
-    session: SparkSession, schemas: dict[str, pa.Schema], transform: TransformSql
-) -> None:
-    """InvalidQuery unless the query can run incrementally: row-wise, or a streaming query
-    that ``stateful_plan`` and Spark's own checks for streaming queries accept (the query is
-    started over inputs with no files: it runs no batch)."""
-    result = run_steps(session, transform)
-    if _is_row_wise(result):
-        return
-    temporal = {t.name for t in transform.temporal_tables or ()}
-    with streaming.work_area() as area:
-        stream_state.fresh(area.checkpoint)
-        for i, (alias, schema) in enumerate(schemas.items()):
-            if alias in temporal:
-                continue
-            name = f"input-{i}"
-            spark_schema = streaming.empty_input(area, name, schema)
-            view = streaming.stream_view(
-                session, area, name, spark_schema, event_time=EVENT_TIME, previous_watermark=None
-            )
-            register_view(view, alias)
-        streaming.configure(session)
-        result = run_steps(session, transform)
-        streaming.run_query(result, area, stateful_plan(result).mode)
-
-
-def _parquet_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="snappy")
-    return sink.getvalue()
 
 
 def _collect_output(result: DataFrame, vocab: DatasetVocabulary) -> _Output:

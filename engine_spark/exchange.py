@@ -10,6 +10,7 @@ a partial file at the path the coordinator checks.
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from enum import Enum
@@ -132,3 +133,10 @@ def write_bytes(data: bytes, path: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """``table`` as the bytes of a Parquet file (state carried in checkpoints)."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="snappy")
+    return sink.getvalue()

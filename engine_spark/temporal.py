@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -23,6 +22,7 @@ from pyspark.sql import functions as F
 from common.odf.fragments import DatasetVocabulary, TemporalTable, TransformSql
 from engine_spark.checkpoint import TemporalState
 from engine_spark.errors import InvalidQueryError
+from engine_spark.exchange import parquet_bytes
 from engine_spark.inputs import quote_identifier
 from engine_spark.outputs import Op
 from engine_spark.schema_mapping import spark_input_table
@@ -90,15 +90,9 @@ def latest_state(
     )
     rows = latest.toArrow()
     rows = rows.sort_by([(k, "ascending") for k in table.primary_key])
-    return TemporalState(primary_key=table.primary_key, parquet=_parquet_bytes(rows))
+    return TemporalState(primary_key=table.primary_key, parquet=parquet_bytes(rows))
 
 
 def state_view(session: SparkSession, state: TemporalState) -> DataFrame:
     """The state as a DataFrame (what the query sees under the table's name)."""
     return session.createDataFrame(spark_input_table(pq.read_table(io.BytesIO(state.parquet))))
-
-
-def _parquet_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="snappy")
-    return sink.getvalue()
