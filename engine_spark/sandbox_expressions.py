@@ -59,7 +59,7 @@ ALLOWED_EXPRESSIONS: frozenset[str] = _qualified(
             "Collation Concat ConcatWs Contains Conv ConvertTimezone Cos Cosh Cot CounterDiff",
             "CounterDiffWithStartTime Crc32 CreateArray CreateMap CreateNamedStruct Csc",
             "CsvToStructs Cube CumeDist CurrentRow$ DateAdd DateDiff DateFormatClass",
-            "DateFromUnixDate DateSub DayName DayOfMonth DayOfWeek DayOfYear Decode DenseRank",
+            "DateFromUnixDate DateSub DatetimeSub DayName DayOfMonth DayOfWeek DayOfYear Decode DenseRank",
             "Divide ElementAt Elt Encode EndsWith EqualNull EqualNullSafe EqualTo EulerNumber",
             "Exists Exp Explode Expm1 Extract ExtractValue Factorial FindInSet Flatten Floor",
             "FormatNumber FormatString FromUTCTimestamp FromUnixTime Get GetArrayItem",

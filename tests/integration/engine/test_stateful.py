@@ -438,3 +438,51 @@ def test_select_distinct_emits_each_row_once_when_the_watermark_passes_it(
     assert [(r["op"], r["event_time"], r["sensor"]) for r in pipe.run(readings.take())] == [
         (0, at(2), "b")
     ]
+
+
+TICKS = pa.schema([("currency", pa.string()), ("amount", pa.int64())])
+RATES = pa.schema([("currency", pa.string()), ("rate", pa.float64())])
+AS_OF = sql(
+    (
+        "matched",
+        "SELECT t.event_time, t.offset AS tick, t.currency, t.amount, r.event_time AS valid_from,"
+        " r.rate FROM ticks t JOIN rates r ON t.currency = r.currency"
+        " AND r.event_time BETWEEN t.event_time - INTERVAL 1 DAY AND t.event_time",
+    ),
+    "SELECT event_time, tick, currency, amount * max_by(rate, valid_from) AS usd FROM matched"
+    " GROUP BY event_time, tick, currency, amount",
+)
+
+
+def test_an_as_of_join_with_a_bounded_lookback_uses_versions_from_earlier_transactions(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """An event-time as-of join written with the operators above: an interval join to every
+    version of the last day, then the newest version per tick. Spark holds the join's output
+    watermark back by the lookback (a day), so a tick is emitted once the watermarks pass its
+    event time plus a day."""
+    ticks = InputDataset(workdir / "ticks", "ticks", TICKS)
+    rates = InputDataset(workdir / "rates", "rates", RATES)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "usd", AS_OF))
+
+    def tick(h: float, currency: str, amount: int) -> dict[str, Any]:
+        return {"event_time": at(h), "currency": currency, "amount": amount}
+
+    def rate(h: float, currency: str, value: float) -> dict[str, Any]:
+        return {"event_time": at(h), "currency": currency, "rate": value}
+
+    rates.append([rate(0, "EUR", 1.0), rate(0, "GBP", 2.0)], watermark=at(0))
+    ticks.append([tick(1, "EUR", 10)], watermark=at(1))
+    assert pipe.run(ticks.take(), rates.take()) == []
+    # A newer EUR version (valid from 2h) arrives later; the tick at 1h keeps the 0h version.
+    rates.append([rate(2, "EUR", 3.0)], watermark=at(3))
+    ticks.append([tick(2.5, "EUR", 10), tick(2.5, "GBP", 1)], watermark=at(3))
+    assert pipe.run(ticks.take(), rates.take()) == []
+    rates.append([], watermark=at(27))
+    ticks.append([], watermark=at(27))
+    out = pipe.run(ticks.take(), rates.take())
+    assert [(r["event_time"], r["currency"], r["usd"]) for r in out] == [
+        (at(1), "EUR", 10.0),
+        (at(2.5), "EUR", 30.0),
+        (at(2.5), "GBP", 2.0),
+    ]
