@@ -428,9 +428,7 @@ def test_select_distinct_emits_each_row_once_when_the_watermark_passes_it(
     readings = InputDataset(workdir / "in", "readings", READINGS)
     distinct = sql("SELECT DISTINCT event_time, sensor FROM readings")
     pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "distinct", distinct))
-    readings.append(
-        [reading(1, "a", 1), reading(1, "a", 2), reading(2, "b", 3)], watermark=at(1.5)
-    )
+    readings.append([reading(1, "a", 1), reading(1, "a", 2), reading(2, "b", 3)], watermark=at(1.5))
     assert [(r["op"], r["event_time"], r["sensor"]) for r in pipe.run(readings.take())] == [
         (0, at(1), "a")
     ]
