@@ -45,6 +45,24 @@ DERIVATIVES = {
         "GROUP BY session_window(event_time, '20 minutes'), sensor",
         ["readings"],
     ),
+    "sliding": derivative(
+        "sliding",
+        "SELECT window.end AS event_time, sensor, sum(value) AS total FROM readings "
+        "GROUP BY window(event_time, '2 hours', '1 hour'), sensor",
+        ["readings"],
+    ),
+    "distinct": derivative(
+        "distinct", "SELECT DISTINCT event_time, sensor FROM readings", ["readings"]
+    ),
+    "last-page": derivative(
+        "last-page",
+        "SELECT event_time, user, ad, max_by(page, seen) AS page FROM ("
+        "SELECT c.event_time, c.user, c.ad, v.event_time AS seen, v.page FROM clicks c "
+        "JOIN views v ON c.user = v.user "
+        "AND v.event_time BETWEEN c.event_time - INTERVAL 1 HOUR AND c.event_time) "
+        "GROUP BY event_time, user, ad",
+        ["clicks", "views"],
+    ),
     "totals": derivative(
         "totals",
         "SELECT max(event_time) AS event_time, sensor, sum(value) AS total FROM readings "
@@ -143,6 +161,24 @@ def test_each_operator_emits_what_the_semantics_say_over_rounds(workspace: Path)
     ]
     assert rows(workspace, "attributed", "event_time", "user", "ad") == [
         (t("00:30"), "u2", "ad2"),
+    ]
+    assert rows(workspace, "sliding", "event_time", "sensor", "total") == [
+        (t("01:00"), "a", 4),
+        (t("01:00"), "b", 2),
+        (t("02:00"), "a", 8),
+        (t("02:00"), "b", 2),
+        (t("03:00"), "a", 4),
+    ]
+    assert rows(workspace, "distinct", "event_time", "sensor") == [
+        (t("00:10"), "a"),
+        (t("00:20"), "a"),
+        (t("00:50"), "b"),
+        (t("01:30"), "a"),
+        (t("03:00"), "b"),
+    ]
+    # The page each click's user viewed last within the hour before the click (as-of join).
+    assert rows(workspace, "last-page", "event_time", "user", "page") == [
+        (t("00:40"), "u2", "faq"),
     ]
 
 
