@@ -14,7 +14,8 @@ it. Two things in it would tie it to one machine, and one would make it differ o
 
 Hadoop's checksum side files (``.*.crc``) are left out: Spark reads the files without them.
 Names from a checkpoint are untrusted (a pulled dataset's): anything absolute, with ``..`` or
-outside the expected top-level directories is refused.
+outside the expected top-level directories is refused, and so is a source log naming a file
+anywhere but under the placeholder (Spark would look at it when the query restarts).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def unpack(files: Mapping[str, bytes], directory: Path, input_root: Path) -> Non
     for name, content in files.items():
         relative = _safe_name(name)
         if relative.parts[0] == "sources":
+            _check_source_paths(name, content)
             content = content.replace(INPUT_PLACEHOLDER.encode(), target_prefix)
         path = directory.joinpath(*relative.parts)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +99,19 @@ def advance_next_watermark(directory: Path, watermark_ms: int) -> None:
 
 def total_size(files: Mapping[str, bytes]) -> int:
     return sum(len(c) for c in files.values())
+
+
+_SOURCE_PATH = re.compile(rb'"path":"([^"]*)"')
+
+
+def _check_source_paths(name: str, content: bytes) -> None:
+    for match in _SOURCE_PATH.finditer(content):
+        path = match.group(1)
+        if not path.startswith(INPUT_PLACEHOLDER.encode()) or b"/../" in path:
+            raise InputDataError(
+                f"checkpoint entry {name!r} names input file {path.decode(errors='replace')!r}"
+                f" outside the engine's input directory"
+            )
 
 
 def _safe_name(name: str) -> PurePosixPath:

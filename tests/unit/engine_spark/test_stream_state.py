@@ -79,3 +79,14 @@ def test_the_next_batch_watermark_is_raised_in_the_latest_commit_only(tmp_path: 
     assert (commits / "9").read_text() == 'v1\n{"nextBatchWatermarkMs":5}'
     stream_state.advance_next_watermark(tmp_path, 3)  # never lowered
     assert (commits / "10").read_text() == 'v1\n{"nextBatchWatermarkMs":20}'
+
+
+def test_unpack_refuses_a_source_log_naming_files_elsewhere(tmp_path: Path) -> None:
+    log = b'v1\n{"path":"file:///etc/passwd","timestamp":0,"batchId":0}\n'
+    with pytest.raises(InputDataError, match="outside the engine's input directory"):
+        stream_state.unpack({"sources/0/0": log}, tmp_path / "ck", tmp_path / "in")
+    escaping = (
+        b'v1\n{"path":"' + stream_state.INPUT_PLACEHOLDER.encode() + b'x/../../etc/passwd"}\n'
+    )
+    with pytest.raises(InputDataError, match="outside the engine's input directory"):
+        stream_state.unpack({"sources/0/0": escaping}, tmp_path / "ck", tmp_path / "in")
