@@ -66,7 +66,8 @@ MARKER_COLUMN = "__odf_marker"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 STREAMING_CONF = {
-    # Close windows in the transaction whose watermark passes them (a batch without data).
+    # A query's first transaction closes windows in a batch without data; later ones preset
+    # the watermark (``restore``) and need none.
     "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     # Keep the logs and state versions the next transaction needs, not the whole history.
     "spark.sql.streaming.minBatchesToRetain": "2",
