@@ -16,30 +16,29 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.odf.engine_protocol import TransformRequestInput
+from common.odf.fragments import OffsetInterval
 from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import DataFormat, detect_format, read_arrow
 
 
 def check_no_retractions(inputs: Sequence[TransformRequestInput], *, stateful: bool) -> None:
+    """Refuse the first input whose slice (in its data files) has a retraction or correction."""
     for inp in inputs:
         found = first_change(inp)
-        if found is None:
-            continue
-        op, offset = found
-        where = (
-            f"input {inp.query_alias!r} has a retraction or correction (op {op}) at offset {offset}"
-        )
-        if stateful:
-            raise InvalidQueryError(
-                f"{where}; this stateful query (aggregation, window or join) cannot apply "
-                "retractions to its state, and ignoring them would give wrong results: "
-                "keep stateful queries to append-only inputs"
-            )
-        raise InvalidQueryError(
-            f"{where}, and the query does not select {inp.vocab.operation_type_column!r}: "
-            f"it would turn the retraction into an append; select "
-            f"{inp.vocab.operation_type_column!r} so changes pass through"
-        )
+        if found is not None:
+            raise _refusal(inp, found, stateful=stateful)
+
+
+def check_slice(inp: TransformRequestInput, rows: pa.Table, *, stateful: bool) -> None:
+    """The same check on the input's slice already read (``rows``)."""
+    found = _first_change_in(rows, inp.vocab.offset_column, inp.vocab.operation_type_column)
+    if found is not None:
+        raise _refusal(inp, found, stateful=stateful)
+
+
+def in_interval(offsets: pa.ChunkedArray, interval: OffsetInterval) -> pa.ChunkedArray:
+    """Which rows of ``offsets`` lie in ``interval`` (both ends included)."""
+    return pc.and_(pc.greater_equal(offsets, interval.start), pc.less_equal(offsets, interval.end))
 
 
 def first_change(inp: TransformRequestInput) -> tuple[int, int] | None:
@@ -51,19 +50,39 @@ def first_change(inp: TransformRequestInput) -> tuple[int, int] | None:
         table = _columns(path, [offset_name, op_name])
         if table is None:
             continue
-        offsets, ops = table.column(offset_name), table.column(op_name)
-        in_slice = pc.and_(
-            pc.greater_equal(offsets, inp.offset_interval.start),
-            pc.less_equal(offsets, inp.offset_interval.end),
-        )
-        changed = pc.and_(in_slice, pc.not_equal(ops, 0))
-        if pc.any(changed).as_py():
-            rows = table.filter(changed)
-            first = pc.index(rows.column(offset_name), pc.min(rows.column(offset_name))).as_py()
-            return int(rows.column(op_name)[first].as_py()), int(
-                rows.column(offset_name)[first].as_py()
-            )
+        rows = table.filter(in_interval(table.column(offset_name), inp.offset_interval))
+        found = _first_change_in(rows, offset_name, op_name)
+        if found is not None:
+            return found
     return None
+
+
+def _first_change_in(rows: pa.Table, offset_name: str, op_name: str) -> tuple[int, int] | None:
+    if op_name not in rows.column_names:
+        return None
+    changed = rows.filter(pc.not_equal(rows.column(op_name), 0))
+    if changed.num_rows == 0:
+        return None
+    first = changed.sort_by([(offset_name, "ascending")]).slice(0, 1).to_pylist()[0]
+    return int(first[op_name]), int(first[offset_name])
+
+
+def _refusal(
+    inp: TransformRequestInput, found: tuple[int, int], *, stateful: bool
+) -> InvalidQueryError:
+    op, offset = found
+    where = f"input {inp.query_alias!r} has a retraction or correction (op {op}) at offset {offset}"
+    if stateful:
+        return InvalidQueryError(
+            f"{where}; this stateful query (aggregation, window or join) cannot apply "
+            "retractions to its state, and ignoring them would give wrong results: "
+            "keep stateful queries to append-only inputs"
+        )
+    return InvalidQueryError(
+        f"{where}, and the query does not select {inp.vocab.operation_type_column!r}: "
+        f"it would turn the retraction into an append; select "
+        f"{inp.vocab.operation_type_column!r} so changes pass through"
+    )
 
 
 def _columns(path: str, names: list[str]) -> pa.Table | None:

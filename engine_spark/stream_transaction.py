@@ -30,7 +30,6 @@ from engine_spark.inputs import register_view
 from engine_spark.ordering import is_row_wise, sort_by_values
 from engine_spark.outputs import OutputColumns, plan_output_columns
 from engine_spark.queries import run_steps
-from engine_spark.retractions import check_no_retractions
 from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful import Mode, stateful_plan
@@ -77,7 +76,6 @@ def run_stream_transaction(
         for i in request.query_inputs
         if i.query_alias not in temporal
     ]
-    check_no_retractions([i.request for i in inputs], stateful=True)
     fingerprint = streaming.query_fingerprint(request.transform)
     carried = previous.stream if previous.stream and previous.stream.query == fingerprint else None
     columns = plan_output_columns(

@@ -38,7 +38,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
 from pyspark.errors import AnalysisException
@@ -54,6 +53,7 @@ from engine_spark.checkpoint import StreamState
 from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import read_schema, read_table
 from engine_spark.inputs import quote_identifier
+from engine_spark.retractions import check_slice, in_interval
 from engine_spark.schema_mapping import spark_input_schema, spark_input_table
 from engine_spark.spark_errors import query_errors, user_message
 from engine_spark.staging import spark_values
@@ -190,12 +190,15 @@ def _millis(value: datetime) -> int:
 
 
 def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructType:
-    """Write the input's new records and its watermark marker; its Spark schema."""
+    """Write the input's new records and its watermark marker; its Spark schema.
+
+    InvalidQuery when the records hold a retraction or correction (``retractions.py``)."""
     schema = spark_input_schema(read_schema(inp.request.schema_file))
     spark_schema = _spark_schema(schema)
     directory = area.inputs / inp.directory
     directory.mkdir(exist_ok=True)
     rows = _new_records(inp.request, schema, spark_schema)
+    check_slice(inp.request, rows, stateful=True)
     # A marker every transaction, also without records or watermark: Spark forgets on restart
     # which inputs it heard from, and an input it does not hear from does not hold it back.
     marked = _with_marker(rows, inp.watermark or _EPOCH)
@@ -314,11 +317,7 @@ def _new_records(inp: TransformRequestInput, schema: pa.Schema, spark: StructTyp
     offset = inp.vocab.offset_column
     for path in inp.data_paths:
         table = spark_input_table(read_table(path))
-        keep = pc.and_(
-            pc.greater_equal(table.column(offset), inp.offset_interval.start),
-            pc.less_equal(table.column(offset), inp.offset_interval.end),
-        )
-        table = table.filter(keep)
+        table = table.filter(in_interval(table.column(offset), inp.offset_interval))
         columns = [
             table.column(f.name).cast(f.type)
             if f.name in table.column_names
