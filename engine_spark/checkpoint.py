@@ -10,7 +10,9 @@ table and the streaming state's files under ``stream/``, written with fixed meta
 mode 644, no owner) in name order.
 
 Format versions: 1 has no streaming state; 2 adds ``stream`` (written only when there is
-streaming state, so stateless checkpoints keep their version-1 bytes). Both are read.
+streaming state, so stateless checkpoints keep their version-1 bytes) run by Spark Structured
+Streaming; 3 adds the ``runner`` of the streaming state, ``window-recompute`` (the records of
+open windows, ``window_recompute.py``) under ``stream/retained/``. All are read.
 
 A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
 holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
@@ -35,12 +37,19 @@ from engine_spark.exchange import write_bytes
 CHECKPOINT_FORMAT = "odf-py/engine-spark/checkpoint"
 CHECKPOINT_VERSION = 1
 STREAM_CHECKPOINT_VERSION = 2
-_READABLE_VERSIONS = (CHECKPOINT_VERSION, STREAM_CHECKPOINT_VERSION)
+RUNNER_CHECKPOINT_VERSION = 3
+_READABLE_VERSIONS = (CHECKPOINT_VERSION, STREAM_CHECKPOINT_VERSION, RUNNER_CHECKPOINT_VERSION)
+SPARK_STREAMING = "spark-streaming"
+"""A stateful query run as Spark Structured Streaming: ``files`` are Spark's checkpoint."""
+WINDOW_RECOMPUTE = "window-recompute"
+"""A window aggregation recomputed from retained records: ``files`` are the records of open
+windows, one Parquet file per input (``<input directory>.parquet``)."""
 _REFERENCE_SUFFIX = ".watermark"
 _JSON_ENTRY = "checkpoint.json"
 _TEMPORAL_DIR = "temporal"
 _STREAM_DIR = "stream"
 _SPARK_DIR = f"{_STREAM_DIR}/spark/"
+_RUNNER_DIRS = {SPARK_STREAMING: _SPARK_DIR, WINDOW_RECOMPUTE: f"{_STREAM_DIR}/retained/"}
 _SNAPSHOT_FILE = f"{_STREAM_DIR}/emitted.parquet"
 _FRACTION = re.compile(r"\.(\d+)")
 
@@ -66,11 +75,24 @@ class StreamState:
     transactions: int
     """Transactions run so far (names each transaction's input files uniquely)."""
     files: Mapping[str, bytes]
-    """Spark's checkpoint directory, by relative path, input paths made portable."""
+    """The runner's state files by relative path: Spark's checkpoint directory (input paths
+    made portable), or the retained records of a window aggregation."""
     keys: tuple[str, ...] = ()
     """A changelog's key columns."""
     emitted: bytes | None = None
     """A changelog's last emitted row per key, as Parquet."""
+    runner: str = SPARK_STREAMING
+    """How the state is run: ``SPARK_STREAMING`` or ``WINDOW_RECOMPUTE``."""
+    window: WindowSpec | None = None
+    """``WINDOW_RECOMPUTE``: the aggregation's window, as found in the query's plan."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowSpec:
+    """A recomputed window aggregation's window column and width (microseconds)."""
+
+    column: str
+    width_us: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,7 +148,11 @@ def encode_checkpoint(checkpoint: EngineCheckpoint) -> bytes:
         for entry in doc["temporalTables"]
     ]
     if checkpoint.stream is not None:
-        doc["version"] = STREAM_CHECKPOINT_VERSION
+        doc["version"] = (
+            STREAM_CHECKPOINT_VERSION
+            if checkpoint.stream.runner == SPARK_STREAMING
+            else RUNNER_CHECKPOINT_VERSION
+        )
         doc["stream"], stream_files = _encode_stream(checkpoint.stream)
         files += stream_files
     return _tar_bytes([(_JSON_ENTRY, _json_bytes(doc)), *files])
@@ -140,7 +166,12 @@ def _encode_stream(stream: StreamState) -> tuple[dict[str, Any], list[tuple[str,
         "transactions": stream.transactions,
         "keys": list(stream.keys),
     }
-    files = [(_SPARK_DIR + name, stream.files[name]) for name in sorted(stream.files)]
+    if stream.runner != SPARK_STREAMING:
+        doc["runner"] = stream.runner
+    if stream.window is not None:
+        doc["window"] = {"column": stream.window.column, "widthMicros": stream.window.width_us}
+    directory = _RUNNER_DIRS[stream.runner]
+    files = [(directory + name, stream.files[name]) for name in sorted(stream.files)]
     if stream.emitted is not None:
         doc["emitted"] = _SNAPSHOT_FILE
         files.append((_SNAPSHOT_FILE, stream.emitted))
@@ -259,6 +290,10 @@ def _decode_json(data: bytes, path: str, files: Mapping[str, bytes]) -> EngineCh
 def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamState:
     where = f"{path}: stream"
     try:
+        runner = str(entry.get("runner", SPARK_STREAMING))
+        if runner not in _RUNNER_DIRS:
+            raise InputDataError(f"unknown streaming runner {runner!r}", path=where)
+        directory = _RUNNER_DIRS[runner]
         emitted_file = entry.get("emitted")
         if emitted_file is not None and emitted_file not in files:
             raise InputDataError(f"file {emitted_file!r} is missing from the tar", path=where)
@@ -269,14 +304,25 @@ def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamS
             transactions=int(entry["transactions"]),
             keys=tuple(str(k) for k in entry.get("keys") or ()),
             files={
-                name.removeprefix(_SPARK_DIR): content
+                name.removeprefix(directory): content
                 for name, content in files.items()
-                if name.startswith(_SPARK_DIR)
+                if name.startswith(directory)
             },
             emitted=files[emitted_file] if emitted_file is not None else None,
+            runner=runner,
+            window=_decode_window(entry.get("window"), where),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputDataError(f"missing or malformed field {e}", path=where) from e
+
+
+def _decode_window(entry: Any, where: str) -> WindowSpec | None:
+    if entry is None:
+        return None
+    spec = WindowSpec(column=str(entry["column"]), width_us=int(entry["widthMicros"]))
+    if spec.width_us <= 0:
+        raise InputDataError(f"window width {spec.width_us} is not positive", path=where)
+    return spec
 
 
 def _decode_temporal(

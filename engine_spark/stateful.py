@@ -22,7 +22,6 @@ checks for streaming queries refuse (several aggregations in a changelog, ...).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
@@ -31,6 +30,16 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from engine_spark.errors import InvalidQueryError
+from engine_spark.jvm_plan import (
+    analyzed,
+    child,
+    expr_id,
+    is_attribute,
+    same_node,
+    seq,
+    unalias,
+    walk,
+)
 
 WATERMARK_METADATA_KEY = "spark.watermarkDelayMs"
 """Spark's (internal) column metadata marking an event-time column bounded by a watermark
@@ -53,17 +62,13 @@ class StatefulPlan:
     output watermark is held back by the join's widest bound."""
 
 
-def plan_of(df: DataFrame) -> Any:
-    return df._jdf.queryExecution().analyzed()
-
-
 def stateful_plan(df: DataFrame) -> StatefulPlan:
     """How a streaming query ``df`` runs; InvalidQuery when it cannot run incrementally."""
-    root = plan_of(df)
+    root = analyzed(df)
     jvm = df.sparkSession.sparkContext._jvm
     aggregates = []
     lag = timedelta(0)
-    for node in _walk(root):
+    for node in walk(root):
         name = str(node.nodeName())
         if name in ("GlobalLimit", "LocalLimit", "Tail", "Offset"):
             raise InvalidQueryError(
@@ -94,14 +99,14 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
 def _distinct_keys(root: Any, distinct: Any) -> tuple[str, ...]:
     """SELECT DISTINCT: every output column is the key, so its changelog only inserts."""
     node = root
-    while not _same_node(node, distinct):
+    while not same_node(node, distinct):
         if str(node.nodeName()) not in ("SubqueryAlias", "View"):
             raise InvalidQueryError(
                 "SELECT DISTINCT over a stream must be the query's last operator (its rows are "
                 "emitted once each, as inserts); move projections and filters inside it"
             )
-        node = _child(node, 0)
-    return tuple(str(a.name()) for a in _seq(root.output()))
+        node = child(node, 0)
+    return tuple(str(a.name()) for a in seq(root.output()))
 
 
 _REFERENCE_MS = 10**15
@@ -113,11 +118,11 @@ def _join_lag(jvm: Any, join: Any) -> timedelta:
     side's watermark must move before the row can no longer match (Spark's own analysis of
     the condition, as it uses it to evict join state)."""
     helper = jvm.org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
-    left, right = _child(join, 0), _child(join, 1)
+    left, right = child(join, 0), child(join, 1)
     lag_ms = 0
     for side, other in ((left, right), (right, left)):
         watermarked = other.outputSet()
-        for attribute in _seq(other.output()):
+        for attribute in seq(other.output()):
             if not _has_watermark(attribute):
                 watermarked = getattr(watermarked, "$minus")(attribute)
         state = helper.getStateValueWatermark(
@@ -134,16 +139,16 @@ def _join_lag(jvm: Any, join: Any) -> timedelta:
 def _check_bounded_join(join: Any) -> bool:
     """InvalidQuery for a join of two streams with no event-time bound; whether the join
     keeps state (both sides are streams)."""
-    left, right = _child(join, 0), _child(join, 1)
+    left, right = child(join, 0), child(join, 1)
     if not (bool(left.isStreaming()) and bool(right.isStreaming())):
         return False  # a stream joined with a static relation (a temporal table) keeps no state
     condition = join.condition()
     bounded = False
     if bool(condition.isDefined()):
-        refs = [a for a in _seq(condition.get().references().toSeq()) if _has_watermark(a)]
-        left_ids = {_expr_id(a) for a in _seq(left.output())}
-        right_ids = {_expr_id(a) for a in _seq(right.output())}
-        ids = {_expr_id(a) for a in refs}
+        refs = [a for a in seq(condition.get().references().toSeq()) if _has_watermark(a)]
+        left_ids = {expr_id(a) for a in seq(left.output())}
+        right_ids = {expr_id(a) for a in seq(right.output())}
+        ids = {expr_id(a) for a in refs}
         bounded = bool(ids & left_ids) and bool(ids & right_ids)
     if not bounded:
         raise InvalidQueryError(
@@ -157,13 +162,13 @@ def _check_bounded_join(join: Any) -> bool:
 
 def _has_event_time_key(aggregate: Any) -> bool:
     if str(aggregate.nodeName()) == "Distinct":
-        return any(_has_watermark(a) for a in _seq(aggregate.output()))
+        return any(_has_watermark(a) for a in seq(aggregate.output()))
     return any(
-        _has_watermark(e) for e in _seq(aggregate.groupingExpressions()) if _is_attribute(e)
+        _has_watermark(e) for e in seq(aggregate.groupingExpressions()) if is_attribute(e)
     ) or any(
         _has_watermark(a)
-        for e in _seq(aggregate.groupingExpressions())
-        for a in _seq(e.references().toSeq())
+        for e in seq(aggregate.groupingExpressions())
+        for a in seq(e.references().toSeq())
     )
 
 
@@ -172,18 +177,18 @@ def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:
     not selected (a changed row could not be told from a new one)."""
     if str(aggregate.nodeName()) == "Distinct":
         return _distinct_keys(root, aggregate)
-    grouping = list(_seq(aggregate.groupingExpressions()))
+    grouping = list(seq(aggregate.groupingExpressions()))
     key_ids: set[Any] = set()
-    for expression in _seq(aggregate.aggregateExpressions()):
+    for expression in seq(aggregate.aggregateExpressions()):
         inner = expression.child() if str(expression.nodeName()) == "Alias" else expression
         if any(bool(inner.semanticEquals(g)) for g in grouping):
-            key_ids.add(_expr_id(expression))
+            key_ids.add(expr_id(expression))
     if len(key_ids) < len(grouping):
         raise _missing_keys()
     node, path = root, []
-    while not _same_node(node, aggregate):
+    while not same_node(node, aggregate):
         path.append(node)
-        children = list(_seq(node.children()))
+        children = list(seq(node.children()))
         if len(children) != 1 or str(node.nodeName()) not in _KEY_PRESERVING:
             raise InvalidQueryError(
                 "an aggregation without an event-time window must be the query's last "
@@ -194,9 +199,9 @@ def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:
     for above in reversed(path):
         if str(above.nodeName()) == "Project":
             key_ids = {
-                _expr_id(e) for e in _seq(above.projectList()) if _expr_id(_unalias(e)) in key_ids
+                expr_id(e) for e in seq(above.projectList()) if expr_id(unalias(e)) in key_ids
             }
-    names = tuple(str(a.name()) for a in _seq(root.output()) if _expr_id(a) in key_ids)
+    names = tuple(str(a.name()) for a in seq(root.output()) if expr_id(a) in key_ids)
     if len(names) < len(grouping):
         raise _missing_keys()
     return names
@@ -212,43 +217,8 @@ def _missing_keys() -> InvalidQueryError:
     )
 
 
-def _same_node(a: Any, b: Any) -> bool:
-    return bool(a.equals(b)) and str(a.nodeName()) == str(b.nodeName())
-
-
-def _unalias(expression: Any) -> Any:
-    return expression.child() if str(expression.nodeName()) == "Alias" else expression
-
-
-def _is_attribute(expression: Any) -> bool:
-    return str(expression.nodeName()) == "AttributeReference"
-
-
 def _has_watermark(expression: Any) -> bool:
     try:
         return bool(expression.metadata().contains(WATERMARK_METADATA_KEY))
     except Exception:  # not a named expression
         return False
-
-
-def _expr_id(expression: Any) -> Any:
-    return expression.exprId().id()
-
-
-def _child(node: Any, i: int) -> Any:
-    return node.children().apply(i)
-
-
-def _seq(seq: Any) -> Iterator[Any]:
-    for i in range(seq.size()):
-        yield seq.apply(i)
-
-
-def _walk(root: Any) -> Iterator[Any]:
-    """Every plan node, subquery and view bodies included."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(_seq(node.children()))
-        stack.extend(_seq(node.subqueries()))

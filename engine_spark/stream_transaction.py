@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
 from engine_spark import checkpoint as cp
 from engine_spark import stream_state, streaming
 from engine_spark.changelog import changelog
-from engine_spark.errors import InvalidQueryError
+from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import parquet_bytes
-from engine_spark.inputs import register_view
+from engine_spark.inputs import quote_identifier, register_view, stable_literal
 from engine_spark.ordering import is_row_wise, sort_by_values
 from engine_spark.outputs import OutputColumns, plan_output_columns
 from engine_spark.queries import run_steps
@@ -34,6 +36,12 @@ from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful import Mode, stateful_plan
 from engine_spark.watermark import input_watermark
+from engine_spark.window_recompute import (
+    WindowAggregate,
+    closing_windows,
+    retained,
+    window_aggregate,
+)
 
 log = structlog.get_logger("engine_spark.stream_transaction")
 
@@ -56,16 +64,10 @@ def is_row_wise_query(result: DataFrame) -> bool:
         return is_row_wise(result)
 
 
-def run_stream_transaction(
-    session: SparkSession,
-    request: ep.TransformRequest,
-    previous: cp.EngineCheckpoint,
-    temporal: set[str],
-    batch_result: DataFrame,
-) -> StreamRun:
-    """Run a stateful query as a streaming query over the slices (``streaming.py``);
-    ``temporal``: the aliases of temporal tables (already registered as static views)."""
-    inputs = [
+def _stream_inputs(
+    request: ep.TransformRequest, previous: cp.EngineCheckpoint, temporal: set[str]
+) -> list[streaming.StreamInput]:
+    return [
         streaming.StreamInput(
             i,
             previous_watermark=previous.input_watermarks.get(i.dataset_id),
@@ -76,41 +78,113 @@ def run_stream_transaction(
         for i in request.query_inputs
         if i.query_alias not in temporal
     ]
+
+
+def _carried(request: ep.TransformRequest, previous: cp.EngineCheckpoint) -> cp.StreamState | None:
+    """The previous streaming state, if it belongs to this query."""
     fingerprint = streaming.query_fingerprint(request.transform)
-    carried = previous.stream if previous.stream and previous.stream.query == fingerprint else None
+    return previous.stream if previous.stream and previous.stream.query == fingerprint else None
+
+
+def prepare_window_views(
+    session: SparkSession,
+    area: streaming.WorkArea,
+    request: ep.TransformRequest,
+    previous: cp.EngineCheckpoint,
+    temporal: set[str],
+) -> bool:
+    """Before the query runs: when the previous state is a window aggregation's retained
+    records, turn each streamed input's view (its new records, ``engine.py``) into the records
+    the recomputation reads (``_register_window_view``); whether it did."""
+    carried = _carried(request, previous)
+    if temporal or carried is None or carried.runner != cp.WINDOW_RECOMPUTE:
+        return False
+    for inp in _stream_inputs(request, previous, temporal):
+        _register_window_view(session, area, inp, carried)
+    return True
+
+
+def _register_window_view(
+    session: SparkSession,
+    area: streaming.WorkArea,
+    inp: streaming.StreamInput,
+    carried: cp.StreamState | None,
+) -> None:
+    """The input's view: its new records that are not late, then the retained ones."""
+    alias = inp.request.query_alias
+    view = session.table(quote_identifier(alias))
+    if inp.previous_watermark is not None:
+        event_time = F.col(quote_identifier(inp.request.vocab.event_time_column))
+        view = view.where(event_time > stable_literal(inp.previous_watermark, event_time))
+    name = f"{inp.directory}.parquet"
+    if carried is not None and name in carried.files:
+        path = area.inputs / name
+        path.write_bytes(carried.files[name])
+        kept = session.read.schema(view.schema).parquet(str(path))
+        view = view.unionByName(kept)
+    register_view(view, alias)
+
+
+def run_stream_transaction(
+    session: SparkSession,
+    area: streaming.WorkArea,
+    request: ep.TransformRequest,
+    previous: cp.EngineCheckpoint,
+    temporal: set[str],
+    batch_result: DataFrame,
+    *,
+    window_views: bool = False,
+) -> StreamRun:
+    """Run a stateful query over the slices: a window aggregation recomputed from retained
+    records (``window_recompute.py``), anything else as a streaming query (``streaming.py``).
+
+    ``temporal``: the aliases of temporal tables (already registered as static views);
+    ``window_views``: ``prepare_window_views`` registered the inputs, so ``batch_result`` is
+    the recomputation's query."""
+    inputs = _stream_inputs(request, previous, temporal)
+    fingerprint = streaming.query_fingerprint(request.transform)
+    carried = _carried(request, previous)
     columns = plan_output_columns(
         [(f.name, f.dataType.simpleString()) for f in batch_result.schema.fields], request.vocab
     )
     arrow_schema = result_arrow_schema(batch_result)
+    windows = _window_plan(inputs, carried, temporal, batch_result)
+    if windows is not None:
+        result = batch_result if window_views else None
+        run = _WindowRun(session, area, request, inputs, carried, windows)
+        return run.run(result, arrow_schema, columns)
+    if carried is not None and carried.runner != cp.SPARK_STREAMING:
+        raise InputDataError(
+            f"the checkpoint's streaming state is for the {carried.runner!r} runner, which "
+            "this query cannot use; replay the dataset with the engine that wrote it"
+        )
     clock = streaming.PhaseClock()
-    with streaming.work_area() as area:
-        transaction = streaming.restore(area, carried, session, streaming.spark_watermark(inputs))
-        clock.lap("restore")
-        for inp in inputs:
-            schema = streaming.stage_input(area, inp, transaction)
-            view = streaming.stream_view(
-                session,
-                area,
-                inp.directory,
-                schema,
-                event_time=inp.request.vocab.event_time_column,
-                previous_watermark=inp.previous_watermark,
-            )
-            register_view(view, inp.request.query_alias)
-        clock.lap("stage")
-        streaming.configure(session)
-        result = run_steps(session, request.transform)
-        plan = stateful_plan(result)
-        clock.lap("plan")
-        batches = [t.cast(arrow_schema) for t in streaming.run_query(result, area, plan.mode)]
-        clock.lap("run")
-        files = stream_state.pack(area.checkpoint, area.inputs)
-        clock.lap("pack")
+    transaction = streaming.restore(area, carried, session, streaming.spark_watermark(inputs))
+    clock.lap("restore")
+    for inp in inputs:
+        schema = streaming.stage_input(area, inp, transaction)
+        view = streaming.stream_view(
+            session,
+            area,
+            inp.directory,
+            schema,
+            event_time=inp.request.vocab.event_time_column,
+            previous_watermark=inp.previous_watermark,
+        )
+        register_view(view, inp.request.query_alias)
+    clock.lap("stage")
+    streaming.configure(session)
+    result = run_steps(session, request.transform)
+    plan = stateful_plan(result)
+    clock.lap("plan")
+    batches = [t.cast(arrow_schema) for t in streaming.run_query(result, area, plan.mode)]
+    clock.lap("run")
+    files = stream_state.pack(area.checkpoint, area.inputs)
+    clock.lap("pack")
     emitted: bytes | None = None
     if plan.mode is Mode.APPEND:
         table = pa.concat_tables(batches) if batches else arrow_schema.empty_table()
-        trailing = [columns.op] if columns.op else []
-        table = sort_by_values(table, [columns.event_time], trailing)
+        table = _in_value_order(table, columns)
     else:
         if columns.op is not None:
             raise InvalidQueryError(
@@ -145,6 +219,125 @@ def run_stream_transaction(
         **clock.laps,
     )
     return StreamRun(table, columns, state, plan.lag)
+
+
+def _in_value_order(table: pa.Table, columns: OutputColumns) -> pa.Table:
+    trailing = [columns.op] if columns.op else []
+    return sort_by_values(table, [columns.event_time], trailing)
+
+
+def _window_plan(
+    inputs: Sequence[streaming.StreamInput],
+    carried: cp.StreamState | None,
+    temporal: set[str],
+    batch_result: DataFrame,
+) -> WindowAggregate | None:
+    """The query's window aggregation when it runs as ``window_recompute`` (no temporal
+    tables, one event-time column name, and no state of another runner to carry on)."""
+    if temporal or (carried is not None and carried.runner != cp.WINDOW_RECOMPUTE):
+        return None
+    if carried is not None and carried.window is not None:  # found in the first transaction
+        width = timedelta(microseconds=carried.window.width_us)
+        return WindowAggregate(width, carried.window.column)
+    names = {i.request.vocab.event_time_column for i in inputs}
+    if len(names) != 1:
+        return None
+    aliases = frozenset(i.request.query_alias for i in inputs)
+    with query_errors(None, in_step=False):
+        plan = window_aggregate(batch_result, names.pop(), aliases)
+    if plan is None and carried is not None:
+        raise InputDataError(
+            "the checkpoint holds the retained records of a window aggregation, but this "
+            "engine does not run the query as one; replay the dataset with the engine that "
+            "wrote it"
+        )
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
+class _WindowRun:
+    """A window aggregation recomputed over the records of its open windows
+    (``window_recompute.py``): one batch query, no Structured Streaming."""
+
+    session: SparkSession
+    area: streaming.WorkArea
+    request: ep.TransformRequest
+    inputs: Sequence[streaming.StreamInput]
+    carried: cp.StreamState | None
+    plan: WindowAggregate
+
+    def run(
+        self, result: DataFrame | None, arrow_schema: pa.Schema, columns: OutputColumns
+    ) -> StreamRun:
+        """``result``: the query over the recomputation's views, when already registered."""
+        clock = streaming.PhaseClock()
+        upto = streaming.spark_watermark(self.inputs)
+        assert upto is not None, "a stateful query has streamed inputs"
+        after = (
+            streaming.previous_spark_watermark(self.inputs) if self.carried is not None else None
+        )
+        if result is None:
+            for inp in self.inputs:
+                _register_window_view(self.session, self.area, inp, self.carried)
+            result = run_steps(self.session, self.request.transform)
+        clock.lap("plan")
+        with query_errors(None, in_step=False):
+            closing = closing_windows(result, self.plan, after, upto)
+            table = closing.toArrow().cast(arrow_schema)
+        clock.lap("run")
+        files = {f"{i.directory}.parquet": self._retained(i, upto) for i in self.inputs}
+        clock.lap("retain")
+        state = cp.StreamState(
+            query=streaming.query_fingerprint(self.request.transform),
+            spark_version=streaming.spark_version(self.session),
+            mode=Mode.APPEND.value,
+            transactions=(self.carried.transactions if self.carried is not None else 0) + 1,
+            files=files,
+            runner=cp.WINDOW_RECOMPUTE,
+            window=cp.WindowSpec(
+                column=self.plan.window_column,
+                width_us=self.plan.width // timedelta(microseconds=1),
+            ),
+        )
+        log.info(
+            "transform.windows",
+            width=str(self.plan.width),
+            retained_bytes=stream_state.total_size(files),
+            **clock.laps,
+        )
+        return StreamRun(_in_value_order(table, columns), columns, state, timedelta(0))
+
+    def _retained(self, inp: streaming.StreamInput, upto: datetime) -> bytes:
+        """The input's records in windows still open after ``upto``: retained ones and new
+        ones (read here, with the retraction check) that are not late."""
+        horizon = upto - self.plan.width
+        if inp.previous_watermark is not None:
+            horizon = max(horizon, inp.previous_watermark)
+        rows, _ = streaming.new_records(inp.request, after=horizon)
+        kept = _kept(self.carried, f"{inp.directory}.parquet", rows.schema)
+        records = pa.concat_tables([kept, rows])
+        event_time = inp.request.vocab.event_time_column
+        return parquet_bytes(retained(records, event_time, upto, self.plan.width))
+
+
+def _kept(carried: cp.StreamState | None, name: str, schema: pa.Schema) -> pa.Table:
+    """The records retained for an input (file ``name`` of the state) in ``schema`` (columns
+    the input gained since read as null)."""
+    if carried is None or name not in carried.files:
+        return schema.empty_table()
+    try:
+        kept = pq.read_table(io.BytesIO(carried.files[name]))
+        columns = [
+            kept.column(f.name).cast(f.type)
+            if f.name in kept.column_names
+            else pa.nulls(kept.num_rows, f.type)
+            for f in schema
+        ]
+    except (pa.ArrowException, OSError) as e:
+        raise InputDataError(
+            f"the checkpoint's retained records {name!r} are unreadable: {e}"
+        ) from e
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def check_incremental(

@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
 from pyspark.errors import AnalysisException
@@ -185,6 +186,11 @@ def spark_watermark(inputs: Sequence[StreamInput]) -> datetime | None:
     return min((i.watermark or _EPOCH for i in inputs), default=None)
 
 
+def previous_spark_watermark(inputs: Sequence[StreamInput]) -> datetime | None:
+    """The global watermark before this transaction (the same minimum)."""
+    return min((i.previous_watermark or _EPOCH for i in inputs), default=None)
+
+
 def _millis(value: datetime) -> int:
     return (value - _EPOCH) // timedelta(milliseconds=1)
 
@@ -193,12 +199,9 @@ def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructTyp
     """Write the input's new records and its watermark marker; its Spark schema.
 
     InvalidQuery when the records hold a retraction or correction (``retractions.py``)."""
-    schema = spark_input_schema(read_schema(inp.request.schema_file))
-    spark_schema = _spark_schema(schema)
+    rows, spark_schema = new_records(inp.request)
     directory = area.inputs / inp.directory
     directory.mkdir(exist_ok=True)
-    rows = _new_records(inp.request, schema, spark_schema)
-    check_slice(inp.request, rows, stateful=True)
     # A marker every transaction, also without records or watermark: Spark forgets on restart
     # which inputs it heard from, and an input it does not hear from does not hold it back.
     marked = _with_marker(rows, inp.watermark or _EPOCH)
@@ -309,10 +312,32 @@ def _spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
 
-def _new_records(inp: TransformRequestInput, schema: pa.Schema, spark: StructType) -> pa.Table:
-    """The input's records in its offset interval, as Spark values, in offset order."""
+def new_records(
+    inp: TransformRequestInput, *, after: datetime | None = None
+) -> tuple[pa.Table, StructType]:
+    """The input's records in its offset interval, as Spark values, in offset order, and their
+    Spark schema; InvalidQuery when they hold a retraction or correction
+    (``retractions.py``). ``after``: only the records whose event time is after it."""
+    schema = spark_input_schema(read_schema(inp.schema_file))
+    spark = _spark_schema(schema)
+    rows = _records_in_interval(inp, schema)
+    check_slice(inp, rows, stateful=True)
+    if after is not None:
+        rows = rows.filter(after_instant(rows, inp.vocab.event_time_column, after))
+    offset = inp.vocab.offset_column
+    return spark_values(rows.sort_by([(offset, "ascending")]), spark), spark
+
+
+def after_instant(rows: pa.Table, column: str, instant: datetime) -> pa.ChunkedArray:
+    """Which ``rows`` have ``column`` after ``instant`` (null is not)."""
+    value = pa.scalar(instant, rows.schema.field(column).type)
+    return pc.fill_null(pc.greater(rows.column(column), value), False)
+
+
+def _records_in_interval(inp: TransformRequestInput, schema: pa.Schema) -> pa.Table:
+    """The records in the input's offset interval, in ``schema``, in no particular order."""
     if inp.offset_interval is None or not inp.data_paths:
-        return spark_values(schema.empty_table(), spark)
+        return schema.empty_table()
     parts = []
     offset = inp.vocab.offset_column
     for path in inp.data_paths:
@@ -325,8 +350,7 @@ def _new_records(inp: TransformRequestInput, schema: pa.Schema, spark: StructTyp
             for f in schema
         ]
         parts.append(pa.Table.from_arrays(columns, schema=schema))
-    rows = pa.concat_tables(parts).sort_by([(offset, "ascending")])
-    return spark_values(rows, spark)
+    return pa.concat_tables(parts)
 
 
 def _with_marker(rows: pa.Table, watermark: datetime) -> pa.Table:

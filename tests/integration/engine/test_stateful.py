@@ -18,7 +18,8 @@ import pytest
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary
 from common.serde.arrow_schema import encode_arrow_schema
-from engine_spark.checkpoint import read_checkpoint
+from engine_spark import stream_transaction
+from engine_spark.checkpoint import SPARK_STREAMING, WINDOW_RECOMPUTE, read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
 from tests.integration.engine.datasets import (
@@ -96,7 +97,31 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     # Replay of tx4 from tx3's checkpoint gives the same bytes.
     state = read_checkpoint(pipe.out.prev_checkpoint)
     assert state.stream is not None and state.stream.mode == "append"
+    # Recomputed from the records less than a window (1 hour) behind the watermark (2.2):
+    # 2.5 and 1.9, in the order they came; every older record is gone.
+    assert state.stream.runner == WINDOW_RECOMPUTE
+    [kept] = state.stream.files.values()
+    assert pq.read_table(pa.BufferReader(kept)).column("value").to_pylist() == [7, 5]
     assert b"/tmp" not in Path(pipe.out.prev_checkpoint).read_bytes()
+
+
+def test_window_state_of_structured_streaming_carries_on_as_structured_streaming(
+    spark_engine: SparkEngine, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dataset whose window state an earlier engine kept as Spark's streaming checkpoint
+    goes on with it (the runner is part of the state)."""
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "hourly", TUMBLING))
+    with monkeypatch.context() as patched:
+        patched.setattr(stream_transaction, "window_aggregate", lambda *_: None)
+        readings.append([reading(0.1, "a", 1), reading(1.2, "a", 2)], watermark=at(0.5))
+        assert pipe.run(readings.take()) == []
+    state = read_checkpoint(pipe.out.prev_checkpoint).stream
+    assert state is not None and state.runner == SPARK_STREAMING
+    readings.append([reading(0.7, "a", 10)], watermark=at(1.5))
+    assert window_rows(pipe.run(readings.take())) == [(0, at(1), "a", 11, 2)]
+    state = read_checkpoint(pipe.out.prev_checkpoint).stream
+    assert state is not None and state.runner == SPARK_STREAMING
 
 
 def run_all(engine: SparkEngine, workdir: Path, name: str, transform: Any, rounds: list) -> list:
@@ -142,18 +167,20 @@ def test_sliding_window_n_transactions_give_what_one_transaction_gives(
     assert [r["offset"] for r in split] == [0, 1, 2, 3]
 
 
+SESSIONS = sql(
+    "SELECT session_window.end AS event_time, sensor, sum(value) AS total, count(*) AS n "
+    "FROM readings GROUP BY session_window(event_time, '30 minutes'), sensor"
+)
+
+
 def test_session_window_closes_after_the_gap_passes_the_watermark(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
-    transform = sql(
-        "SELECT session_window.end AS event_time, sensor, sum(value) AS total, count(*) AS n "
-        "FROM readings GROUP BY session_window(event_time, '30 minutes'), sensor"
-    )
     rows = run_all(
         spark_engine,
         workdir,
         "sessions",
-        transform,
+        SESSIONS,
         [
             ([reading(0.0, "a", 1), reading(0.25, "a", 2)], at(0.25)),
             # extends the session of tx1 (within 30 minutes of 0.25): nothing closes yet
@@ -336,11 +363,14 @@ def test_a_row_wise_query_that_drops_op_refuses_retractions(
     assert [r["op"] for r in carrying.run(readings.take())] == [0, 1]
 
 
+@pytest.mark.parametrize(
+    ("transform", "runner"), [(TUMBLING, WINDOW_RECOMPUTE), (SESSIONS, SPARK_STREAMING)]
+)
 def test_a_replayed_transaction_writes_the_same_bytes(
-    spark_engine: SparkEngine, workdir: Path
+    spark_engine: SparkEngine, workdir: Path, transform: Any, runner: str
 ) -> None:
     readings = InputDataset(workdir / "in", "readings", READINGS)
-    out = OutputDataset(workdir / "out", "hourly", TUMBLING)
+    out = OutputDataset(workdir / "out", "hourly", transform)
     pipe = Pipeline(spark_engine, out)
     readings.append([reading(0.2, "a", 1), reading(0.4, "b", 2)], watermark=at(0.4))
     pipe.run(readings.take())
@@ -353,14 +383,18 @@ def test_a_replayed_transaction_writes_the_same_bytes(
         assert response.new_offset_interval is not None
     assert Path(first.new_data_path).read_bytes() == Path(again.new_data_path).read_bytes()
 
-    # Spark's logs in the checkpoint are identical too; the state store's files are not
-    # (RocksDB names its files uniquely), though they hold the same state.
+    # The retained records are identical; of Spark's checkpoint, its logs are identical, the
+    # state store's files are not (RocksDB names its files uniquely), though they hold the
+    # same state.
     def logs(path: str) -> dict[str, bytes]:
         stream = read_checkpoint(path).stream
-        assert stream is not None
+        assert stream is not None and stream.runner == runner
         return {k: v for k, v in stream.files.items() if not k.startswith("state/")}
 
     assert logs(first.new_checkpoint_path) == logs(again.new_checkpoint_path)
+    if runner == WINDOW_RECOMPUTE:
+        first_bytes = Path(first.new_checkpoint_path).read_bytes()
+        assert first_bytes == Path(again.new_checkpoint_path).read_bytes()
 
 
 def test_migrate_query_drops_streaming_state_and_keeps_watermarks(

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import json
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from engine_spark import stream_state
 from engine_spark.checkpoint import (
+    WINDOW_RECOMPUTE,
     EngineCheckpoint,
     StreamState,
+    WindowSpec,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -67,6 +72,61 @@ def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
     assert decode_checkpoint(data).stream == state
     assert encode_checkpoint(decode_checkpoint(data)) == data
     assert b'"version":2' in data
+
+
+def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> None:
+    state = StreamState(
+        query="q",
+        spark_version="4.3",
+        mode="append",
+        transactions=3,
+        files={"abc.parquet": b"PAR1"},
+        runner=WINDOW_RECOMPUTE,
+        window=WindowSpec(column="window", width_us=60_000_000),
+    )
+    data = encode_checkpoint(EngineCheckpoint(stream=state))
+    assert decode_checkpoint(data).stream == state
+    assert encode_checkpoint(decode_checkpoint(data)) == data
+    assert b'"version":3' in data and b"stream/retained/abc.parquet" in data
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("runner", "flink", "unknown streaming runner"),
+        ("window", {"column": "w", "widthMicros": 0}, "not positive"),
+    ],
+)
+def test_a_bad_streaming_runner_is_refused(field: str, value: object, message: str) -> None:
+    state = StreamState(
+        query="q",
+        spark_version="4.3",
+        mode="append",
+        transactions=1,
+        files={},
+        runner=WINDOW_RECOMPUTE,
+    )
+    files = _tar_entries(encode_checkpoint(EngineCheckpoint(stream=state)))
+    doc = json.loads(files["checkpoint.json"])
+    doc["stream"][field] = value
+    files["checkpoint.json"] = json.dumps(doc).encode()
+    with pytest.raises(InputDataError, match=message):
+        decode_checkpoint(_tar(files))
+
+
+def _tar_entries(data: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, content in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
 
 
 def test_the_next_batch_watermark_is_raised_in_the_latest_commit_only(tmp_path: Path) -> None:
