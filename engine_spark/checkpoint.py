@@ -11,8 +11,9 @@ mode 644, no owner) in name order.
 
 Format versions: 1 has no streaming state; 2 adds ``stream`` (written only when there is
 streaming state, so stateless checkpoints keep their version-1 bytes) run by Spark Structured
-Streaming; 3 adds the ``runner`` of the streaming state, ``window-recompute`` (the records of
-open windows, ``window_recompute.py``) under ``stream/retained/``. All are read.
+Streaming; 3 adds the ``runner`` of the streaming state: ``window-recompute`` (the records of
+open windows, ``window_recompute.py``) or ``join-recompute`` (the records within an interval
+join's bound, ``join_recompute.py``), under ``stream/retained/``. All are read.
 
 A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
 holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
@@ -44,12 +45,19 @@ SPARK_STREAMING = "spark-streaming"
 WINDOW_RECOMPUTE = "window-recompute"
 """A window aggregation recomputed from retained records: ``files`` are the records of open
 windows, one Parquet file per input (``<input directory>.parquet``)."""
+JOIN_RECOMPUTE = "join-recompute"
+"""An inner interval join recomputed from kept records (``join_recompute.py``): ``files``
+are each side's records still within the join's bound, as for ``WINDOW_RECOMPUTE``."""
 _REFERENCE_SUFFIX = ".watermark"
 _JSON_ENTRY = "checkpoint.json"
 _TEMPORAL_DIR = "temporal"
 _STREAM_DIR = "stream"
 _SPARK_DIR = f"{_STREAM_DIR}/spark/"
-_RUNNER_DIRS = {SPARK_STREAMING: _SPARK_DIR, WINDOW_RECOMPUTE: f"{_STREAM_DIR}/retained/"}
+_RUNNER_DIRS = {
+    SPARK_STREAMING: _SPARK_DIR,
+    WINDOW_RECOMPUTE: f"{_STREAM_DIR}/retained/",
+    JOIN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
+}
 _SNAPSHOT_FILE = f"{_STREAM_DIR}/emitted.parquet"
 _FRACTION = re.compile(r"\.(\d+)")
 

@@ -86,3 +86,20 @@ def is_attribute(expression: Any) -> bool:
 
 def expr_id(expression: Any) -> Any:
     return expression.exprId().id()
+
+
+def query_nodes(root: Any, views: frozenset[str]) -> Iterator[Any]:
+    """The plan's nodes down to the temp views named in ``views`` (not inside them)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if str(node.nodeName()) == "View" and view_name(node) in views:
+            continue
+        stack.extend(seq(node.children()))
+        stack.extend(seq(node.subqueries()))
+
+
+def view_name(view: Any) -> str:
+    """The name of a temp view's ``View`` node."""
+    return str(view.desc().identifier().table())

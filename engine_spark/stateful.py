@@ -115,11 +115,18 @@ _REFERENCE_MS = 10**15
 
 def _join_lag(jvm: Any, join: Any) -> timedelta:
     """The widest bound of an interval join: how long after a row's event time the other
-    side's watermark must move before the row can no longer match (Spark's own analysis of
-    the condition, as it uses it to evict join state)."""
+    side's watermark must move before the row can no longer match."""
+    return max((lag for lag in join_state_lags(jvm, join) if lag is not None), default=timedelta(0))
+
+
+def join_state_lags(jvm: Any, join: Any) -> tuple[timedelta | None, timedelta | None]:
+    """For each side of a join (left, right): how far behind the watermark a row of that side
+    may still match a later row of the other side (None: no bound). Spark's own analysis of
+    the condition, as it uses it to evict join state; the event-time columns are those
+    carrying the watermark metadata."""
     helper = jvm.org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
     left, right = child(join, 0), child(join, 1)
-    lag_ms = 0
+    lags: list[timedelta | None] = []
     for side, other in ((left, right), (right, left)):
         watermarked = other.outputSet()
         for attribute in seq(other.output()):
@@ -131,9 +138,9 @@ def _join_lag(jvm: Any, join: Any) -> timedelta:
             join.condition(),
             jvm.scala.Some(jvm.java.lang.Long(_REFERENCE_MS)),
         )
-        if bool(state.isDefined()):
-            lag_ms = max(lag_ms, _REFERENCE_MS - int(state.get()))
-    return timedelta(milliseconds=lag_ms)
+        defined = bool(state.isDefined())
+        lags.append(timedelta(milliseconds=_REFERENCE_MS - int(state.get())) if defined else None)
+    return lags[0], lags[1]
 
 
 def _check_bounded_join(join: Any) -> bool:

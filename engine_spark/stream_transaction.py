@@ -29,12 +29,13 @@ from engine_spark.changelog import changelog
 from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import parquet_bytes
 from engine_spark.inputs import quote_identifier, register_view, stable_literal
+from engine_spark.join_recompute import join_bounds, join_inputs
 from engine_spark.ordering import is_row_wise, sort_by_values
 from engine_spark.outputs import OutputColumns, plan_output_columns
 from engine_spark.queries import run_steps
 from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
-from engine_spark.stateful import Mode, stateful_plan
+from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode, stateful_plan
 from engine_spark.watermark import input_watermark
 from engine_spark.window_recompute import (
     WindowAggregate,
@@ -153,6 +154,13 @@ def run_stream_transaction(
         result = batch_result if window_views else None
         run = _WindowRun(session, area, request, inputs, carried, windows)
         return run.run(result, arrow_schema, columns)
+    sides = _join_plan(inputs, carried, temporal, batch_result)
+    if sides is not None:
+        joined = _JoinRun(session, area, request, inputs, carried, *sides).run(
+            arrow_schema, columns
+        )
+        if joined is not None:
+            return joined
     if carried is not None and carried.runner != cp.SPARK_STREAMING:
         raise InputDataError(
             f"the checkpoint's streaming state is for the {carried.runner!r} runner, which "
@@ -285,7 +293,10 @@ class _WindowRun:
             closing = closing_windows(result, self.plan, after, upto)
             table = closing.toArrow().cast(arrow_schema)
         clock.lap("run")
-        files = {f"{i.directory}.parquet": self._retained(i, upto) for i in self.inputs}
+        files = {
+            f"{i.directory}.parquet": _retained_records(self.carried, i, upto, self.plan.width)
+            for i in self.inputs
+        }
         clock.lap("retain")
         state = cp.StreamState(
             query=streaming.query_fingerprint(self.request.transform),
@@ -307,17 +318,154 @@ class _WindowRun:
         )
         return StreamRun(_in_value_order(table, columns), columns, state, timedelta(0))
 
-    def _retained(self, inp: streaming.StreamInput, upto: datetime) -> bytes:
-        """The input's records in windows still open after ``upto``: retained ones and new
-        ones (read here, with the retraction check) that are not late."""
-        horizon = upto - self.plan.width
-        if inp.previous_watermark is not None:
-            horizon = max(horizon, inp.previous_watermark)
-        rows, _ = streaming.new_records(inp.request, after=horizon)
-        kept = _kept(self.carried, f"{inp.directory}.parquet", rows.schema)
-        records = pa.concat_tables([kept, rows])
+
+def _join_plan(
+    inputs: Sequence[streaming.StreamInput],
+    carried: cp.StreamState | None,
+    temporal: set[str],
+    batch_result: DataFrame,
+) -> tuple[str, str] | None:
+    """The inputs of the query's join (left, right) when it may run as ``join_recompute``."""
+    if temporal or len(inputs) != 2:
+        return None
+    if carried is not None and carried.runner != cp.JOIN_RECOMPUTE:
+        return None
+    if len({i.request.vocab.event_time_column for i in inputs}) != 1:
+        return None
+    aliases = frozenset(i.request.query_alias for i in inputs)
+    with query_errors(None, in_step=False):
+        sides = join_inputs(batch_result, aliases)
+    if sides is None and carried is not None:
+        raise _runner_mismatch("the records kept by an interval join")
+    return sides
+
+
+def _runner_mismatch(what: str) -> InputDataError:
+    return InputDataError(
+        f"the checkpoint holds {what}, but this engine does not run the query that way; "
+        "replay the dataset with the engine that wrote it"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _JoinRun:
+    """An inner interval join recomputed from each side's kept records
+    (``join_recompute.py``): the query run twice as a batch query, no Structured Streaming."""
+
+    session: SparkSession
+    area: streaming.WorkArea
+    request: ep.TransformRequest
+    inputs: Sequence[streaming.StreamInput]
+    carried: cp.StreamState | None
+    left: str
+    right: str
+
+    def run(self, arrow_schema: pa.Schema, columns: OutputColumns) -> StreamRun | None:
+        """The transaction's output and state; None when the join turns out not to be
+        bounded on both sides (it then runs as Structured Streaming)."""
+        clock = streaming.PhaseClock()
+        upto = streaming.spark_watermark(self.inputs)
+        assert upto is not None, "a stateful query has streamed inputs"
+        by_alias = {i.request.query_alias: i for i in self.inputs}
+        aliases = frozenset(by_alias)
+        new = {a: self._new_records(i) for a, i in by_alias.items()}
+        kept = {a: self._kept_records(i, new[a]) for a, i in by_alias.items()}
+        kept_left = kept[self.left]
+        register_view(
+            new[self.left] if kept_left is None else new[self.left].unionByName(kept_left),
+            self.left,
+        )
+        register_view(new[self.right], self.right)
+        first = run_steps(self.session, self.request.transform)
+        with query_errors(None, in_step=False):
+            bounds = join_bounds(first, aliases)
+        if bounds is None:
+            if self.carried is not None:
+                raise _runner_mismatch("the records kept by an interval join")
+            return None
+        parts = [first]
+        kept_right = kept[self.right]
+        if kept_right is not None:
+            register_view(new[self.left], self.left)
+            register_view(kept_right, self.right)
+            parts.append(run_steps(self.session, self.request.transform))
+        clock.lap("plan")
+        with query_errors(None, in_step=False):
+            result = parts[0] if len(parts) == 1 else parts[0].unionAll(parts[1])
+            table = result.toArrow().cast(arrow_schema)
+        clock.lap("run")
+        lags = {self.left: bounds[0], self.right: bounds[1]}
+        files = {
+            f"{i.directory}.parquet": _retained_records(
+                self.carried, i, upto, lags[i.request.query_alias]
+            )
+            for i in self.inputs
+        }
+        clock.lap("retain")
+        state = cp.StreamState(
+            query=streaming.query_fingerprint(self.request.transform),
+            spark_version=streaming.spark_version(self.session),
+            mode=Mode.APPEND.value,
+            transactions=(self.carried.transactions if self.carried is not None else 0) + 1,
+            files=files,
+            runner=cp.JOIN_RECOMPUTE,
+        )
+        log.info(
+            "transform.join",
+            bounds=[str(b) for b in bounds],
+            retained_bytes=stream_state.total_size(files),
+            **clock.laps,
+        )
+        lag = max(bounds)
+        return StreamRun(_in_value_order(table, columns), columns, state, lag)
+
+    def _new_records(self, inp: streaming.StreamInput) -> DataFrame:
+        """The input's new records as the batch query read them (``engine.py``), late ones
+        dropped, its event time marked as bounded by a watermark."""
         event_time = inp.request.vocab.event_time_column
-        return parquet_bytes(retained(records, event_time, upto, self.plan.width))
+        view = self.session.table(quote_identifier(inp.request.query_alias))
+        if inp.previous_watermark is not None:
+            column = F.col(quote_identifier(event_time))
+            view = view.where(column > stable_literal(inp.previous_watermark, column))
+        return _with_watermark_metadata(view, event_time)
+
+    def _kept_records(self, inp: streaming.StreamInput, new: DataFrame) -> DataFrame | None:
+        name = f"{inp.directory}.parquet"
+        if self.carried is None or name not in self.carried.files:
+            return None
+        path = self.area.inputs / name
+        path.write_bytes(self.carried.files[name])
+        event_time = inp.request.vocab.event_time_column
+        plain = self.session.table(quote_identifier(inp.request.query_alias)).schema
+        kept = self.session.read.schema(plain).parquet(str(path))
+        return _with_watermark_metadata(kept, event_time).select(*new.columns)
+
+
+def _with_watermark_metadata(df: DataFrame, event_time: str) -> DataFrame:
+    return df.select(
+        *[
+            F.col(quote_identifier(c)).alias(c, metadata={WATERMARK_METADATA_KEY: 0})
+            if c == event_time
+            else F.col(quote_identifier(c))
+            for c in df.columns
+        ]
+    )
+
+
+def _retained_records(
+    carried: cp.StreamState | None, inp: streaming.StreamInput, upto: datetime, bound: timedelta
+) -> bytes:
+    """The input's records a later transaction may still need: kept ones and new ones (read
+    here, with the retraction check) that are not late, whose event time is after ``upto``
+    minus ``bound``."""
+    horizon = upto - bound
+    if inp.previous_watermark is not None:
+        horizon = max(horizon, inp.previous_watermark)
+    rows, _ = streaming.new_records(inp.request, after=horizon)
+    kept = _kept(carried, f"{inp.directory}.parquet", rows.schema)
+    records = pa.concat_tables([kept, rows])
+    event_time = inp.request.vocab.event_time_column
+    return parquet_bytes(retained(records, event_time, upto, bound))
 
 
 def _kept(carried: cp.StreamState | None, name: str, schema: pa.Schema) -> pa.Table:

@@ -40,9 +40,11 @@ from engine_spark.jvm_plan import (
     expr_id,
     frame,
     path_to,
+    query_nodes,
     replace_on_path,
     scala_seq,
     seq,
+    view_name,
     walk,
 )
 
@@ -84,7 +86,7 @@ def window_aggregate(
     ``inputs``: the views of the streamed inputs, by name."""
     root = analyzed(result)
     aggregates = []
-    for node in _query_nodes(root, inputs):
+    for node in query_nodes(root, inputs):
         name = str(node.nodeName())
         if name not in _ROW_WISE or node.subqueries().size() > 0:
             return None
@@ -134,22 +136,6 @@ def retained(records: pa.Table, event_time: str, watermark: datetime, width: tim
     horizon = pa.scalar(watermark - width, records.schema.field(event_time).type)
     keep = pc.greater(records.column(event_time), horizon)
     return records.filter(pc.fill_null(keep, False))
-
-
-def _query_nodes(root: Any, inputs: frozenset[str]) -> Iterator[Any]:
-    """The query's plan nodes down to the inputs' views (their insides are the engine's)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        if str(node.nodeName()) == "View" and _view_name(node) in inputs:
-            continue
-        stack.extend(seq(node.children()))
-        stack.extend(seq(node.subqueries()))
-
-
-def _view_name(view: Any) -> str:
-    return str(view.desc().identifier().table())
 
 
 def _is_window_type(data_type: Any) -> bool:
@@ -234,7 +220,7 @@ def _read_from_input(node: Any, attribute: Any, inputs: frozenset[str]) -> bool:
         name = str(below.nodeName())
         if (
             name == "View"
-            and _view_name(below) in inputs
+            and view_name(below) in inputs
             and any(expr_id(a) == target for a in seq(below.output()))
         ):
             return True
