@@ -93,6 +93,18 @@ class StreamState:
     """How the state is run: ``SPARK_STREAMING`` or ``WINDOW_RECOMPUTE``."""
     window: WindowSpec | None = None
     """``WINDOW_RECOMPUTE``: the aggregation's window, as found in the query's plan."""
+    join: JoinSpec | None = None
+    """``JOIN_RECOMPUTE``: the join's sides and bounds, as found in the query's plan."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinSpec:
+    """A recomputed interval join's inputs (query aliases) and bounds (microseconds)."""
+
+    left: str
+    right: str
+    left_lag_us: int
+    right_lag_us: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,6 +190,13 @@ def _encode_stream(stream: StreamState) -> tuple[dict[str, Any], list[tuple[str,
         doc["runner"] = stream.runner
     if stream.window is not None:
         doc["window"] = {"column": stream.window.column, "widthMicros": stream.window.width_us}
+    if stream.join is not None:
+        doc["join"] = {
+            "left": stream.join.left,
+            "right": stream.join.right,
+            "leftLagMicros": stream.join.left_lag_us,
+            "rightLagMicros": stream.join.right_lag_us,
+        }
     directory = _RUNNER_DIRS[stream.runner]
     files = [(directory + name, stream.files[name]) for name in sorted(stream.files)]
     if stream.emitted is not None:
@@ -319,6 +338,7 @@ def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamS
             emitted=files[emitted_file] if emitted_file is not None else None,
             runner=runner,
             window=_decode_window(entry.get("window"), where),
+            join=_decode_join(entry.get("join"), where),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputDataError(f"missing or malformed field {e}", path=where) from e
@@ -330,6 +350,20 @@ def _decode_window(entry: Any, where: str) -> WindowSpec | None:
     spec = WindowSpec(column=str(entry["column"]), width_us=int(entry["widthMicros"]))
     if spec.width_us <= 0:
         raise InputDataError(f"window width {spec.width_us} is not positive", path=where)
+    return spec
+
+
+def _decode_join(entry: Any, where: str) -> JoinSpec | None:
+    if entry is None:
+        return None
+    spec = JoinSpec(
+        left=str(entry["left"]),
+        right=str(entry["right"]),
+        left_lag_us=int(entry["leftLagMicros"]),
+        right_lag_us=int(entry["rightLagMicros"]),
+    )
+    if spec.left_lag_us < 0 or spec.right_lag_us < 0 or spec.left == spec.right:
+        raise InputDataError("malformed interval join (sides or bounds)", path=where)
     return spec
 
 

@@ -50,7 +50,7 @@ from engine_spark.staging import Staging, stages_locally, staging_area
 from engine_spark.stream_transaction import (
     check_incremental,
     is_row_wise_query,
-    prepare_window_views,
+    prepare_views,
     run_stream_transaction,
 )
 from engine_spark.streaming import work_area
@@ -109,17 +109,17 @@ class SparkEngine:
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
             tables = temporal_tables(request.transform, _aliases(request.query_inputs))
             states = _register_inputs(session, staging, request.query_inputs, tables, previous)
-            windows = prepare_window_views(session, area, request, previous, set(tables))
+            prepared = prepare_views(session, area, request, previous, set(tables))
             result = run_steps(session, request.transform)
             stream: cp.StreamState | None = None
             lag = timedelta(0)
-            if not windows and is_row_wise_query(result):
+            if prepared is None and is_row_wise_query(result):
                 output = _collect_output(result, request.vocab)
                 if output.columns.op is None:
                     check_no_retractions(request.query_inputs, stateful=False)
             else:
                 run = run_stream_transaction(
-                    session, area, request, previous, set(tables), result, window_views=windows
+                    session, area, request, previous, set(tables), result, prepared=prepared
                 )
                 output = _Output(run.table, run.columns, RowOrder.VALUES)
                 stream, lag = run.state, run.lag

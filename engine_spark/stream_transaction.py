@@ -87,43 +87,105 @@ def _carried(request: ep.TransformRequest, previous: cp.EngineCheckpoint) -> cp.
     return previous.stream if previous.stream and previous.stream.query == fingerprint else None
 
 
-def prepare_window_views(
+@dataclass(frozen=True, slots=True)
+class PreparedViews:
+    """The inputs' views registered for a recomputation before the query ran
+    (``prepare_views``): each streamed input's new records (not late) and kept records."""
+
+    runner: str
+    new: dict[str, DataFrame]
+    kept: dict[str, DataFrame | None]
+    event_time: str
+
+
+def prepare_views(
     session: SparkSession,
     area: streaming.WorkArea,
     request: ep.TransformRequest,
     previous: cp.EngineCheckpoint,
     temporal: set[str],
-) -> bool:
-    """Before the query runs: when the previous state is a window aggregation's retained
-    records, turn each streamed input's view (its new records, ``engine.py``) into the records
-    the recomputation reads (``_register_window_view``); whether it did."""
+) -> PreparedViews | None:
+    """Before the query runs: when the previous state is a recomputation's kept records,
+    register the inputs' views as the recomputation's (first) query reads them, so the query
+    the engine runs is that query. A window aggregation reads new and kept records of every
+    input; an interval join reads the left input's new and kept records and the right input's
+    new ones. None when there is no such state."""
     carried = _carried(request, previous)
-    if temporal or carried is None or carried.runner != cp.WINDOW_RECOMPUTE:
-        return False
-    for inp in _stream_inputs(request, previous, temporal):
-        _register_window_view(session, area, inp, carried)
-    return True
+    if temporal or carried is None or carried.runner == cp.SPARK_STREAMING:
+        return None
+    inputs = _stream_inputs(request, previous, temporal)
+    new, kept = _views(session, area, inputs, carried)
+    event_time = inputs[0].request.vocab.event_time_column
+    prepared = PreparedViews(carried.runner, new, kept, event_time)
+    if carried.runner == cp.WINDOW_RECOMPUTE:
+        for alias in new:
+            _register([new[alias], kept[alias]], alias, event_time, marked=False)
+    elif carried.join is not None and {carried.join.left, carried.join.right} == set(new):
+        left, right = carried.join.left, carried.join.right
+        _register([new[left], kept[left]], left, event_time, marked=True)
+        _register([new[right]], right, event_time, marked=True)
+    else:
+        raise _runner_mismatch("the records kept by an interval join")
+    return prepared
 
 
-def _register_window_view(
+def _views(
+    session: SparkSession,
+    area: streaming.WorkArea,
+    inputs: Sequence[streaming.StreamInput],
+    carried: cp.StreamState | None,
+) -> tuple[dict[str, DataFrame], dict[str, DataFrame | None]]:
+    """Each input's new records and kept records, by query alias."""
+    new: dict[str, DataFrame] = {}
+    kept: dict[str, DataFrame | None] = {}
+    for inp in inputs:
+        alias = inp.request.query_alias
+        new[alias] = _new_view(session, inp)
+        kept[alias] = _kept_view(session, area, inp, carried, new[alias])
+    return new, kept
+
+
+def _new_view(session: SparkSession, inp: streaming.StreamInput) -> DataFrame:
+    """The input's new records as the batch query read them (``engine.py``), late ones
+    dropped."""
+    view = session.table(quote_identifier(inp.request.query_alias))
+    if inp.previous_watermark is not None:
+        column = F.col(quote_identifier(inp.request.vocab.event_time_column))
+        view = view.where(column > stable_literal(inp.previous_watermark, column))
+    return view
+
+
+def _kept_view(
     session: SparkSession,
     area: streaming.WorkArea,
     inp: streaming.StreamInput,
     carried: cp.StreamState | None,
-) -> None:
-    """The input's view: its new records that are not late, then the retained ones."""
-    alias = inp.request.query_alias
-    view = session.table(quote_identifier(alias))
-    if inp.previous_watermark is not None:
-        event_time = F.col(quote_identifier(inp.request.vocab.event_time_column))
-        view = view.where(event_time > stable_literal(inp.previous_watermark, event_time))
+    new: DataFrame,
+) -> DataFrame | None:
+    """The input's kept records (a file of the state) with the schema of ``new``; None when
+    there are none."""
     name = f"{inp.directory}.parquet"
-    if carried is not None and name in carried.files:
-        path = area.inputs / name
-        path.write_bytes(carried.files[name])
-        kept = session.read.schema(view.schema).parquet(str(path))
-        view = view.unionByName(kept)
-    register_view(view, alias)
+    if carried is None or name not in carried.files or _no_rows(carried.files[name]):
+        return None
+    path = area.inputs / name
+    path.write_bytes(carried.files[name])
+    return session.read.schema(new.schema).parquet(str(path))
+
+
+def _no_rows(parquet: bytes) -> bool:
+    try:
+        rows: int = pq.ParquetFile(io.BytesIO(parquet)).metadata.num_rows
+        return rows == 0
+    except (pa.ArrowException, OSError) as e:
+        raise InputDataError(f"the checkpoint's kept records are unreadable: {e}") from e
+
+
+def _register(parts: list[DataFrame | None], alias: str, event_time: str, *, marked: bool) -> None:
+    """Register the union of ``parts`` as ``alias``; ``marked``: its event time marked as
+    bounded by a watermark (so Spark's analysis of join bounds sees it)."""
+    frames = [p for p in parts if p is not None]
+    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    register_view(_with_watermark_metadata(df, event_time) if marked else df, alias)
 
 
 def run_stream_transaction(
@@ -134,14 +196,14 @@ def run_stream_transaction(
     temporal: set[str],
     batch_result: DataFrame,
     *,
-    window_views: bool = False,
+    prepared: PreparedViews | None = None,
 ) -> StreamRun:
     """Run a stateful query over the slices: a window aggregation recomputed from retained
     records (``window_recompute.py``), anything else as a streaming query (``streaming.py``).
 
     ``temporal``: the aliases of temporal tables (already registered as static views);
-    ``window_views``: ``prepare_window_views`` registered the inputs, so ``batch_result`` is
-    the recomputation's query."""
+    ``prepared``: ``prepare_views`` registered the inputs, so ``batch_result`` is the
+    recomputation's (first) query."""
     inputs = _stream_inputs(request, previous, temporal)
     fingerprint = streaming.query_fingerprint(request.transform)
     carried = _carried(request, previous)
@@ -151,13 +213,13 @@ def run_stream_transaction(
     arrow_schema = result_arrow_schema(batch_result)
     windows = _window_plan(inputs, carried, temporal, batch_result)
     if windows is not None:
-        result = batch_result if window_views else None
+        result = batch_result if prepared is not None else None
         run = _WindowRun(session, area, request, inputs, carried, windows)
         return run.run(result, arrow_schema, columns)
-    sides = _join_plan(inputs, carried, temporal, batch_result)
-    if sides is not None:
-        joined = _JoinRun(session, area, request, inputs, carried, *sides).run(
-            arrow_schema, columns
+    join = _join_plan(inputs, carried, temporal, batch_result)
+    if join is not None:
+        joined = _JoinRun(session, area, request, inputs, carried, join).run(
+            prepared, batch_result, arrow_schema, columns
         )
         if joined is not None:
             return joined
@@ -285,8 +347,10 @@ class _WindowRun:
             streaming.previous_spark_watermark(self.inputs) if self.carried is not None else None
         )
         if result is None:
-            for inp in self.inputs:
-                _register_window_view(self.session, self.area, inp, self.carried)
+            new, kept = _views(self.session, self.area, self.inputs, self.carried)
+            event_time = self.inputs[0].request.vocab.event_time_column
+            for alias in new:
+                _register([new[alias], kept[alias]], alias, event_time, marked=False)
             result = run_steps(self.session, self.request.transform)
         clock.lap("plan")
         with query_errors(None, in_step=False):
@@ -324,12 +388,15 @@ def _join_plan(
     carried: cp.StreamState | None,
     temporal: set[str],
     batch_result: DataFrame,
-) -> tuple[str, str] | None:
-    """The inputs of the query's join (left, right) when it may run as ``join_recompute``."""
+) -> cp.JoinSpec | tuple[str, str] | None:
+    """When the query may run as ``join_recompute``: the join found in the first transaction
+    (from the state), or the inputs of its sides (left, right) to be checked further."""
     if temporal or len(inputs) != 2:
         return None
     if carried is not None and carried.runner != cp.JOIN_RECOMPUTE:
         return None
+    if carried is not None and carried.join is not None:
+        return carried.join
     if len({i.request.vocab.event_time_column for i in inputs}) != 1:
         return None
     aliases = frozenset(i.request.query_alias for i in inputs)
@@ -357,47 +424,54 @@ class _JoinRun:
     request: ep.TransformRequest
     inputs: Sequence[streaming.StreamInput]
     carried: cp.StreamState | None
-    left: str
-    right: str
+    join: cp.JoinSpec | tuple[str, str]
 
-    def run(self, arrow_schema: pa.Schema, columns: OutputColumns) -> StreamRun | None:
+    def run(
+        self,
+        prepared: PreparedViews | None,
+        batch_result: DataFrame,
+        arrow_schema: pa.Schema,
+        columns: OutputColumns,
+    ) -> StreamRun | None:
         """The transaction's output and state; None when the join turns out not to be
-        bounded on both sides (it then runs as Structured Streaming)."""
+        bounded on both sides (it then runs as Structured Streaming). With ``prepared``
+        views, ``batch_result`` is the first of the two queries."""
         clock = streaming.PhaseClock()
         upto = streaming.spark_watermark(self.inputs)
         assert upto is not None, "a stateful query has streamed inputs"
-        by_alias = {i.request.query_alias: i for i in self.inputs}
-        aliases = frozenset(by_alias)
-        new = {a: self._new_records(i) for a, i in by_alias.items()}
-        kept = {a: self._kept_records(i, new[a]) for a, i in by_alias.items()}
-        kept_left = kept[self.left]
-        register_view(
-            new[self.left] if kept_left is None else new[self.left].unionByName(kept_left),
-            self.left,
-        )
-        register_view(new[self.right], self.right)
-        first = run_steps(self.session, self.request.transform)
-        with query_errors(None, in_step=False):
-            bounds = join_bounds(first, aliases)
-        if bounds is None:
-            if self.carried is not None:
-                raise _runner_mismatch("the records kept by an interval join")
+        if isinstance(self.join, cp.JoinSpec):
+            left, right = self.join.left, self.join.right
+        else:
+            left, right = self.join
+        event_time = self.inputs[0].request.vocab.event_time_column
+        if prepared is not None:
+            new, kept, first = prepared.new, prepared.kept, batch_result
+        else:
+            new, kept = _views(self.session, self.area, self.inputs, self.carried)
+            _register([new[left], kept[left]], left, event_time, marked=True)
+            _register([new[right]], right, event_time, marked=True)
+            first = run_steps(self.session, self.request.transform)
+        spec = self._spec(first, left, right)
+        if spec is None:
             return None
         parts = [first]
-        kept_right = kept[self.right]
+        kept_right = kept[right]
         if kept_right is not None:
-            register_view(new[self.left], self.left)
-            register_view(kept_right, self.right)
+            _register([new[left]], left, event_time, marked=True)
+            _register([kept_right], right, event_time, marked=True)
             parts.append(run_steps(self.session, self.request.transform))
         clock.lap("plan")
         with query_errors(None, in_step=False):
             result = parts[0] if len(parts) == 1 else parts[0].unionAll(parts[1])
             table = result.toArrow().cast(arrow_schema)
         clock.lap("run")
-        lags = {self.left: bounds[0], self.right: bounds[1]}
+        bounds = {
+            left: timedelta(microseconds=spec.left_lag_us),
+            right: timedelta(microseconds=spec.right_lag_us),
+        }
         files = {
             f"{i.directory}.parquet": _retained_records(
-                self.carried, i, upto, lags[i.request.query_alias]
+                self.carried, i, upto, bounds[i.request.query_alias]
             )
             for i in self.inputs
         }
@@ -409,36 +483,37 @@ class _JoinRun:
             transactions=(self.carried.transactions if self.carried is not None else 0) + 1,
             files=files,
             runner=cp.JOIN_RECOMPUTE,
+            join=spec,
         )
         log.info(
             "transform.join",
-            bounds=[str(b) for b in bounds],
+            bounds=[str(b) for b in bounds.values()],
             retained_bytes=stream_state.total_size(files),
             **clock.laps,
         )
-        lag = max(bounds)
-        return StreamRun(_in_value_order(table, columns), columns, state, lag)
+        return StreamRun(_in_value_order(table, columns), columns, state, max(bounds.values()))
 
-    def _new_records(self, inp: streaming.StreamInput) -> DataFrame:
-        """The input's new records as the batch query read them (``engine.py``), late ones
-        dropped, its event time marked as bounded by a watermark."""
-        event_time = inp.request.vocab.event_time_column
-        view = self.session.table(quote_identifier(inp.request.query_alias))
-        if inp.previous_watermark is not None:
-            column = F.col(quote_identifier(event_time))
-            view = view.where(column > stable_literal(inp.previous_watermark, column))
-        return _with_watermark_metadata(view, event_time)
-
-    def _kept_records(self, inp: streaming.StreamInput, new: DataFrame) -> DataFrame | None:
-        name = f"{inp.directory}.parquet"
-        if self.carried is None or name not in self.carried.files:
+    def _spec(self, first: DataFrame, left: str, right: str) -> cp.JoinSpec | None:
+        """The join's bounds: from the state, or Spark's analysis of the first query."""
+        if isinstance(self.join, cp.JoinSpec):
+            return self.join
+        aliases = frozenset(i.request.query_alias for i in self.inputs)
+        with query_errors(None, in_step=False):
+            bounds = join_bounds(first, aliases)
+        if bounds is None:
             return None
-        path = self.area.inputs / name
-        path.write_bytes(self.carried.files[name])
-        event_time = inp.request.vocab.event_time_column
-        plain = self.session.table(quote_identifier(inp.request.query_alias)).schema
-        kept = self.session.read.schema(plain).parquet(str(path))
-        return _with_watermark_metadata(kept, event_time).select(*new.columns)
+        micros = timedelta(microseconds=1)
+        if bounds[0] < bounds[1]:
+            # The first query reads the left input's kept records, the second the right's:
+            # with the narrower bound on the right, its kept records are fewer (often none,
+            # and then there is no second query). Nothing is kept yet: either way round.
+            left, right, bounds = right, left, (bounds[1], bounds[0])
+        return cp.JoinSpec(
+            left=left,
+            right=right,
+            left_lag_us=bounds[0] // micros,
+            right_lag_us=bounds[1] // micros,
+        )
 
 
 def _with_watermark_metadata(df: DataFrame, event_time: str) -> DataFrame:
