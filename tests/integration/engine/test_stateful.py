@@ -19,7 +19,12 @@ from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary
 from common.serde.arrow_schema import encode_arrow_schema
 from engine_spark import stream_transaction
-from engine_spark.checkpoint import SPARK_STREAMING, WINDOW_RECOMPUTE, read_checkpoint
+from engine_spark.checkpoint import (
+    JOIN_RECOMPUTE,
+    SPARK_STREAMING,
+    WINDOW_RECOMPUTE,
+    read_checkpoint,
+)
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
 from tests.integration.engine.datasets import (
@@ -293,6 +298,70 @@ def test_interval_join_matches_partners_from_earlier_transactions(
     # (and by Spark's millisecond of margin for the inclusive bound).
     lag = timedelta(hours=1, milliseconds=1)
     assert pipe.watermarks == [at(0.1) - lag, at(0.75) - lag, at(2) - lag]
+
+
+SYMMETRIC_JOIN = sql(
+    "SELECT v.event_time, v.user, v.page, c.ad FROM views v JOIN clicks c ON v.user = c.user "
+    "AND c.event_time BETWEEN v.event_time - INTERVAL 1 HOUR AND v.event_time + INTERVAL 1 HOUR"
+)
+
+
+def test_a_join_bounded_both_ways_matches_kept_records_of_either_side(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """Both sides keep records (an hour each way), so a transaction pairs new views with kept
+    and new clicks and new clicks with kept views, and never a kept pair again; N
+    transactions give what one gives."""
+
+    def v(h: float, user: str, page: str) -> dict[str, Any]:
+        return {"event_time": at(h), "user": user, "page": page}
+
+    def c(h: float, user: str, ad: str) -> dict[str, Any]:
+        return {"event_time": at(h), "user": user, "ad": ad}
+
+    rounds = [
+        ([v(0.0, "u1", "home"), v(0.2, "u2", "faq")], [c(0.5, "u1", "ad1")], at(0.4)),
+        # A click for the kept view of u2 and a view for the kept click of u1; a late view.
+        ([v(1.0, "u1", "cart"), v(0.3, "u1", "late")], [c(0.9, "u2", "ad2")], at(0.9)),
+        # Past u1's first view's bound (0.0 + 1h): a click at 1.5 matches only the view at 1.0.
+        ([], [c(1.5, "u1", "ad3")], at(1.6)),
+        ([], [], at(5.0)),
+    ]
+
+    def run(name: str, batches: list) -> tuple[list[tuple[Any, ...]], Any]:
+        views = InputDataset(workdir / f"{name}-views", "views", VIEWS)
+        clicks = InputDataset(workdir / f"{name}-clicks", "clicks", CLICKS)
+        pipe = Pipeline(spark_engine, OutputDataset(workdir / f"{name}-out", name, SYMMETRIC_JOIN))
+        rows: list = []
+        for vs, cs, watermark in batches:
+            views.append(vs, watermark=watermark)
+            clicks.append(cs, watermark=watermark)
+            rows += pipe.run(views.take(), clicks.take())
+        return join_rows(rows), read_checkpoint(pipe.out.prev_checkpoint).stream
+
+    split, state = run("split", rounds)
+    assert state is not None and state.runner == JOIN_RECOMPUTE
+    assert state.join is not None
+    assert (state.join.left_lag_us, state.join.right_lag_us) == (3_600_001_000,) * 2
+    expected = [
+        (at(0.0), "u1", "home", "ad1"),
+        (at(0.2), "u2", "faq", "ad2"),
+        (at(1.0), "u1", "cart", "ad1"),
+        (at(1.0), "u1", "cart", "ad3"),
+    ]
+    assert sorted(split) == expected
+    # All at once (the late view is not late then: it joins too, with ad1).
+    whole, _ = run(
+        "whole",
+        [
+            (
+                [r for vs, _, _ in rounds for r in vs],
+                [r for _, cs, _ in rounds for r in cs],
+                at(5.0),
+            )
+        ],
+    )
+    assert sorted(whole) == sorted([*expected, (at(0.3), "u1", "late", "ad1")])
 
 
 @pytest.mark.parametrize(
