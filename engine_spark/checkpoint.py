@@ -13,7 +13,8 @@ Format versions: 1 has no streaming state; 2 adds ``stream`` (written only when 
 streaming state, so stateless checkpoints keep their version-1 bytes) run by Spark Structured
 Streaming; 3 adds the ``runner`` of the streaming state: ``window-recompute`` (the records of
 open windows, ``window_recompute.py``) or ``join-recompute`` (the records within an interval
-join's bound, ``join_recompute.py``), under ``stream/retained/``. All are read.
+join's bound, ``join_recompute.py``) or ``top-n-recompute`` (the rows in a top N,
+``topn_recompute.py``), under ``stream/retained/``. All are read.
 
 A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
 holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
@@ -48,6 +49,9 @@ windows, one Parquet file per input (``<input directory>.parquet``)."""
 JOIN_RECOMPUTE = "join-recompute"
 """An inner interval join recomputed from kept records (``join_recompute.py``): ``files``
 are each side's records still within the join's bound, as for ``WINDOW_RECOMPUTE``."""
+TOPN_RECOMPUTE = "top-n-recompute"
+"""A top-N per key recomputed from the rows in the top N (``topn_recompute.py``): ``files``
+holds those rows (as they enter the window function), ``emitted`` the changelog's last rows."""
 _REFERENCE_SUFFIX = ".watermark"
 _JSON_ENTRY = "checkpoint.json"
 _TEMPORAL_DIR = "temporal"
@@ -57,6 +61,7 @@ _RUNNER_DIRS = {
     SPARK_STREAMING: _SPARK_DIR,
     WINDOW_RECOMPUTE: f"{_STREAM_DIR}/retained/",
     JOIN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
+    TOPN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
 }
 _SNAPSHOT_FILE = f"{_STREAM_DIR}/emitted.parquet"
 _FRACTION = re.compile(r"\.(\d+)")

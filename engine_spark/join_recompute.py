@@ -23,7 +23,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from engine_spark.jvm_plan import analyzed, query_nodes, view_name
+from engine_spark.jvm_plan import analyzed, query_nodes, single_operator, view_name
 from engine_spark.stateful import join_state_lags
 
 _ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Join", "ResolvedHint"})
@@ -74,14 +74,7 @@ def join_bounds(result: DataFrame, inputs: frozenset[str]) -> tuple[timedelta, t
 
 
 def _the_join(result: DataFrame, inputs: frozenset[str]) -> Any:
-    joins = []
-    for node in query_nodes(analyzed(result), inputs):
-        name = str(node.nodeName())
-        if name not in _ALLOWED or node.subqueries().size() > 0:
-            return None
-        if name == "Join":
-            joins.append(node)
-    return joins[0] if len(joins) == 1 else None
+    return single_operator(analyzed(result), inputs, _ALLOWED, "Join")
 
 
 def _input_views(node: Any, inputs: frozenset[str]) -> list[str]:

@@ -103,3 +103,16 @@ def query_nodes(root: Any, views: frozenset[str]) -> Iterator[Any]:
 def view_name(view: Any) -> str:
     """The name of a temp view's ``View`` node."""
     return str(view.desc().identifier().table())
+
+
+def single_operator(root: Any, views: frozenset[str], allowed: frozenset[str], name: str) -> Any:
+    """The plan's one node named ``name`` when every node down to the ``views`` is one of
+    ``allowed`` and none has a subquery; None otherwise (also with none or several)."""
+    found = []
+    for node in query_nodes(root, views):
+        kind = str(node.nodeName())
+        if kind not in allowed or node.subqueries().size() > 0:
+            return None
+        if kind == name:
+            found.append(node)
+    return found[0] if len(found) == 1 else None

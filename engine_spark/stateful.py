@@ -15,9 +15,9 @@ query whose state is carried in the checkpoint (``streaming.py``), in one of two
   grouping key.
 
 Refused, with InvalidQuery, at ValidateQuery as well as at ExecuteTransform: ``LIMIT`` and
-``ORDER BY`` over a stream, analytic window functions (``OVER``: top-N per key must be written
-as an aggregation), joins of two inputs without an event-time bound, and whatever Spark's own
-checks for streaming queries refuse (several aggregations in a changelog, ...).
+``ORDER BY`` over a stream, analytic window functions (``OVER``) other than a top-N per key
+(``topn_recompute.py``), joins of two inputs without an event-time bound, and whatever
+Spark's own checks for streaming queries refuse (several aggregations in a changelog, ...).
 """
 
 from __future__ import annotations
@@ -82,9 +82,11 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
             )
         if name == "Window":
             raise InvalidQueryError(
-                "window functions (OVER ...) over a stream are not supported: for top-N or "
-                "deduplication per key, write an aggregation (GROUP BY key with max_by/min_by, "
-                "or GROUP BY window(...))"
+                "window functions (OVER ...) over a stream are supported only as top-N per "
+                "key over one input: SELECT ..., rn FROM (SELECT ..., row_number() OVER "
+                "(PARTITION BY k ORDER BY v) AS rn FROM t) WHERE rn <= N (with rn and every "
+                "PARTITION BY key selected); otherwise write an aggregation (GROUP BY key "
+                "with max_by/min_by, or GROUP BY window(...))"
             )
         if name == "Join" and bool(node.isStreaming()) and _check_bounded_join(node):
             lag = max(lag, _join_lag(jvm, node))

@@ -33,9 +33,11 @@ from engine_spark.join_recompute import join_bounds, join_inputs
 from engine_spark.ordering import is_row_wise, sort_by_values
 from engine_spark.outputs import OutputColumns, plan_output_columns
 from engine_spark.queries import run_steps
+from engine_spark.retractions import check_no_retractions
 from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode, stateful_plan
+from engine_spark.topn_recompute import TopN, top_n, with_kept
 from engine_spark.watermark import input_watermark
 from engine_spark.window_recompute import (
     WindowAggregate,
@@ -111,7 +113,9 @@ def prepare_views(
     input; an interval join reads the left input's new and kept records and the right input's
     new ones. None when there is no such state."""
     carried = _carried(request, previous)
-    if temporal or carried is None or carried.runner == cp.SPARK_STREAMING:
+    if temporal or carried is None:
+        return None
+    if carried.runner not in (cp.WINDOW_RECOMPUTE, cp.JOIN_RECOMPUTE):
         return None
     inputs = _stream_inputs(request, previous, temporal)
     new, kept = _views(session, area, inputs, carried)
@@ -223,6 +227,9 @@ def run_stream_transaction(
         )
         if joined is not None:
             return joined
+    top = _topn_plan(inputs, carried, temporal, batch_result)
+    if top is not None:
+        return _TopNRun(session, area, request, inputs, carried, top).run(arrow_schema, columns)
     if carried is not None and carried.runner != cp.SPARK_STREAMING:
         raise InputDataError(
             f"the checkpoint's streaming state is for the {carried.runner!r} runner, which "
@@ -407,6 +414,81 @@ def _join_plan(
     return sides
 
 
+def _topn_plan(
+    inputs: Sequence[streaming.StreamInput],
+    carried: cp.StreamState | None,
+    temporal: set[str],
+    batch_result: DataFrame,
+) -> TopN | None:
+    """The query's top-N per key when it runs as ``topn_recompute``."""
+    if temporal or (carried is not None and carried.runner != cp.TOPN_RECOMPUTE):
+        return None
+    with query_errors(None, in_step=False):
+        plan = top_n(batch_result, frozenset(i.request.query_alias for i in inputs))
+    if plan is None and carried is not None:
+        raise _runner_mismatch("the rows of a top N")
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
+class _TopNRun:
+    """A top-N per key recomputed from the rows in the top N (``topn_recompute.py``): one
+    batch query, emitted as a changelog."""
+
+    session: SparkSession
+    area: streaming.WorkArea
+    request: ep.TransformRequest
+    inputs: Sequence[streaming.StreamInput]
+    carried: cp.StreamState | None
+    plan: TopN
+
+    def run(self, arrow_schema: pa.Schema, columns: OutputColumns) -> StreamRun:
+        op = self.request.vocab.operation_type_column
+        if columns.op is not None:
+            raise InvalidQueryError(
+                f"a top-N query emits its own changelog in {columns.op!r}: do not select an "
+                f"{columns.op!r} column"
+            )
+        clock = streaming.PhaseClock()
+        check_no_retractions([i.request for i in self.inputs], stateful=True)
+        for inp in self.inputs:
+            register_view(_new_view(self.session, inp), inp.request.query_alias)
+        result = run_steps(self.session, self.request.transform)
+        source = next(i for i in self.inputs if i.request.query_alias == self.plan.input)
+        name = f"{source.directory}.parquet"
+        kept: str | None = None
+        files = self.carried.files if self.carried is not None else {}
+        if name in files and not _no_rows(files[name]):
+            path = self.area.inputs / name
+            path.write_bytes(files[name])
+            kept = str(path)
+        clock.lap("plan")
+        with query_errors(None, in_step=False):
+            output, top = with_kept(result, kept)
+            table = output.toArrow().cast(arrow_schema)
+            top_rows = sort_by_values(top.toArrow(), [], [])
+        clock.lap("run")
+        before = self.carried.emitted if self.carried is not None else None
+        changes = changelog(
+            [table],
+            pq.read_table(io.BytesIO(before)) if before is not None else None,
+            self.plan.keys,
+            op,
+        )
+        state = cp.StreamState(
+            query=streaming.query_fingerprint(self.request.transform),
+            spark_version=streaming.spark_version(self.session),
+            mode=Mode.CHANGELOG.value,
+            transactions=(self.carried.transactions if self.carried is not None else 0) + 1,
+            files={name: parquet_bytes(top_rows)},
+            keys=self.plan.keys,
+            emitted=parquet_bytes(changes.emitted),
+            runner=cp.TOPN_RECOMPUTE,
+        )
+        log.info("transform.top_n", limit=self.plan.limit, kept=top_rows.num_rows, **clock.laps)
+        return StreamRun(changes.rows, dataclasses.replace(columns, op=op), state, timedelta(0))
+
+
 def _runner_mismatch(what: str) -> InputDataError:
     return InputDataError(
         f"the checkpoint holds {what}, but this engine does not run the query that way; "
@@ -573,6 +655,11 @@ def check_incremental(
     if is_row_wise_query(result):
         return
     temporal = {t.name for t in transform.temporal_tables or ()}
+    streamed = frozenset(schemas) - temporal
+    if not temporal:
+        with query_errors(None, in_step=False):
+            if top_n(result, streamed) is not None:
+                return
     with streaming.work_area() as area:
         stream_state.fresh(area.checkpoint)
         for i, (alias, schema) in enumerate(schemas.items()):

@@ -40,10 +40,10 @@ from engine_spark.jvm_plan import (
     expr_id,
     frame,
     path_to,
-    query_nodes,
     replace_on_path,
     scala_seq,
     seq,
+    single_operator,
     view_name,
     walk,
 )
@@ -84,17 +84,9 @@ def window_aggregate(
 ) -> WindowAggregate | None:
     """The query's window aggregation when it can be recomputed from retained records;
     ``inputs``: the views of the streamed inputs, by name."""
-    root = analyzed(result)
-    aggregates = []
-    for node in query_nodes(root, inputs):
-        name = str(node.nodeName())
-        if name not in _ROW_WISE or node.subqueries().size() > 0:
-            return None
-        if name == "Aggregate":
-            aggregates.append(node)
-    if len(aggregates) != 1:
+    aggregate = single_operator(analyzed(result), inputs, _ROW_WISE, "Aggregate")
+    if aggregate is None:
         return None
-    aggregate = aggregates[0]
     windows = [
         e
         for e in seq(aggregate.groupingExpressions())

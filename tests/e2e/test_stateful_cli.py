@@ -69,6 +69,13 @@ DERIVATIVES = {
         "GROUP BY sensor",
         ["readings"],
     ),
+    "top-value": derivative(
+        "top-value",
+        "SELECT event_time, sensor, value, rn FROM (SELECT event_time, sensor, value, "
+        "row_number() OVER (PARTITION BY sensor ORDER BY value DESC, event_time) AS rn "
+        "FROM readings) WHERE rn <= 1",
+        ["readings"],
+    ),
     "attributed": derivative(
         "attributed",
         "SELECT v.event_time, v.user, v.page, c.ad FROM views v JOIN clicks c "
@@ -158,6 +165,15 @@ def test_each_operator_emits_what_the_semantics_say_over_rounds(workspace: Path)
         (3, "a", 8),
         (2, "b", 2),
         (3, "b", 7),
+    ]
+    # The top value per sensor: a changelog of its one rank.
+    assert rows(workspace, "top-value", "op", "event_time", "sensor", "value") == [
+        (0, t("00:20"), "a", 3),
+        (0, t("00:50"), "b", 2),
+        (2, t("00:20"), "a", 3),
+        (3, t("01:30"), "a", 4),
+        (2, t("00:50"), "b", 2),
+        (3, t("03:00"), "b", 5),
     ]
     assert rows(workspace, "attributed", "event_time", "user", "ad") == [
         (t("00:30"), "u2", "ad2"),

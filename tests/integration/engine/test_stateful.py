@@ -22,6 +22,7 @@ from engine_spark import stream_transaction
 from engine_spark.checkpoint import (
     JOIN_RECOMPUTE,
     SPARK_STREAMING,
+    TOPN_RECOMPUTE,
     WINDOW_RECOMPUTE,
     read_checkpoint,
 )
@@ -127,6 +128,13 @@ def test_window_state_of_structured_streaming_carries_on_as_structured_streaming
     assert window_rows(pipe.run(readings.take())) == [(0, at(1), "a", 11, 2)]
     state = read_checkpoint(pipe.out.prev_checkpoint).stream
     assert state is not None and state.runner == SPARK_STREAMING
+
+
+TOP_TWO = sql(
+    "SELECT event_time, sensor, value, rn FROM (SELECT event_time, sensor, value, "
+    "row_number() OVER (PARTITION BY sensor ORDER BY value DESC, event_time) AS rn "
+    "FROM readings) WHERE rn <= 2"
+)
 
 
 def run_all(engine: SparkEngine, workdir: Path, name: str, transform: Any, rounds: list) -> list:
@@ -388,19 +396,66 @@ def test_a_join_bounded_both_ways_matches_kept_records_of_either_side(
 def test_queries_that_cannot_run_incrementally_are_refused_at_validation(
     spark_engine: SparkEngine, query: str, reason: str
 ) -> None:
-    request = ep.ValidateQueryRequest(
+    with pytest.raises(InvalidQueryError, match=re.escape(reason)):
+        spark_engine.validate_query(validate_over_readings(sql(query)))
+
+
+def validate_over_readings(transform: Any) -> ep.ValidateQueryRequest:
+    return ep.ValidateQueryRequest(
         dataset_alias="out",
         vocab=DatasetVocabulary(),
-        transform=sql(query),
+        transform=transform,
         query_inputs=(
             ep.ValidateQueryInput(
-                query_alias="readings",
-                schema=encode_arrow_schema(input_schema(READINGS)),
+                query_alias="readings", schema=encode_arrow_schema(input_schema(READINGS))
             ),
         ),
     )
-    with pytest.raises(InvalidQueryError, match=re.escape(reason)):
-        spark_engine.validate_query(request)
+
+
+def test_top_n_per_key_is_a_changelog_of_ranks(spark_engine: SparkEngine, workdir: Path) -> None:
+    # accepted: a top-N runs incrementally
+    spark_engine.validate_query(validate_over_readings(TOP_TWO))
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "top", TOP_TWO))
+
+    def rows(out: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(r["op"], r["event_time"], r["sensor"], r["value"], r["rn"]) for r in out]
+
+    readings.append(
+        [reading(0.1, "a", 5), reading(0.2, "a", 3), reading(0.3, "b", 1)], watermark=at(0.3)
+    )
+    assert rows(pipe.run(readings.take())) == [
+        (0, at(0.1), "a", 5, 1),
+        (0, at(0.2), "a", 3, 2),
+        (0, at(0.3), "b", 1, 1),
+    ]
+    # a's second rank changes hands, b's first moves to its second; a late record (at the
+    # watermark 0.3) is dropped, one below the top two changes nothing.
+    readings.append(
+        [
+            reading(0.5, "a", 4),
+            reading(0.4, "a", 1),
+            reading(0.3, "a", 100),
+            reading(0.6, "b", 2),
+        ],
+        watermark=at(0.6),
+    )
+    assert rows(pipe.run(readings.take())) == [
+        (2, at(0.2), "a", 3, 2),
+        (3, at(0.5), "a", 4, 2),
+        (2, at(0.3), "b", 1, 1),
+        (3, at(0.6), "b", 2, 1),
+        (0, at(0.3), "b", 1, 2),
+    ]
+    readings.append([], watermark=at(1.0))
+    assert pipe.run(readings.take()) == []
+    state = read_checkpoint(pipe.out.prev_checkpoint).stream
+    assert state is not None and state.runner == TOPN_RECOMPUTE
+    assert state.keys == ("sensor", "rn")
+    # The state is the top two per key, nothing more.
+    [kept] = state.files.values()
+    assert sorted(pq.read_table(pa.BufferReader(kept)).column("value").to_pylist()) == [1, 2, 4, 5]
 
 
 def test_retractions_into_a_stateful_query_are_refused(
@@ -433,7 +488,8 @@ def test_a_row_wise_query_that_drops_op_refuses_retractions(
 
 
 @pytest.mark.parametrize(
-    ("transform", "runner"), [(TUMBLING, WINDOW_RECOMPUTE), (SESSIONS, SPARK_STREAMING)]
+    ("transform", "runner"),
+    [(TUMBLING, WINDOW_RECOMPUTE), (SESSIONS, SPARK_STREAMING), (TOP_TWO, TOPN_RECOMPUTE)],
 )
 def test_a_replayed_transaction_writes_the_same_bytes(
     spark_engine: SparkEngine, workdir: Path, transform: Any, runner: str
@@ -461,7 +517,7 @@ def test_a_replayed_transaction_writes_the_same_bytes(
         return {k: v for k, v in stream.files.items() if not k.startswith("state/")}
 
     assert logs(first.new_checkpoint_path) == logs(again.new_checkpoint_path)
-    if runner == WINDOW_RECOMPUTE:
+    if runner != SPARK_STREAMING:
         first_bytes = Path(first.new_checkpoint_path).read_bytes()
         assert first_bytes == Path(again.new_checkpoint_path).read_bytes()
 

@@ -1,5 +1,6 @@
-"""Which window aggregations are recomputed from retained records (``window_recompute.py``),
-and that the restricted plan computes exactly the windows that close."""
+"""Which window aggregations and top-N queries are recomputed from kept records
+(``window_recompute.py``, ``topn_recompute.py``), and that the restricted plan computes
+exactly the windows that close."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pyspark.sql import SparkSession
 from engine_spark.engine import SparkEngine
 from engine_spark.inputs import register_view
 from engine_spark.session import request_session
+from engine_spark.topn_recompute import top_n
 from engine_spark.window_recompute import closing_windows, retained, window_aggregate
 
 pytestmark = [pytest.mark.spark]
@@ -131,3 +133,39 @@ def test_retained_records_are_those_of_windows_still_open() -> None:
     )
     kept = retained(records, "event_time", at(3), timedelta(minutes=1))
     assert kept.column("value").to_pylist() == [4]
+
+
+TOP = (
+    "SELECT event_time, sensor AS s, value, rn AS position FROM (SELECT *, row_number() "
+    "OVER (PARTITION BY sensor ORDER BY value DESC) AS rn FROM readings) WHERE rn <= 3"
+)
+
+
+def test_a_top_n_per_key_is_recomputed_keyed_by_its_partition_and_rank(
+    session: SparkSession,
+) -> None:
+    plan = top_n(session.sql(TOP), INPUTS)
+    assert plan is not None
+    assert (plan.limit, plan.input, plan.keys) == (3, "readings", ("s", "position"))
+    one = TOP.replace("WHERE rn <= 3", "WHERE rn = 1")
+    plan = top_n(session.sql(one), INPUTS)
+    assert plan is not None and plan.limit == 1
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("row_number()", "rank()"),  # ties share a rank: a rank may empty again
+        ("WHERE rn <= 3", "WHERE rn > 3"),
+        ("WHERE rn <= 3", "WHERE rn <= 3 AND value > 1"),  # a rank may empty again
+        ("rn AS position FROM", "value AS v2 FROM"),  # the rank is not selected
+        ("PARTITION BY sensor", "PARTITION BY upper(sensor)"),
+        ("FROM readings)", "FROM (SELECT * FROM readings UNION ALL SELECT * FROM other))"),
+    ],
+)
+def test_other_window_functions_are_not_recomputed(
+    session: SparkSession, old: str, new: str
+) -> None:
+    query = TOP.replace(old, new)
+    assert query != TOP
+    assert top_n(session.sql(query), INPUTS) is None

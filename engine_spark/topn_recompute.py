@@ -1,0 +1,174 @@
+"""Top-N per key recomputed from the rows currently in the top N, emitted as a changelog.
+
+The query shape, over one input::
+
+    SELECT ..., rn FROM (
+        SELECT ..., row_number() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM input
+    ) WHERE rn <= N
+
+For append-only inputs the top N of all records so far is the top N of (the previous top N
+plus the new records), so the state is the rows that entered the window function and are in
+the top N now (at most N per key). Each transaction puts those rows back under the window
+function, next to the new records (a union put into Spark's analyzed plan), runs the query
+as a batch query, and emits the difference to what it emitted before as a changelog keyed by
+the partition keys and the row number (``changelog.py``): ``+I`` for a rank newly filled,
+``-U``/``+U`` for a rank now held by another row. A rank once filled stays filled, so no row
+is ever retracted without a replacement. Anything else with ``OVER`` is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from engine_spark.inputs import quote_identifier
+from engine_spark.jvm_plan import (
+    analyzed,
+    expr_id,
+    frame,
+    path_to,
+    query_nodes,
+    replace_on_path,
+    scala_seq,
+    seq,
+    single_operator,
+    unalias,
+    view_name,
+)
+
+_ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Window", "ResolvedHint"})
+_ABOVE = frozenset({"Project", "SubqueryAlias", "Filter"})
+
+
+@dataclass(frozen=True, slots=True)
+class TopN:
+    limit: int
+    input: str
+    """The input view the window function reads."""
+    keys: tuple[str, ...]
+    """The output columns of the changelog key: the partition keys, then the row number."""
+    kept_columns: tuple[str, ...]
+    """The columns of the rows that enter the window function (what the state keeps)."""
+
+
+def top_n(result: DataFrame, inputs: frozenset[str]) -> TopN | None:
+    """The query's top-N when it has the shape above (``inputs``: the streamed inputs)."""
+    root = analyzed(result)
+    window = single_operator(root, inputs, _ALLOWED, "Window")
+    if window is None:
+        return None
+    rank = _row_number(window)
+    if rank is None:
+        return None
+    path = path_to(root, window)
+    assert path is not None
+    limits = [_limit(n, rank) for n in path[:-1] if str(n.nodeName()) == "Filter"]
+    if any(str(n.nodeName()) not in _ABOVE for n in path[:-1]) or len(limits) != 1:
+        return None
+    limit = limits[0]
+    if limit is None or limit < 1:
+        return None
+    views = [
+        view_name(n)
+        for n in query_nodes(window, inputs)
+        if str(n.nodeName()) == "View" and view_name(n) in inputs
+    ]
+    kept_columns = tuple(str(a.name()) for a in seq(window.child().output()))
+    if len(views) != 1 or len(set(kept_columns)) != len(kept_columns):
+        return None
+    if str(_named(window, rank).name()) in kept_columns:
+        return None
+    partition = list(seq(window.partitionSpec()))
+    if not partition or not all(str(p.nodeName()) == "AttributeReference" for p in partition):
+        return None
+    keys = _output_names(path, [*(expr_id(p) for p in partition), rank])
+    if keys is None:
+        return None
+    return TopN(limit, views[0], keys, kept_columns)
+
+
+def with_kept(result: DataFrame, kept: str | None) -> tuple[DataFrame, DataFrame]:
+    """``result`` with the rows of the Parquet file ``kept`` (columns ``TopN.kept_columns``)
+    entering the window function too, and the rows entering it that make the top N (the next
+    state)."""
+    session = result.sparkSession
+    root = analyzed(result)
+    window = next(n for n in query_nodes(root, frozenset()) if str(n.nodeName()) == "Window")
+    path = path_to(root, window)
+    assert path is not None
+    if kept is not None:
+        below = frame(session, window.child())
+        below = below.unionByName(session.read.schema(below.schema).parquet(kept))
+        window = window.withNewChildren(scala_seq(session, [analyzed(below)]))
+    new_root = replace_on_path(session, path, window)
+    limit_at = max(i for i, n in enumerate(path) if str(n.nodeName()) == "Filter")
+    limited = replace_on_path(session, path[limit_at:], window)
+    columns = [quote_identifier(str(a.name())) for a in seq(window.child().output())]
+    return frame(session, new_root), frame(session, limited).select(*columns)
+
+
+def _row_number(window: Any) -> Any:
+    """The exprId of the window's single ``row_number()`` column, or None."""
+    expressions = list(seq(window.windowExpressions()))
+    if len(expressions) != 1 or str(expressions[0].nodeName()) != "Alias":
+        return None
+    function = expressions[0].child()
+    if str(function.nodeName()) != "WindowExpression":
+        return None
+    if str(function.windowFunction().nodeName()) != "RowNumber":
+        return None
+    if window.orderSpec().size() == 0:
+        return None
+    return expr_id(expressions[0])
+
+
+def _named(window: Any, rank: Any) -> Any:
+    return next(e for e in seq(window.windowExpressions()) if expr_id(e) == rank)
+
+
+def _limit(node: Any, rank: Any) -> int | None:
+    """N of ``rn <= N``, ``rn < N + 1`` or ``rn = 1`` on the row number; None otherwise."""
+    condition = node.condition()
+    kind = str(condition.nodeName())
+    if kind not in ("LessThanOrEqual", "LessThan", "EqualTo"):
+        return None
+    left, right = condition.left(), condition.right()
+    if str(left.nodeName()) != "AttributeReference" or expr_id(left) != rank:
+        return None
+    if str(right.nodeName()) != "Literal" or right.value() is None:
+        return None
+    value = int(right.value())
+    if kind == "EqualTo":
+        return 1 if value == 1 else None
+    return value if kind == "LessThanOrEqual" else value - 1
+
+
+def _output_names(path: list[Any], ids: list[Any]) -> tuple[str, ...] | None:
+    """The root's output names for the attributes ``ids`` of the window's output, followed
+    up through the projections (renamed or not); None when one is not selected."""
+    current = list(ids)
+    for node in reversed(path[:-1]):
+        if str(node.nodeName()) != "Project":
+            continue
+        mapped = []
+        for i in current:
+            found = [
+                expr_id(e)
+                for e in seq(node.projectList())
+                if expr_id(e) == i
+                or (
+                    str(e.nodeName()) == "Alias"
+                    and str(unalias(e).nodeName()) == "AttributeReference"
+                    and expr_id(unalias(e)) == i
+                )
+            ]
+            if not found:
+                return None
+            mapped.append(found[0])
+        current = mapped
+    names = {expr_id(a): str(a.name()) for a in seq(path[0].output())}
+    if not all(i in names for i in current):
+        return None
+    return tuple(names[i] for i in current)
