@@ -114,10 +114,12 @@ class JoinSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WindowSpec:
-    """A recomputed window aggregation's window column and width (microseconds)."""
+    """A recomputed window aggregation's window column, width and output watermark lag
+    (microseconds)."""
 
     column: str
     width_us: int
+    lag_us: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,7 +196,11 @@ def _encode_stream(stream: StreamState) -> tuple[dict[str, Any], list[tuple[str,
     if stream.runner != SPARK_STREAMING:
         doc["runner"] = stream.runner
     if stream.window is not None:
-        doc["window"] = {"column": stream.window.column, "widthMicros": stream.window.width_us}
+        doc["window"] = {
+            "column": stream.window.column,
+            "widthMicros": stream.window.width_us,
+            "lagMicros": stream.window.lag_us,
+        }
     if stream.join is not None:
         doc["join"] = {
             "left": stream.join.left,
@@ -352,9 +358,15 @@ def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamS
 def _decode_window(entry: Any, where: str) -> WindowSpec | None:
     if entry is None:
         return None
-    spec = WindowSpec(column=str(entry["column"]), width_us=int(entry["widthMicros"]))
+    spec = WindowSpec(
+        column=str(entry["column"]),
+        width_us=int(entry["widthMicros"]),
+        lag_us=int(entry["lagMicros"]),
+    )
     if spec.width_us <= 0:
         raise InputDataError(f"window width {spec.width_us} is not positive", path=where)
+    if not 0 <= spec.lag_us <= spec.width_us:
+        raise InputDataError(f"window lag {spec.lag_us} is not within the width", path=where)
     return spec
 
 

@@ -215,7 +215,7 @@ def run_stream_transaction(
         [(f.name, f.dataType.simpleString()) for f in batch_result.schema.fields], request.vocab
     )
     arrow_schema = result_arrow_schema(batch_result)
-    windows = _window_plan(inputs, carried, temporal, batch_result)
+    windows = _window_plan(inputs, carried, temporal, batch_result, request.vocab.event_time_column)
     if windows is not None:
         result = batch_result if prepared is not None else None
         run = _WindowRun(session, area, request, inputs, carried, windows)
@@ -308,20 +308,22 @@ def _window_plan(
     carried: cp.StreamState | None,
     temporal: set[str],
     batch_result: DataFrame,
+    output_event_time: str,
 ) -> WindowAggregate | None:
     """The query's window aggregation when it runs as ``window_recompute`` (no temporal
     tables, one event-time column name, and no state of another runner to carry on)."""
     if temporal or (carried is not None and carried.runner != cp.WINDOW_RECOMPUTE):
         return None
     if carried is not None and carried.window is not None:  # found in the first transaction
-        width = timedelta(microseconds=carried.window.width_us)
-        return WindowAggregate(width, carried.window.column)
+        micros = timedelta(microseconds=1)
+        window = carried.window
+        return WindowAggregate(window.width_us * micros, window.column, window.lag_us * micros)
     names = {i.request.vocab.event_time_column for i in inputs}
     if len(names) != 1:
         return None
     aliases = frozenset(i.request.query_alias for i in inputs)
     with query_errors(None, in_step=False):
-        plan = window_aggregate(batch_result, names.pop(), aliases)
+        plan = window_aggregate(batch_result, names.pop(), aliases, output_event_time)
     if plan is None and carried is not None:
         raise InputDataError(
             "the checkpoint holds the retained records of a window aggregation, but this "
@@ -379,6 +381,7 @@ class _WindowRun:
             window=cp.WindowSpec(
                 column=self.plan.window_column,
                 width_us=self.plan.width // timedelta(microseconds=1),
+                lag_us=self.plan.lag // timedelta(microseconds=1),
             ),
         )
         log.info(
@@ -387,7 +390,7 @@ class _WindowRun:
             retained_bytes=stream_state.total_size(files),
             **clock.laps,
         )
-        return StreamRun(_in_value_order(table, columns), columns, state, timedelta(0))
+        return StreamRun(_in_value_order(table, columns), columns, state, self.plan.lag)
 
 
 def _join_plan(

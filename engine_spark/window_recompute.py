@@ -77,13 +77,19 @@ class WindowAggregate:
     only."""
     window_column: str
     """The name of the window column below the aggregation."""
+    lag: timedelta
+    """How far the output watermark stays behind the input watermark: zero when the output's
+    event time is the window's end (every window still to come ends after the watermark),
+    the width otherwise (a window labelled by its start, or by anything inside it, may still
+    be emitted with an event time up to a width behind)."""
 
 
 def window_aggregate(
-    result: DataFrame, event_time: str, inputs: frozenset[str]
+    result: DataFrame, event_time: str, inputs: frozenset[str], output_event_time: str
 ) -> WindowAggregate | None:
     """The query's window aggregation when it can be recomputed from retained records;
-    ``inputs``: the views of the streamed inputs, by name."""
+    ``inputs``: the views of the streamed inputs, by name; ``output_event_time``: the output's
+    event-time column."""
     aggregate = single_operator(analyzed(result), inputs, _ROW_WISE, "Aggregate")
     if aggregate is None:
         return None
@@ -101,7 +107,29 @@ def window_aggregate(
     window_column = str(windows[0].name())
     if names.count(window_column) != 1:
         return None
-    return WindowAggregate(width, window_column)
+    root = analyzed(result)
+    by_end = _labelled_by_end(root, aggregate, windows[0], output_event_time)
+    return WindowAggregate(width, window_column, timedelta(0) if by_end else width)
+
+
+def _labelled_by_end(root: Any, aggregate: Any, window: Any, output_event_time: str) -> bool:
+    """Whether the output's event time is ``window.end``, computed by the aggregation and
+    passed up unchanged."""
+    outputs = [a for a in seq(root.output()) if str(a.name()) == output_event_time]
+    if len(outputs) != 1:
+        return False
+    target = expr_id(outputs[0])
+    for e in seq(aggregate.aggregateExpressions()):
+        if expr_id(e) != target or str(e.nodeName()) != "Alias":
+            continue
+        field = e.child()
+        return (
+            str(field.nodeName()) == "GetStructField"
+            and int(field.ordinal()) == 1
+            and str(field.child().nodeName()) == "AttributeReference"
+            and expr_id(field.child()) == expr_id(window)
+        )
+    return False
 
 
 def closing_windows(

@@ -37,31 +37,34 @@ def session(spark_engine: SparkEngine) -> SparkSession:
 
 
 @pytest.mark.parametrize(
-    ("query", "width"),
+    ("query", "width", "lag"),
     [
         (
             "SELECT window.end AS event_time, sensor, sum(value) AS total FROM readings "
             "GROUP BY window(event_time, '1 minute'), sensor",
             timedelta(minutes=1),
+            timedelta(0),  # labelled by its end: nothing still to come is behind
         ),
         (
             "SELECT window.start AS event_time, count(*) AS n FROM readings "
             "GROUP BY window(event_time, '10 minutes', '5 minutes') HAVING count(*) > 1",
             timedelta(minutes=10),
+            timedelta(minutes=10),  # labelled by its start: up to a width behind
         ),
         (
             "SELECT w.end AS event_time, sensor, max(value) AS top FROM ("
             "SELECT window(event_time, '2 minutes') AS w, sensor, value FROM readings "
             "WHERE value > 1) GROUP BY w, sensor",
             timedelta(minutes=2),
+            timedelta(0),
         ),
     ],
 )
 def test_tumbling_and_sliding_windows_over_an_input_are_recomputed(
-    session: SparkSession, query: str, width: timedelta
+    session: SparkSession, query: str, width: timedelta, lag: timedelta
 ) -> None:
-    plan = window_aggregate(session.sql(query), "event_time", INPUTS)
-    assert plan is not None and plan.width == width
+    plan = window_aggregate(session.sql(query), "event_time", INPUTS, "event_time")
+    assert plan is not None and (plan.width, plan.lag) == (width, lag)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +92,7 @@ def test_tumbling_and_sliding_windows_over_an_input_are_recomputed(
     ],
 )
 def test_other_stateful_queries_are_not_recomputed(session: SparkSession, query: str) -> None:
-    assert window_aggregate(session.sql(query), "event_time", INPUTS) is None
+    assert window_aggregate(session.sql(query), "event_time", INPUTS, "event_time") is None
 
 
 def test_a_step_view_that_keeps_event_time_is_still_an_input_column(
@@ -100,12 +103,12 @@ def test_a_step_view_that_keeps_event_time_is_still_an_input_column(
         "SELECT window.end AS event_time, count(*) AS n FROM kept "
         "GROUP BY window(event_time, '1 minute')"
     )
-    assert window_aggregate(session.sql(query), "event_time", INPUTS) is not None
+    assert window_aggregate(session.sql(query), "event_time", INPUTS, "event_time") is not None
     session.sql(
         "SELECT event_time + INTERVAL 1 MINUTE AS event_time FROM readings"
     ).createOrReplaceTempView("moved")
     moved = query.replace("FROM kept", "FROM moved")
-    assert window_aggregate(session.sql(moved), "event_time", INPUTS) is None
+    assert window_aggregate(session.sql(moved), "event_time", INPUTS, "event_time") is None
 
 
 def test_only_the_windows_that_close_are_computed(session: SparkSession) -> None:
@@ -113,7 +116,7 @@ def test_only_the_windows_that_close_are_computed(session: SparkSession) -> None
         "SELECT window.end AS event_time, count(*) AS n, sum(value) AS total FROM readings "
         "GROUP BY window(event_time, '2 minutes', '1 minute')"
     )
-    plan = window_aggregate(result, "event_time", INPUTS)
+    plan = window_aggregate(result, "event_time", INPUTS, "event_time")
     assert plan is not None
     rows = closing_windows(result, plan, after=at(1), upto=at(3)).orderBy("event_time").collect()
     # Windows ending at 2 ([0, 2): 0.5 and 1.5) and 3 ([1, 3): 1.5 and 2.5); the window

@@ -111,6 +111,22 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     assert b"/tmp" not in Path(pipe.out.prev_checkpoint).read_bytes()
 
 
+def test_windows_labelled_by_their_start_hold_the_output_watermark_back_by_a_width(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    by_start = sql(
+        "SELECT window.start AS event_time, sensor, sum(value) AS total, count(*) AS n "
+        "FROM readings GROUP BY window(event_time, '1 hour'), sensor"
+    )
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "hourly", by_start))
+    readings.append([reading(0.5, "a", 1), reading(1.5, "a", 2)], watermark=at(1.5))
+    # Hour 0 closes, labelled 0:00; hour 1, still open, will be labelled 1:00: the output
+    # watermark must not pass 1:00, so it is the input's (1.5) less the width.
+    assert window_rows(pipe.run(readings.take())) == [(0, at(0), "a", 1, 1)]
+    assert pipe.watermarks == [at(0.5)]
+
+
 def test_window_state_of_structured_streaming_carries_on_as_structured_streaming(
     spark_engine: SparkEngine, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

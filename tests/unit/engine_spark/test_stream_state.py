@@ -82,7 +82,7 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> 
         transactions=3,
         files={"abc.parquet": b"PAR1"},
         runner=WINDOW_RECOMPUTE,
-        window=WindowSpec(column="window", width_us=60_000_000),
+        window=WindowSpec(column="window", width_us=60_000_000, lag_us=0),
     )
     data = encode_checkpoint(EngineCheckpoint(stream=state))
     assert decode_checkpoint(data).stream == state
@@ -94,7 +94,8 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> 
     ("field", "value", "message"),
     [
         ("runner", "flink", "unknown streaming runner"),
-        ("window", {"column": "w", "widthMicros": 0}, "not positive"),
+        ("window", {"column": "w", "widthMicros": 0, "lagMicros": 0}, "not positive"),
+        ("window", {"column": "w", "widthMicros": 5, "lagMicros": 6}, "not within"),
     ],
 )
 def test_a_bad_streaming_runner_is_refused(field: str, value: object, message: str) -> None:
