@@ -94,10 +94,8 @@ class PreparedViews:
     """The inputs' views registered for a recomputation before the query ran
     (``prepare_views``): each streamed input's new records (not late) and kept records."""
 
-    runner: str
     new: dict[str, DataFrame]
     kept: dict[str, DataFrame | None]
-    event_time: str
 
 
 def prepare_views(
@@ -120,7 +118,7 @@ def prepare_views(
     inputs = _stream_inputs(request, previous, temporal)
     new, kept = _views(session, area, inputs, carried)
     event_time = inputs[0].request.vocab.event_time_column
-    prepared = PreparedViews(carried.runner, new, kept, event_time)
+    prepared = PreparedViews(new, kept)
     if carried.runner == cp.WINDOW_RECOMPUTE:
         for alias in new:
             _register([new[alias], kept[alias]], alias, event_time, marked=False)
@@ -202,8 +200,10 @@ def run_stream_transaction(
     *,
     prepared: PreparedViews | None = None,
 ) -> StreamRun:
-    """Run a stateful query over the slices: a window aggregation recomputed from retained
-    records (``window_recompute.py``), anything else as a streaming query (``streaming.py``).
+    """Run a stateful query over the slices: a window aggregation, an inner interval join or
+    a top-N recomputed from the records it keeps (``window_recompute.py``,
+    ``join_recompute.py``, ``topn_recompute.py``), anything else as a streaming query
+    (``streaming.py``).
 
     ``temporal``: the aliases of temporal tables (already registered as static views);
     ``prepared``: ``prepare_views`` registered the inputs, so ``batch_result`` is the
@@ -231,10 +231,7 @@ def run_stream_transaction(
     if top is not None:
         return _TopNRun(session, area, request, inputs, carried, top).run(arrow_schema, columns)
     if carried is not None and carried.runner != cp.SPARK_STREAMING:
-        raise InputDataError(
-            f"the checkpoint's streaming state is for the {carried.runner!r} runner, which "
-            "this query cannot use; replay the dataset with the engine that wrote it"
-        )
+        raise _runner_mismatch(f"streaming state of the {carried.runner!r} runner")
     clock = streaming.PhaseClock()
     transaction = streaming.restore(area, carried, session, streaming.spark_watermark(inputs))
     clock.lap("restore")
@@ -325,11 +322,7 @@ def _window_plan(
     with query_errors(None, in_step=False):
         plan = window_aggregate(batch_result, names.pop(), aliases, output_event_time)
     if plan is None and carried is not None:
-        raise InputDataError(
-            "the checkpoint holds the retained records of a window aggregation, but this "
-            "engine does not run the query as one; replay the dataset with the engine that "
-            "wrote it"
-        )
+        raise _runner_mismatch("the records of a window aggregation's open windows")
     return plan
 
 
@@ -539,6 +532,7 @@ class _JoinRun:
         spec = self._spec(first, left, right)
         if spec is None:
             return None
+        left, right = spec.left, spec.right  # the first transaction may swap them (``_spec``)
         parts = [first]
         kept_right = kept[right]
         if kept_right is not None:
