@@ -17,7 +17,6 @@ and dropped. Outer joins, self-joins and anything else run as Structured Streami
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -27,23 +26,6 @@ from engine_spark.jvm_plan import analyzed, query_nodes, single_operator, view_n
 from engine_spark.stateful import join_state_lags
 
 _ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Join", "ResolvedHint"})
-
-
-@dataclass(frozen=True, slots=True)
-class IntervalJoin:
-    """Which inputs a recomputed join reads on each side, and each side's bound."""
-
-    left: str
-    right: str
-    left_lag: timedelta
-    """A left record may match right records until the watermark passes its event time plus
-    this: it is kept while its event time is after the watermark minus this."""
-    right_lag: timedelta
-
-    @property
-    def lag(self) -> timedelta:
-        """How far the output watermark is held back: the wider bound."""
-        return max(self.left_lag, self.right_lag)
 
 
 def join_inputs(result: DataFrame, inputs: frozenset[str]) -> tuple[str, str] | None:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import structlog
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
@@ -220,7 +221,7 @@ def run_stream_transaction(
         result = batch_result if prepared is not None else None
         run = _WindowRun(session, area, request, inputs, carried, windows)
         return run.run(result, arrow_schema, columns)
-    join = _join_plan(inputs, carried, temporal, batch_result)
+    join = _join_plan(session, inputs, carried, temporal, batch_result)
     if join is not None:
         joined = _JoinRun(session, area, request, inputs, carried, join).run(
             prepared, batch_result, arrow_schema, columns
@@ -387,6 +388,7 @@ class _WindowRun:
 
 
 def _join_plan(
+    session: SparkSession,
     inputs: Sequence[streaming.StreamInput],
     carried: cp.StreamState | None,
     temporal: set[str],
@@ -402,6 +404,10 @@ def _join_plan(
         return carried.join
     if len({i.request.vocab.event_time_column for i in inputs}) != 1:
         return None
+    for i in inputs:  # the bounds are read in microseconds of a timestamp, not in days
+        schema = session.table(quote_identifier(i.request.query_alias)).schema
+        if not isinstance(schema[i.request.vocab.event_time_column].dataType, TimestampType):
+            return None
     aliases = frozenset(i.request.query_alias for i in inputs)
     with query_errors(None, in_step=False):
         sides = join_inputs(batch_result, aliases)

@@ -30,7 +30,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -47,6 +46,7 @@ from engine_spark.jvm_plan import (
     view_name,
     walk,
 )
+from engine_spark.streaming import after_instant
 
 _ROW_WISE = frozenset(
     {
@@ -90,7 +90,8 @@ def window_aggregate(
     """The query's window aggregation when it can be recomputed from retained records;
     ``inputs``: the views of the streamed inputs, by name; ``output_event_time``: the output's
     event-time column."""
-    aggregate = single_operator(analyzed(result), inputs, _ROW_WISE, "Aggregate")
+    root = analyzed(result)
+    aggregate = single_operator(root, inputs, _ROW_WISE, "Aggregate")
     if aggregate is None:
         return None
     windows = [
@@ -107,7 +108,6 @@ def window_aggregate(
     window_column = str(windows[0].name())
     if names.count(window_column) != 1:
         return None
-    root = analyzed(result)
     by_end = _labelled_by_end(root, aggregate, windows[0], output_event_time)
     return WindowAggregate(width, window_column, timedelta(0) if by_end else width)
 
@@ -152,10 +152,9 @@ def closing_windows(
 
 
 def retained(records: pa.Table, event_time: str, watermark: datetime, width: timedelta) -> pa.Table:
-    """The records that still belong to a window open after ``watermark``."""
-    horizon = pa.scalar(watermark - width, records.schema.field(event_time).type)
-    keep = pc.greater(records.column(event_time), horizon)
-    return records.filter(pc.fill_null(keep, False))
+    """The records that may still be needed after ``watermark``: those in a window still
+    open, or (a join's bound as ``width``) within reach of a later record."""
+    return records.filter(after_instant(records, event_time, watermark - width))
 
 
 def _is_window_type(data_type: Any) -> bool:
