@@ -124,9 +124,10 @@ def prepare_views(
         for alias in new:
             _register([new[alias], kept[alias]], alias, event_time, marked=False)
     elif carried.join is not None and {carried.join.left, carried.join.right} == set(new):
+        # The bounds are in the state: no analysis of the plan, no watermark marks needed.
         left, right = carried.join.left, carried.join.right
-        _register([new[left], kept[left]], left, event_time, marked=True)
-        _register([new[right]], right, event_time, marked=True)
+        _register([new[left], kept[left]], left, event_time, marked=False)
+        _register([new[right]], right, event_time, marked=False)
     else:
         raise _runner_mismatch("the records kept by an interval join")
     return prepared
@@ -528,12 +529,15 @@ class _JoinRun:
         else:
             left, right = self.join
         event_time = self.inputs[0].request.vocab.event_time_column
+        # Spark's analysis of the bounds needs the event times marked; bounds from the state
+        # do not.
+        marked = not isinstance(self.join, cp.JoinSpec)
         if prepared is not None:
             new, kept, first = prepared.new, prepared.kept, batch_result
         else:
             new, kept = _views(self.session, self.area, self.inputs, self.carried)
-            _register([new[left], kept[left]], left, event_time, marked=True)
-            _register([new[right]], right, event_time, marked=True)
+            _register([new[left], kept[left]], left, event_time, marked=marked)
+            _register([new[right]], right, event_time, marked=marked)
             first = run_steps(self.session, self.request.transform)
         spec = self._spec(first, left, right)
         if spec is None:
@@ -542,8 +546,8 @@ class _JoinRun:
         parts = [first]
         kept_right = kept[right]
         if kept_right is not None:
-            _register([new[left]], left, event_time, marked=True)
-            _register([kept_right], right, event_time, marked=True)
+            _register([new[left]], left, event_time, marked=marked)
+            _register([kept_right], right, event_time, marked=marked)
             parts.append(run_steps(self.session, self.request.transform))
         clock.lap("plan")
         with query_errors(None, in_step=False):
