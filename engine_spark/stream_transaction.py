@@ -366,12 +366,11 @@ class _WindowRun:
             for i in self.inputs
         }
         clock.lap("retain")
-        state = cp.StreamState(
-            query=streaming.query_fingerprint(self.request.transform),
-            spark_version=streaming.spark_version(self.session),
-            mode=Mode.APPEND.value,
-            transactions=(self.carried.transactions if self.carried is not None else 0) + 1,
-            files=files,
+        state = _recomputed_state(
+            self.session,
+            self.request,
+            self.carried,
+            files,
             runner=cp.WINDOW_RECOMPUTE,
             window=cp.WindowSpec(
                 column=self.plan.window_column,
@@ -478,18 +477,45 @@ class _TopNRun:
             self.plan.keys,
             op,
         )
-        state = cp.StreamState(
-            query=streaming.query_fingerprint(self.request.transform),
-            spark_version=streaming.spark_version(self.session),
-            mode=Mode.CHANGELOG.value,
-            transactions=(self.carried.transactions if self.carried is not None else 0) + 1,
-            files={name: parquet_bytes(top_rows)},
+        state = _recomputed_state(
+            self.session,
+            self.request,
+            self.carried,
+            {name: parquet_bytes(top_rows)},
+            runner=cp.TOPN_RECOMPUTE,
             keys=self.plan.keys,
             emitted=parquet_bytes(changes.emitted),
-            runner=cp.TOPN_RECOMPUTE,
         )
         log.info("transform.top_n", limit=self.plan.limit, kept=top_rows.num_rows, **clock.laps)
         return StreamRun(changes.rows, dataclasses.replace(columns, op=op), state, timedelta(0))
+
+
+def _recomputed_state(
+    session: SparkSession,
+    request: ep.TransformRequest,
+    carried: cp.StreamState | None,
+    files: dict[str, bytes],
+    *,
+    runner: str,
+    window: cp.WindowSpec | None = None,
+    join: cp.JoinSpec | None = None,
+    keys: tuple[str, ...] = (),
+    emitted: bytes | None = None,
+) -> cp.StreamState:
+    """The state a recomputation hands to the next transaction: ``files`` are the records it
+    keeps; a changelog (``keys``, ``emitted``) for a top-N, append mode otherwise."""
+    return cp.StreamState(
+        query=streaming.query_fingerprint(request.transform),
+        spark_version=streaming.spark_version(session),
+        mode=(Mode.CHANGELOG if keys else Mode.APPEND).value,
+        transactions=(carried.transactions if carried is not None else 0) + 1,
+        files=files,
+        keys=keys,
+        emitted=emitted,
+        runner=runner,
+        window=window,
+        join=join,
+    )
 
 
 def _runner_mismatch(what: str) -> InputDataError:
@@ -565,14 +591,8 @@ class _JoinRun:
             for i in self.inputs
         }
         clock.lap("retain")
-        state = cp.StreamState(
-            query=streaming.query_fingerprint(self.request.transform),
-            spark_version=streaming.spark_version(self.session),
-            mode=Mode.APPEND.value,
-            transactions=(self.carried.transactions if self.carried is not None else 0) + 1,
-            files=files,
-            runner=cp.JOIN_RECOMPUTE,
-            join=spec,
+        state = _recomputed_state(
+            self.session, self.request, self.carried, files, runner=cp.JOIN_RECOMPUTE, join=spec
         )
         log.info(
             "transform.join",
