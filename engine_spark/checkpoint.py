@@ -14,7 +14,8 @@ streaming state, so stateless checkpoints keep their version-1 bytes) run by Spa
 Streaming; 3 adds the ``runner`` of the streaming state: ``window-recompute`` (the records of
 open windows, ``window_recompute.py``) or ``join-recompute`` (the records within an interval
 join's bound, ``join_recompute.py``) or ``top-n-recompute`` (the rows in a top N,
-``topn_recompute.py``), under ``stream/retained/``. All are read.
+``topn_recompute.py``) or ``as-of-join`` (waiting stream rows and versions,
+``asof_state.py``), under ``stream/retained/``. All are read.
 
 A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
 holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
@@ -52,6 +53,10 @@ are each side's records still within the join's bound, as for ``WINDOW_RECOMPUTE
 TOPN_RECOMPUTE = "top-n-recompute"
 """A top-N per key recomputed from the rows in the top N (``topn_recompute.py``): ``files``
 holds those rows (as they enter the window function), ``emitted`` the changelog's last rows."""
+ASOF_JOIN = "as-of-join"
+"""An event-time as-of join (``asof_join.py``, ``asof_state.py``): ``files`` are the stream's
+rows waiting for the versioned input's watermark and the versions they can still need, one
+Parquet file per input."""
 _REFERENCE_SUFFIX = ".watermark"
 _JSON_ENTRY = "checkpoint.json"
 _TEMPORAL_DIR = "temporal"
@@ -62,6 +67,7 @@ _RUNNER_DIRS = {
     WINDOW_RECOMPUTE: f"{_STREAM_DIR}/retained/",
     JOIN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
     TOPN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
+    ASOF_JOIN: f"{_STREAM_DIR}/retained/",
 }
 _SNAPSHOT_FILE = f"{_STREAM_DIR}/emitted.parquet"
 _FRACTION = re.compile(r"\.(\d+)")

@@ -28,6 +28,8 @@ from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTabl
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
 from engine_spark import calls
 from engine_spark import checkpoint as cp
+from engine_spark.asof_join import AsOfJoin, as_of_join
+from engine_spark.asof_transaction import run_asof_transaction
 from engine_spark.errors import InvalidQueryError
 from engine_spark.exchange import read_schema, write_table
 from engine_spark.inputs import (
@@ -113,7 +115,13 @@ class SparkEngine:
             result = run_steps(session, request.transform)
             stream: cp.StreamState | None = None
             lag = timedelta(0)
-            if prepared is None and is_row_wise_query(result):
+            asof = _as_of_join(result, request, tables)
+            if asof is not None:
+                run = run_asof_transaction(session, area, request, previous, asof)
+                output = _Output(run.table, run.columns, RowOrder.VALUES)
+                stream, lag = run.state, run.lag
+                del states[asof.versioned]  # its versions are in the stream state
+            elif prepared is None and is_row_wise_query(result):
                 output = _collect_output(result, request.vocab)
                 if output.columns.op is None:
                     check_no_retractions(request.query_inputs, stateful=False)
@@ -281,6 +289,17 @@ class _Output:
 
 def _aliases(inputs: Sequence[ep.TransformRequestInput]) -> list[str]:
     return [i.query_alias for i in inputs]
+
+
+def _as_of_join(
+    result: DataFrame, request: ep.TransformRequest, tables: dict[str, TemporalTable]
+) -> AsOfJoin | None:
+    """The query's event-time as-of join against a temporal table (``asof_join.py``)."""
+    if not tables:
+        return None
+    streams = frozenset(_aliases(request.query_inputs)) - frozenset(tables)
+    with query_errors(None, in_step=False):
+        return as_of_join(result, streams, tables, request.vocab)
 
 
 def _register_inputs(

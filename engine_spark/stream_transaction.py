@@ -26,6 +26,7 @@ from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
 from engine_spark import checkpoint as cp
 from engine_spark import stream_state, streaming
+from engine_spark.asof_join import as_of_join
 from engine_spark.changelog import changelog
 from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import parquet_bytes
@@ -84,7 +85,9 @@ def _stream_inputs(
     ]
 
 
-def _carried(request: ep.TransformRequest, previous: cp.EngineCheckpoint) -> cp.StreamState | None:
+def carried_stream(
+    request: ep.TransformRequest, previous: cp.EngineCheckpoint
+) -> cp.StreamState | None:
     """The previous streaming state, if it belongs to this query."""
     fingerprint = streaming.query_fingerprint(request.transform)
     return previous.stream if previous.stream and previous.stream.query == fingerprint else None
@@ -111,7 +114,7 @@ def prepare_views(
     the engine runs is that query. A window aggregation reads new and kept records of every
     input; an interval join reads the left input's new and kept records and the right input's
     new ones. None when there is no such state."""
-    carried = _carried(request, previous)
+    carried = carried_stream(request, previous)
     if temporal or carried is None:
         return None
     if carried.runner not in (cp.WINDOW_RECOMPUTE, cp.JOIN_RECOMPUTE):
@@ -129,7 +132,7 @@ def prepare_views(
         _register([new[left], kept[left]], left, event_time, marked=False)
         _register([new[right]], right, event_time, marked=False)
     else:
-        raise _runner_mismatch("the records kept by an interval join")
+        raise runner_mismatch("the records kept by an interval join")
     return prepared
 
 
@@ -212,7 +215,7 @@ def run_stream_transaction(
     recomputation's (first) query."""
     inputs = _stream_inputs(request, previous, temporal)
     fingerprint = streaming.query_fingerprint(request.transform)
-    carried = _carried(request, previous)
+    carried = carried_stream(request, previous)
     columns = plan_output_columns(
         [(f.name, f.dataType.simpleString()) for f in batch_result.schema.fields], request.vocab
     )
@@ -233,7 +236,7 @@ def run_stream_transaction(
     if top is not None:
         return _TopNRun(session, area, request, inputs, carried, top).run(arrow_schema, columns)
     if carried is not None and carried.runner != cp.SPARK_STREAMING:
-        raise _runner_mismatch(f"streaming state of the {carried.runner!r} runner")
+        raise runner_mismatch(f"streaming state of the {carried.runner!r} runner")
     clock = streaming.PhaseClock()
     transaction = streaming.restore(area, carried, session, streaming.spark_watermark(inputs))
     clock.lap("restore")
@@ -260,7 +263,7 @@ def run_stream_transaction(
     emitted: bytes | None = None
     if plan.mode is Mode.APPEND:
         table = pa.concat_tables(batches) if batches else arrow_schema.empty_table()
-        table = _in_value_order(table, columns)
+        table = in_value_order(table, columns)
     else:
         if columns.op is not None:
             raise InvalidQueryError(
@@ -297,7 +300,7 @@ def run_stream_transaction(
     return StreamRun(table, columns, state, plan.lag)
 
 
-def _in_value_order(table: pa.Table, columns: OutputColumns) -> pa.Table:
+def in_value_order(table: pa.Table, columns: OutputColumns) -> pa.Table:
     trailing = [columns.op] if columns.op else []
     return sort_by_values(table, [columns.event_time], trailing)
 
@@ -324,7 +327,7 @@ def _window_plan(
     with query_errors(None, in_step=False):
         plan = window_aggregate(batch_result, names.pop(), aliases, output_event_time)
     if plan is None and carried is not None:
-        raise _runner_mismatch("the records of a window aggregation's open windows")
+        raise runner_mismatch("the records of a window aggregation's open windows")
     return plan
 
 
@@ -366,7 +369,7 @@ class _WindowRun:
             for i in self.inputs
         }
         clock.lap("retain")
-        state = _recomputed_state(
+        state = recomputed_state(
             self.session,
             self.request,
             self.carried,
@@ -384,7 +387,7 @@ class _WindowRun:
             retained_bytes=stream_state.total_size(files),
             **clock.laps,
         )
-        return StreamRun(_in_value_order(table, columns), columns, state, self.plan.lag)
+        return StreamRun(in_value_order(table, columns), columns, state, self.plan.lag)
 
 
 def _join_plan(
@@ -412,7 +415,7 @@ def _join_plan(
     with query_errors(None, in_step=False):
         sides = join_inputs(batch_result, aliases)
     if sides is None and carried is not None:
-        raise _runner_mismatch("the records kept by an interval join")
+        raise runner_mismatch("the records kept by an interval join")
     return sides
 
 
@@ -428,7 +431,7 @@ def _topn_plan(
     with query_errors(None, in_step=False):
         plan = top_n(batch_result, frozenset(i.request.query_alias for i in inputs))
     if plan is None and carried is not None:
-        raise _runner_mismatch("the rows of a top N")
+        raise runner_mismatch("the rows of a top N")
     return plan
 
 
@@ -477,7 +480,7 @@ class _TopNRun:
             self.plan.keys,
             op,
         )
-        state = _recomputed_state(
+        state = recomputed_state(
             self.session,
             self.request,
             self.carried,
@@ -490,7 +493,7 @@ class _TopNRun:
         return StreamRun(changes.rows, dataclasses.replace(columns, op=op), state, timedelta(0))
 
 
-def _recomputed_state(
+def recomputed_state(
     session: SparkSession,
     request: ep.TransformRequest,
     carried: cp.StreamState | None,
@@ -518,7 +521,7 @@ def _recomputed_state(
     )
 
 
-def _runner_mismatch(what: str) -> InputDataError:
+def runner_mismatch(what: str) -> InputDataError:
     return InputDataError(
         f"the checkpoint holds {what}, but this engine does not run the query that way; "
         "replay the dataset with the engine that wrote it"
@@ -591,7 +594,7 @@ class _JoinRun:
             for i in self.inputs
         }
         clock.lap("retain")
-        state = _recomputed_state(
+        state = recomputed_state(
             self.session, self.request, self.carried, files, runner=cp.JOIN_RECOMPUTE, join=spec
         )
         log.info(
@@ -600,7 +603,7 @@ class _JoinRun:
             retained_bytes=stream_state.total_size(files),
             **clock.laps,
         )
-        return StreamRun(_in_value_order(table, columns), columns, state, max(bounds.values()))
+        return StreamRun(in_value_order(table, columns), columns, state, max(bounds.values()))
 
     def _spec(self, first: DataFrame, left: str, right: str) -> cp.JoinSpec | None:
         """The join's bounds: from the state, or Spark's analysis of the first query."""
@@ -646,13 +649,13 @@ def _retained_records(
     if inp.previous_watermark is not None:
         horizon = max(horizon, inp.previous_watermark)
     rows, _ = streaming.new_records(inp.request, after=horizon)
-    kept = _kept(carried, f"{inp.directory}.parquet", rows.schema)
+    kept = kept_records(carried, f"{inp.directory}.parquet", rows.schema)
     records = pa.concat_tables([kept, rows])
     event_time = inp.request.vocab.event_time_column
     return parquet_bytes(retained(records, event_time, upto, bound))
 
 
-def _kept(carried: cp.StreamState | None, name: str, schema: pa.Schema) -> pa.Table:
+def kept_records(carried: cp.StreamState | None, name: str, schema: pa.Schema) -> pa.Table:
     """The records retained for an input (file ``name`` of the state) in ``schema`` (columns
     the input gained since read as null)."""
     if carried is None or name not in carried.files:
@@ -679,10 +682,15 @@ def check_incremental(
     that ``stateful_plan`` and Spark's own checks for streaming queries accept (the query is
     started over inputs with no files: it runs no batch)."""
     result = run_steps(session, transform)
-    if is_row_wise_query(result):
-        return
     temporal = {t.name for t in transform.temporal_tables or ()}
     streamed = frozenset(schemas) - temporal
+    if temporal:
+        tables = {t.name: t for t in transform.temporal_tables or ()}
+        with query_errors(None, in_step=False):
+            if as_of_join(result, streamed, tables, DatasetVocabulary()) is not None:
+                return
+    if is_row_wise_query(result):
+        return
     if not temporal:
         with query_errors(None, in_step=False):
             if top_n(result, streamed) is not None:
