@@ -17,7 +17,7 @@ and dropped. Outer joins, self-joins and anything else run as Structured Streami
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -65,3 +65,21 @@ def _input_views(node: Any, inputs: frozenset[str]) -> list[str]:
         for n in query_nodes(node, inputs)
         if str(n.nodeName()) == "View" and view_name(n) in inputs
     ]
+
+
+EventTimeRange = tuple[datetime, datetime]
+"""The oldest and the newest event time of some records."""
+
+
+def may_match(
+    new_left: EventTimeRange | None,
+    kept_right: EventTimeRange | None,
+    left_lag: timedelta,
+    right_lag: timedelta,
+) -> bool:
+    """Whether a new left record may match a kept right record: a pair matches only when
+    the right record is at most ``left_lag`` after the left one and at most ``right_lag``
+    before it (each side's bound: how long its records can still find a partner)."""
+    if new_left is None or kept_right is None:
+        return False
+    return new_left[0] - kept_right[1] <= right_lag and kept_right[0] - new_left[1] <= left_lag

@@ -47,7 +47,7 @@ def first_change(inp: TransformRequestInput) -> tuple[int, int] | None:
         return None
     op_name, offset_name = inp.vocab.operation_type_column, inp.vocab.offset_column
     for path in inp.data_paths:
-        table = _columns(path, [offset_name, op_name])
+        table = read_columns(path, [offset_name, op_name])
         if table is None:
             continue
         rows = table.filter(in_interval(table.column(offset_name), inp.offset_interval))
@@ -85,7 +85,7 @@ def _refusal(
     )
 
 
-def _columns(path: str, names: list[str]) -> pa.Table | None:
+def read_columns(path: str, names: list[str]) -> pa.Table | None:
     try:
         if detect_format(path) is DataFormat.PARQUET:
             present = set(pq.read_schema(path).names)

@@ -13,9 +13,10 @@ import dataclasses
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
 from pyspark.sql import DataFrame, SparkSession
@@ -31,11 +32,11 @@ from engine_spark.changelog import changelog
 from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import parquet_bytes
 from engine_spark.inputs import quote_identifier, register_view, stable_literal
-from engine_spark.join_recompute import join_bounds, join_inputs
+from engine_spark.join_recompute import EventTimeRange, join_bounds, join_inputs, may_match
 from engine_spark.ordering import is_row_wise, sort_by_values
 from engine_spark.outputs import OutputColumns, plan_output_columns
 from engine_spark.queries import run_steps
-from engine_spark.retractions import check_no_retractions
+from engine_spark.retractions import check_no_retractions, in_interval, read_columns
 from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode, stateful_plan
@@ -574,7 +575,13 @@ class _JoinRun:
         left, right = spec.left, spec.right  # the first transaction may swap them (``_spec``)
         parts = [first]
         kept_right = kept[right]
-        if kept_right is not None:
+        by_alias = {i.request.query_alias: i for i in self.inputs}
+        if kept_right is not None and may_match(
+            _new_range(by_alias[left]),
+            _kept_range(self.carried, by_alias[right]),
+            timedelta(microseconds=spec.left_lag_us),
+            timedelta(microseconds=spec.right_lag_us),
+        ):
             _register([new[left]], left, event_time, marked=marked)
             _register([kept_right], right, event_time, marked=marked)
             parts.append(run_steps(self.session, self.request.transform))
@@ -626,6 +633,55 @@ class _JoinRun:
             left_lag_us=bounds[0] // micros,
             right_lag_us=bounds[1] // micros,
         )
+
+
+def _new_range(inp: streaming.StreamInput) -> EventTimeRange | None:
+    """The oldest and newest event time of the input's new records that are not late, read
+    from the input files' ``offset`` and ``event_time`` columns (no Spark job)."""
+    request = inp.request
+    offset, event_time = request.vocab.offset_column, request.vocab.event_time_column
+    if request.offset_interval is None:
+        return None
+    times = []
+    for path in request.data_paths:
+        table = read_columns(path, [offset, event_time])
+        if table is None:  # not readable so: assume the records may match
+            return _ALL_TIME
+        table = table.filter(in_interval(table.column(offset), request.offset_interval))
+        if inp.previous_watermark is not None:
+            table = table.filter(streaming.after_instant(table, event_time, inp.previous_watermark))
+        times.append(table.column(event_time))
+    return _range(times)
+
+
+def _kept_range(
+    carried: cp.StreamState | None, inp: streaming.StreamInput
+) -> EventTimeRange | None:
+    """The oldest and newest event time of the input's kept records."""
+    name = f"{inp.directory}.parquet"
+    if carried is None or name not in carried.files:
+        return None
+    column = inp.request.vocab.event_time_column
+    try:
+        kept = pq.read_table(io.BytesIO(carried.files[name]), columns=[column])
+    except (pa.ArrowException, OSError) as e:
+        raise InputDataError(f"the checkpoint's kept records are unreadable: {e}") from e
+    return _range([kept.column(column)])
+
+
+_ALL_TIME = (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+
+
+def _range(parts: Sequence[pa.ChunkedArray]) -> EventTimeRange | None:
+    chunks = [c.cast(_MICROS, safe=False) for part in parts for c in part.chunks]
+    if not chunks:
+        return None
+    bounds = pc.min_max(pa.chunked_array(chunks, _MICROS))
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    return None if low is None or high is None else (low, high)
+
+
+_MICROS = pa.timestamp("us", tz="UTC")
 
 
 def _with_watermark_metadata(df: DataFrame, event_time: str) -> DataFrame:

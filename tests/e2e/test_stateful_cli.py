@@ -83,6 +83,14 @@ DERIVATIVES = {
         "AND v.event_time + INTERVAL 30 MINUTES",
         ["views", "clicks"],
     ),
+    "as-of-page": derivative(
+        "as-of-page",
+        "SELECT c.event_time, c.user, c.ad, v.page FROM clicks AS c LEFT JOIN LATERAL ("
+        "SELECT page FROM views AS p WHERE p.user = c.user AND p.event_time <= c.event_time "
+        "ORDER BY p.event_time DESC, p.offset DESC LIMIT 1) AS v ON true",
+        ["clicks", "views"],
+        temporal_tables={"views": ["user"]},
+    ),
 }
 ROUNDS = [
     {
@@ -195,6 +203,13 @@ def test_each_operator_emits_what_the_semantics_say_over_rounds(workspace: Path)
     # The page each click's user viewed last within the hour before the click (as-of join).
     assert rows(workspace, "last-page", "event_time", "user", "page") == [
         (t("00:40"), "u2", "faq"),
+    ]
+    # The page each click's user viewed last before the click, from any earlier round
+    # (event-time as-of join): a click waits until the views' watermark reaches it.
+    assert rows(workspace, "as-of-page", "event_time", "user", "page") == [
+        (t("00:05"), "u9", None),
+        (t("00:40"), "u2", "faq"),
+        (t("02:00"), "u3", "pricing"),
     ]
 
 
