@@ -335,6 +335,50 @@ def test_interval_join_matches_partners_from_earlier_transactions(
         assert state.runner == SPARK_STREAMING
 
 
+def test_right_outer_interval_join_emits_unmatched_right_rows_once_no_partner_can_come(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    views = InputDataset(workdir / "views", "views", VIEWS)
+    clicks = InputDataset(workdir / "clicks", "clicks", CLICKS)
+    query = sql(
+        "SELECT c.event_time, c.user, v.page, c.ad FROM views v RIGHT OUTER JOIN clicks c "
+        "ON v.user = c.user AND c.event_time BETWEEN v.event_time "
+        "AND v.event_time + INTERVAL 1 HOUR"
+    )
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "clicked", query))
+
+    def rows(out: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(r["event_time"], r["user"], r["page"], r["ad"]) for r in out]
+
+    # u1's click matches at once; u9's click (0.1) can get no view any more (a view at or
+    # before 0.1 would be late: views' watermark is 0.5, and the global one 0.2 passed it);
+    # u2's click (0.4) waits: the global watermark (0.4) has not passed it.
+    views.append([{"event_time": at(0), "user": "u1", "page": "home"}], watermark=at(0.5))
+    clicks.append(
+        [
+            {"event_time": at(0.1), "user": "u9", "ad": "ad0"},
+            {"event_time": at(0.2), "user": "u1", "ad": "ad1"},
+            {"event_time": at(0.4), "user": "u2", "ad": "ad2"},
+        ],
+        watermark=at(0.4),
+    )
+    assert rows(pipe.run(views.take(), clicks.take())) == [
+        (at(0.1), "u9", None, "ad0"),
+        (at(0.2), "u1", "home", "ad1"),
+    ]
+    # u1's view of the first transaction matches a new click; u2's click is emitted
+    # unmatched once both watermarks pass it; each row exactly once.
+    views.append([], watermark=at(1))
+    clicks.append([{"event_time": at(0.9), "user": "u1", "ad": "ad3"}], watermark=at(1))
+    assert rows(pipe.run(views.take(), clicks.take())) == [
+        (at(0.4), "u2", None, "ad2"),
+        (at(0.9), "u1", "home", "ad3"),
+    ]
+    views.append([], watermark=at(3))
+    clicks.append([], watermark=at(3))
+    assert pipe.run(views.take(), clicks.take()) == []
+
+
 SYMMETRIC_JOIN = sql(
     "SELECT v.event_time, v.user, v.page, c.ad FROM views v JOIN clicks c ON v.user = c.user "
     "AND c.event_time BETWEEN v.event_time - INTERVAL 1 HOUR AND v.event_time + INTERVAL 1 HOUR"
