@@ -218,3 +218,38 @@ def test_look_alikes_of_the_as_of_form_are_refused(
 ) -> None:
     with pytest.raises(InvalidQueryError, match=re.escape(reason)):
         spark_engine.validate_query(validate(transform))
+
+
+def test_migrate_query_drops_the_waiting_rows_and_versions_and_keeps_watermarks(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    prices, ticks, pipe = pipeline(spark_engine, workdir, "migrate", as_of())
+    prices.append([price(0, "A", 10)], watermark=at(1))
+    ticks.append([tick(0.5, "A", 1), tick(2, "A", 2)], watermark=at(1))
+    assert rows(pipe.run(prices.take(), ticks.take())) == [("A", 1, 10.0)]
+
+    left = as_of("LEFT JOIN")
+    migrate = ep.MigrateQueryRequest(
+        dataset_id=pipe.out.id,
+        dataset_alias=pipe.out.name,
+        prev_transform=pipe.out.transform,
+        new_transform=left,
+        vocab=DatasetVocabulary(),
+        query_inputs=(prices.take(), ticks.take()),
+        prev_checkpoint_path=pipe.out.prev_checkpoint,
+        new_checkpoint_path=str(workdir / "migrated"),
+        new_data_path=str(workdir / "migrated-data"),
+        system_time=at(2),
+        next_offset=pipe.out.next_offset,
+    )
+    assert spark_engine.migrate_query(migrate).new_offset_interval is None
+    migrated = read_checkpoint(str(workdir / "migrated"))
+    assert migrated.stream is None
+    assert sorted(migrated.input_watermarks.values()) == [at(1), at(1)]
+
+    # The tick waiting at the change (A@2) is not emitted; A@0 is forgotten, so a new tick
+    # of A finds no version (the left join keeps it with null).
+    pipe.out.prev_checkpoint, pipe.out.transform = str(workdir / "migrated"), left
+    prices.append([], watermark=at(5))
+    ticks.append([tick(3, "A", 3)], watermark=at(3))
+    assert rows(pipe.run(prices.take(), ticks.take())) == [("A", 3, None)]
