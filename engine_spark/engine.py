@@ -187,7 +187,7 @@ class SparkEngine:
             for name, table in temporal_tables(request.transform, list(schemas)).items():
                 check_primary_key(table, schemas[name].names)
             new_schema = _output_schema(session, schemas, request.transform, request.vocab)
-            check_incremental(session, schemas, request.transform)
+            check_incremental(session, schemas, request.transform, request.vocab)
             old_schema = _previous_schema(session, schemas, request.prev_transform, request.vocab)
             if old_schema is not None:
                 check_schema_evolution(old_schema, new_schema)
@@ -219,7 +219,7 @@ class SparkEngine:
                     for i in request.query_inputs
                     if i.query_alias not in tables
                 }
-                check_incremental(session, schemas, request.new_transform)
+                check_incremental(session, schemas, request.new_transform, request.vocab)
             state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
             return ep.MigrateQueryResponseSuccess(

@@ -51,8 +51,6 @@ from engine_spark.window_recompute import (
 
 log = structlog.get_logger("engine_spark.stream_transaction")
 
-EVENT_TIME = DatasetVocabulary().event_time_column
-
 
 @dataclass(frozen=True, slots=True)
 class StreamRun:
@@ -607,6 +605,7 @@ class _JoinRun:
         log.info(
             "transform.join",
             bounds=[str(b) for b in bounds.values()],
+            queries=len(parts),
             retained_bytes=stream_state.total_size(files),
             **clock.laps,
         )
@@ -732,7 +731,10 @@ def kept_records(carried: cp.StreamState | None, name: str, schema: pa.Schema) -
 
 
 def check_incremental(
-    session: SparkSession, schemas: dict[str, pa.Schema], transform: TransformSql
+    session: SparkSession,
+    schemas: dict[str, pa.Schema],
+    transform: TransformSql,
+    vocab: DatasetVocabulary,
 ) -> None:
     """InvalidQuery unless the query can run incrementally: row-wise, or a streaming query
     that ``stateful_plan`` and Spark's own checks for streaming queries accept (the query is
@@ -743,7 +745,7 @@ def check_incremental(
     if temporal:
         tables = {t.name: t for t in transform.temporal_tables or ()}
         with query_errors(None, in_step=False):
-            if as_of_join(result, streamed, tables, DatasetVocabulary()) is not None:
+            if as_of_join(result, streamed, tables, vocab) is not None:
                 return
     if is_row_wise_query(result):
         return
@@ -759,7 +761,12 @@ def check_incremental(
             name = f"input-{i}"
             spark_schema = streaming.empty_input(area, name, schema)
             view = streaming.stream_view(
-                session, area, name, spark_schema, event_time=EVENT_TIME, previous_watermark=None
+                session,
+                area,
+                name,
+                spark_schema,
+                event_time=vocab.event_time_column,
+                previous_watermark=None,
             )
             register_view(view, alias)
         streaming.configure(session)
