@@ -77,6 +77,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="the same as --warm-up off",
     )
     p.add_argument(
+        "--output-writer",
+        choices=("auto", "collect"),
+        default=env.get("ODF_ENGINE_OUTPUT_WRITER", "auto"),
+        help="auto: Spark writes row-wise outputs itself (local masters); collect: every"
+        " output is collected and written by pyarrow (the former path, for comparison);"
+        " ODF_ENGINE_OUTPUT_WRITER",
+    )
+    p.add_argument(
         "--data-root",
         action="append",
         dest="data_roots",
@@ -109,6 +117,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.warm_up not in ("on", "off"):
         p.error(f"ODF_ENGINE_WARM_UP={args.warm_up!r}: must be 'on' or 'off'")
+    if args.output_writer not in ("auto", "collect"):
+        p.error(f"ODF_ENGINE_OUTPUT_WRITER={args.output_writer!r}: must be 'auto' or 'collect'")
     return args
 
 
@@ -130,7 +140,10 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
         driver_memory=args.driver_memory,
         log_level="WARN" if args.verbose >= 2 else "FATAL",
     )
-    engine = SparkEngine(build_session(settings))
+    engine = SparkEngine(
+        build_session(settings),
+        spark_writes_output=False if args.output_writer == "collect" else None,
+    )
     if args.warm_up == "on":
         engine.warm_up()
     return engine

@@ -57,3 +57,13 @@ def test_warm_up_is_on_by_default_and_can_be_turned_off(monkeypatch: pytest.Monk
     monkeypatch.setenv("ODF_ENGINE_WARM_UP", "sometimes")
     with pytest.raises(SystemExit):
         parse_args([])
+
+
+def test_output_writer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ODF_ENGINE_OUTPUT_WRITER", raising=False)
+    assert parse_args([]).output_writer == "auto"
+    monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "collect")
+    assert parse_args([]).output_writer == "collect"
+    monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "python")
+    with pytest.raises(SystemExit):
+        parse_args([])
