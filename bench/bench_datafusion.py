@@ -9,6 +9,10 @@ SQL in process over the same Parquet data file and writing the result as one Par
 (session, registration, query and write all timed). Both are timed in the same run, alternating,
 medians of ``--repeats``.
 
+With ``--compare-collect`` a second engine runs the same transactions with the former output
+path (every result collected into Python and written by pyarrow, ``ODF_ENGINE_OUTPUT_WRITER=
+collect``), so the figures before and after Spark writing outputs itself come from one run.
+
 Targets: at most 5x DataFusion's time at 100k records, at most 3x at 1M records and more.
 Exits 1 when a target is missed (or the outputs' record counts differ).
 """
@@ -16,10 +20,12 @@ Exits 1 when a target is missed (or the outputs' record counts differ).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import datafusion
@@ -62,6 +68,24 @@ def ours(
     return time.perf_counter() - started, result.output_records
 
 
+def started_engines(
+    stack: ExitStack, provider: EmbeddedEngineProvider, version: str, env: dict[str, str]
+) -> EngineSession:
+    """An engine session whose engine is started now, with ``env`` added to its environment."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        engines = stack.enter_context(EngineSession(provider))
+        engines.get(version)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return engines
+
+
 def theirs(data_file: Path, out: Path) -> tuple[float, int]:
     """The same query by DataFusion in process, written as one Parquet file."""
     started = time.perf_counter()
@@ -89,44 +113,63 @@ def main() -> int:
         default=None,
         help="the exchange format (default: the coordinator's default)",
     )
+    parser.add_argument(
+        "--compare-collect",
+        action="store_true",
+        help="also time the former output path (results collected) on a second engine",
+    )
     args = parser.parse_args()
     configure_logging(0)
     fmt = ExchangeFormat(args.exchange) if args.exchange else TransformConfig().exchange
     failed = False
     print(f"datafusion {datafusion.__version__}, exchange {fmt.value}, master {args.master}")
-    print(
-        f"{'records':>10} {'ours':>8} {'datafusion':>11} {'ratio':>7} {'target':>7}   (s, medians)"
-    )
-    with tempfile.TemporaryDirectory(prefix="bench-datafusion-") as tmp:
+    header = f"{'records':>10} {'ours':>8} {'datafusion':>11} {'ratio':>7} {'target':>7}"
+    if args.compare_collect:
+        header += f" {'collected':>10} {'ratio':>7}"
+    print(header + "   (s, medians)")
+    with tempfile.TemporaryDirectory(prefix="bench-datafusion-") as tmp, ExitStack() as stack:
         ws = Workspace.init(Path(tmp) / "ws")
         provider = EmbeddedEngineProvider(
             master=args.master, driver_memory=args.driver_memory, data_roots=(Path(tmp),)
         )
         version = provider.resolve_version()
-        with EngineSession(provider) as engines:
-            create_root(ws, "warm", 1000, Path(tmp))
-            ours(ws, engines, "warm-out", "warm", version, fmt)  # JIT and caches, not counted
-            for rows in args.sizes:
-                root = f"in-{rows}"
-                source = data_file(create_root(ws, root, rows, Path(tmp)))
-                mine, baseline, counts = [], [], set()
-                for i in range(args.repeats):
-                    seconds, n = ours(ws, engines, f"out-{rows}-{i}", root, version, fmt)
-                    mine.append(seconds)
+        engines = {"ours": started_engines(stack, provider, version, {})}
+        if args.compare_collect:
+            collect = {"ODF_ENGINE_OUTPUT_WRITER": "collect"}
+            engines["collected"] = started_engines(stack, provider, version, collect)
+        create_root(ws, "warm", 1000, Path(tmp))
+        for label, session in engines.items():  # JIT and caches, not counted
+            ours(ws, session, f"warm-{label}", "warm", version, fmt)
+        for rows in args.sizes:
+            root = f"in-{rows}"
+            source = data_file(create_root(ws, root, rows, Path(tmp)))
+            times: dict[str, list[float]] = {label: [] for label in [*engines, "datafusion"]}
+            counts = set()
+            for i in range(args.repeats):
+                for label, session in engines.items():
+                    seconds, n = ours(ws, session, f"{label}-{rows}-{i}", root, version, fmt)
+                    times[label].append(seconds)
                     counts.add(n)
-                    seconds, n = theirs(source, Path(tmp) / f"df-{rows}-{i}.parquet")
-                    baseline.append(seconds)
-                    counts.add(n)
-                a, b = statistics.median(mine), statistics.median(baseline)
-                ratio = a / b
-                ok = ratio <= target(rows) and len(counts) == 1
-                failed |= not ok
-                print(
-                    f"{rows:>10} {a:>8.3f} {b:>11.3f} {ratio:>6.1f}x {target(rows):>6.0f}x"
-                    f"   {'ok' if ok else 'MISSED'}"
-                    + ("" if len(counts) == 1 else f" (record counts differ: {sorted(counts)})"),
-                    flush=True,
-                )
+                seconds, n = theirs(source, Path(tmp) / f"df-{rows}-{i}.parquet")
+                times["datafusion"].append(seconds)
+                counts.add(n)
+            median = {label: statistics.median(t) for label, t in times.items()}
+            ratio = median["ours"] / median["datafusion"]
+            ok = ratio <= target(rows) and len(counts) == 1
+            failed |= not ok
+            line = (
+                f"{rows:>10} {median['ours']:>8.3f} {median['datafusion']:>11.3f}"
+                f" {ratio:>6.1f}x {target(rows):>6.0f}x"
+            )
+            if args.compare_collect:
+                before = median["collected"]
+                line += f" {before:>10.3f} {before / median['datafusion']:>6.1f}x"
+            print(
+                line
+                + f"   {'ok' if ok else 'MISSED'}"
+                + ("" if len(counts) == 1 else f" (record counts differ: {sorted(counts)})"),
+                flush=True,
+            )
     print("FAIL" if failed else "OK")
     return 1 if failed else 0
 
