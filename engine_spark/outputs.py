@@ -95,7 +95,7 @@ def build_output(
         pa.field(vocab.system_time_column, OUTPUT_TIMESTAMP, nullable=False),
     ]
     arrays: list[pa.Array | pa.ChunkedArray] = [
-        pa.array(range(next_offset, next_offset + n), pa.int64()),
+        offsets(next_offset, n),
         ops,
         pa.repeat(pa.scalar(system_time, OUTPUT_TIMESTAMP), n),
     ]
@@ -106,6 +106,13 @@ def build_output(
         fields.append(pa.field(out_name, column.type, nullable=field.nullable))
         arrays.append(column)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def offsets(start: int, n: int) -> pa.Array:
+    """``start, start + 1, ..., start + n - 1`` as int64, computed in Arrow (a Python range of
+    a million integers takes ~30x longer)."""
+    ones = pa.repeat(pa.scalar(1, pa.int64()), n)
+    return pc.add(pc.cumulative_sum(ones), pa.scalar(start - 1, pa.int64()))
 
 
 def normalize_ops(values: pa.ChunkedArray, *, column: str) -> pa.Array:
