@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from engine_spark.engine import SparkEngine
 
 log = structlog.get_logger("engine_spark")
+
+OUTPUT_WRITERS = ("auto", "spark", "collect")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -78,11 +80,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--output-writer",
-        choices=("auto", "collect"),
+        choices=OUTPUT_WRITERS,
         default=env.get("ODF_ENGINE_OUTPUT_WRITER", "auto"),
-        help="auto: Spark writes row-wise outputs itself (local masters); collect: every"
-        " output is collected and written by pyarrow (the former path, for comparison);"
-        " ODF_ENGINE_OUTPUT_WRITER",
+        help="auto: Spark writes large row-wise outputs itself (local masters), small ones are"
+        " collected; spark: Spark writes every row-wise output it can; collect: every output"
+        " is collected and written by pyarrow (the former path); ODF_ENGINE_OUTPUT_WRITER",
     )
     p.add_argument(
         "--data-root",
@@ -117,8 +119,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.warm_up not in ("on", "off"):
         p.error(f"ODF_ENGINE_WARM_UP={args.warm_up!r}: must be 'on' or 'off'")
-    if args.output_writer not in ("auto", "collect"):
-        p.error(f"ODF_ENGINE_OUTPUT_WRITER={args.output_writer!r}: must be 'auto' or 'collect'")
+    if args.output_writer not in OUTPUT_WRITERS:
+        p.error(
+            f"ODF_ENGINE_OUTPUT_WRITER={args.output_writer!r}: must be one of"
+            f" {', '.join(OUTPUT_WRITERS)}"
+        )
     return args
 
 
@@ -140,10 +145,12 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
         driver_memory=args.driver_memory,
         log_level="WARN" if args.verbose >= 2 else "FATAL",
     )
-    engine = SparkEngine(
-        build_session(settings),
-        spark_writes_output=False if args.output_writer == "collect" else None,
-    )
+    writers: dict[str, dict[str, Any]] = {
+        "auto": {},
+        "spark": {"spark_writer_min_records": 0},
+        "collect": {"spark_writes_output": False},
+    }
+    engine = SparkEngine(build_session(settings), **writers[args.output_writer])
     if args.warm_up == "on":
         engine.warm_up()
     return engine

@@ -68,6 +68,10 @@ from engine_spark.watermark import input_watermark, output_watermark
 log = structlog.get_logger("engine_spark.engine")
 
 RAW_QUERY_INPUT_VIEW = "input"
+SPARK_WRITER_MIN_RECORDS = 2_000_000
+"""Below this many input records a row-wise output is collected and written by pyarrow: a
+Spark write job's fixed cost (commit protocol, file system round trips) is higher than
+collecting a small result; above it Spark writes the file and memory stays bounded."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -80,16 +84,19 @@ class SparkEngine:
         *,
         stage_arrow: bool | None = None,
         spark_writes_output: bool | None = None,
+        spark_writer_min_records: int = SPARK_WRITER_MIN_RECORDS,
     ) -> None:
         """``stage_arrow``: hand Arrow IPC inputs to Spark as local Parquet files (default:
         when the master is local, see ``staging.py``), else through ``createDataFrame``.
         ``spark_writes_output``: Spark's writer writes row-wise outputs itself (default: when
-        the master is local, see ``output_file.py``), else they are collected."""
+        the master is local, see ``output_file.py``), for transactions of at least
+        ``spark_writer_min_records`` input records; else they are collected."""
         self._session = session
         self._lock = threading.Lock()
         local = stages_locally(session.sparkContext.master or "")
         self._stage_arrow = local if stage_arrow is None else stage_arrow
         self._spark_writes = local if spark_writes_output is None else spark_writes_output
+        self._spark_writer_min_records = spark_writer_min_records
 
     @property
     def session(self) -> SparkSession:
@@ -132,6 +139,7 @@ class SparkEngine:
                     order = result_order(result)
                 if (
                     self._spark_writes
+                    and _input_records(request) >= self._spark_writer_min_records
                     and order is RowOrder.INPUT
                     and spark_writable(result.schema, columns, request.new_data_path)
                 ):
@@ -418,6 +426,14 @@ def _write_slice(table: pa.Table, path: str, next_offset: int) -> OffsetInterval
     if table.num_rows:
         write_table(table, path)
     return _interval(table.num_rows, next_offset)
+
+
+def _input_records(request: ep.TransformRequest) -> int:
+    return sum(
+        i.offset_interval.end - i.offset_interval.start + 1
+        for i in request.query_inputs
+        if i.offset_interval is not None
+    )
 
 
 def _interval(records: int, next_offset: int) -> OffsetInterval | None:

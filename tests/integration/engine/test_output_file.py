@@ -1,7 +1,7 @@
 """Row-wise outputs written by Spark's own writer give the same file contents as the collect path.
 
-Every request runs twice on the same SparkSession: on the shared engine (Spark writes the
-output) and on an engine that collects the result and writes it with pyarrow. The two files
+Every request runs twice on the same SparkSession: on an engine where Spark writes the output
+(whatever its size) and on one that collects the result and writes it with pyarrow. The two files
 must have the same schema (nullability included), the same records in the same order and
 the same logical hash; which writer wrote a file shows in its Parquet footer.
 """
@@ -67,6 +67,12 @@ def flat_row(i: int) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
+def writing_engine(spark_engine: SparkEngine) -> SparkEngine:
+    """The shared session; Spark writes every row-wise output it can, however small."""
+    return SparkEngine(spark_engine.session, spark_writer_min_records=0)
+
+
+@pytest.fixture(scope="module")
 def collecting_engine(spark_engine: SparkEngine) -> SparkEngine:
     """The same session, with the collect path for every output."""
     return SparkEngine(spark_engine.session, spark_writes_output=False)
@@ -95,7 +101,7 @@ def leftovers(directory: Path) -> list[str]:
 
 
 def test_flat_types_over_several_files_match_the_collect_path(
-    spark_engine: SparkEngine, collecting_engine: SparkEngine, workdir: Path
+    writing_engine: SparkEngine, collecting_engine: SparkEngine, workdir: Path
 ) -> None:
     src = InputDataset(workdir / "in", "flat", FLAT)
     for start in (0, 40, 90):  # three files (133 rows, one has tiny = 3): one sorted partition
@@ -107,7 +113,7 @@ def test_flat_types_over_several_files_match_the_collect_path(
     )
     out.next_offset = 1000
     request = out.request([src.take()], system_time=at(100))
-    response, spark_path, collected_path = both(spark_engine, collecting_engine, request)
+    response, spark_path, collected_path = both(writing_engine, collecting_engine, request)
 
     assert "parquet-mr" in writer(spark_path)
     assert "parquet-cpp" in writer(collected_path)
@@ -122,13 +128,13 @@ def test_flat_types_over_several_files_match_the_collect_path(
 
 
 def test_empty_result_writes_no_file(
-    spark_engine: SparkEngine, collecting_engine: SparkEngine, workdir: Path
+    writing_engine: SparkEngine, collecting_engine: SparkEngine, workdir: Path
 ) -> None:
     src = InputDataset(workdir / "in", "flat", FLAT)
     src.append([flat_row(i) for i in range(10)], watermark=at(9))
     out = OutputDataset(workdir / "out", "none", sql(f"select {COLUMNS} from flat where big < 0"))
     request = out.request([src.take()])
-    response, spark_path, collected_path = both(spark_engine, collecting_engine, request)
+    response, spark_path, collected_path = both(writing_engine, collecting_engine, request)
 
     assert response.new_offset_interval is None
     assert response.new_watermark == at(9)
@@ -136,7 +142,7 @@ def test_empty_result_writes_no_file(
     assert leftovers(spark_path.parent) == []
 
 
-def test_a_failing_query_leaves_no_file(spark_engine: SparkEngine, workdir: Path) -> None:
+def test_a_failing_query_leaves_no_file(writing_engine: SparkEngine, workdir: Path) -> None:
     src = InputDataset(workdir / "in", "flat", FLAT)
     src.append([flat_row(i) for i in range(10)])
     out = OutputDataset(
@@ -145,13 +151,13 @@ def test_a_failing_query_leaves_no_file(spark_engine: SparkEngine, workdir: Path
     request = out.request([src.take()])
 
     with pytest.raises(InvalidQueryError, match=r"DIVIDE_BY_ZERO|by zero"):
-        spark_engine.execute_transform(request)
+        writing_engine.execute_transform(request)
     assert not Path(request.new_data_path).exists()
     assert leftovers(Path(request.new_data_path).parent) == []
 
 
 def test_nested_and_op_results_are_collected(
-    spark_engine: SparkEngine, collecting_engine: SparkEngine, workdir: Path
+    writing_engine: SparkEngine, collecting_engine: SparkEngine, workdir: Path
 ) -> None:
     src = InputDataset(workdir / "in", "flat", FLAT)
     src.append([flat_row(i) for i in range(10)])
@@ -163,6 +169,8 @@ def test_nested_and_op_results_are_collected(
     with_op = OutputDataset(workdir / "out", "op", sql("select op, event_time, name from flat"))
     taken = src.take()
     for out in (nested, with_op):
-        _, spark_path, collected_path = both(spark_engine, collecting_engine, out.request([taken]))
+        _, spark_path, collected_path = both(
+            writing_engine, collecting_engine, out.request([taken])
+        )
         assert "parquet-cpp" in writer(spark_path)
         assert logical_hash_parquet(spark_path) == logical_hash_parquet(collected_path)

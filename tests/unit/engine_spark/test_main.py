@@ -64,6 +64,7 @@ def test_output_writer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_args([]).output_writer == "auto"
     monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "collect")
     assert parse_args([]).output_writer == "collect"
+    assert parse_args(["--output-writer", "spark"]).output_writer == "spark"
     monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "python")
     with pytest.raises(SystemExit):
         parse_args([])
