@@ -11,7 +11,7 @@ medians of ``--repeats``.
 
 With ``--compare-collect`` a second engine runs the same transactions with the former output
 path (every result collected into Python and written by pyarrow, ``ODF_ENGINE_OUTPUT_WRITER=
-collect``), so the figures before and after Spark writing outputs itself come from one run.
+collect``), so the figures before and after streaming outputs come from one run.
 
 Targets: at most 5x DataFusion's time at 100k records, at most 3x at 1M records and more.
 Exits 1 when a target is missed (or the outputs' record counts differ).

@@ -46,14 +46,14 @@ def main() -> int:
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--max-peak-mib", type=float, default=3072)
     parser.add_argument(
-        "--collect",
-        action="store_true",
-        help="the former output path: the result collected and written by pyarrow",
+        "--writer",
+        choices=("stream", "spark", "collect"),
+        default="stream",
+        help="how the engine writes the output (collect: the former path)",
     )
     args = parser.parse_args()
     configure_logging(0)
-    if args.collect:
-        os.environ["ODF_ENGINE_OUTPUT_WRITER"] = "collect"  # the engine process inherits it
+    os.environ["ODF_ENGINE_OUTPUT_WRITER"] = args.writer  # the engine process inherits it
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         ws = Workspace.init(Path(tmp) / "ws")
         create_root(ws, "big", args.rows, Path(tmp))
@@ -83,7 +83,7 @@ def main() -> int:
     print(
         f"{args.rows:,} input records, {result.output_records:,} output records in"
         f" {seconds:.1f} s (engine {result.timings.engine:.1f} s), driver memory"
-        f" {args.driver_memory}, output {'collected' if args.collect else 'written by Spark'}"
+        f" {args.driver_memory}, output writer {args.writer}"
     )
     print(
         f"engine memory (python + JVM): idle {idle:.0f} MiB, peak sampled {peak:.0f} MiB,"

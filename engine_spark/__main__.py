@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("engine_spark")
 
-OUTPUT_WRITERS = ("auto", "spark", "collect")
+OUTPUT_WRITERS = ("stream", "spark", "collect")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -81,10 +81,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--output-writer",
         choices=OUTPUT_WRITERS,
-        default=env.get("ODF_ENGINE_OUTPUT_WRITER", "auto"),
-        help="auto: Spark writes large row-wise outputs itself (local masters), small ones are"
-        " collected; spark: Spark writes every row-wise output it can; collect: every output"
-        " is collected and written by pyarrow (the former path); ODF_ENGINE_OUTPUT_WRITER",
+        default=env.get("ODF_ENGINE_OUTPUT_WRITER", "stream"),
+        help="how row-wise outputs are written: stream (default: Arrow batches partition by"
+        " partition), spark (Spark's own Parquet writer, local masters), collect (the whole"
+        " result collected first, the former path); ODF_ENGINE_OUTPUT_WRITER",
     )
     p.add_argument(
         "--data-root",
@@ -138,6 +138,7 @@ def parse_ports(text: str) -> tuple[int, ...]:
 def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
     """Build the SparkEngine (imports pyspark: runs on the server's start-up thread)."""
     from engine_spark.engine import SparkEngine
+    from engine_spark.outputs import OutputWriter
     from engine_spark.session import SessionSettings, build_session
 
     settings = SessionSettings(
@@ -145,12 +146,7 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
         driver_memory=args.driver_memory,
         log_level="WARN" if args.verbose >= 2 else "FATAL",
     )
-    writers: dict[str, dict[str, Any]] = {
-        "auto": {},
-        "spark": {"spark_writer_min_records": 0},
-        "collect": {"spark_writes_output": False},
-    }
-    engine = SparkEngine(build_session(settings), **writers[args.output_writer])
+    engine = SparkEngine(build_session(settings), output_writer=OutputWriter(args.output_writer))
     if args.warm_up == "on":
         engine.warm_up()
     return engine

@@ -39,7 +39,8 @@ from engine_spark.inputs import (
 )
 from engine_spark.ordering import RowOrder, result_order, sort_by_values
 from engine_spark.output_file import spark_writable, write_output
-from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
+from engine_spark.output_stream import stream_output
+from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan_output_columns
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
@@ -68,10 +69,6 @@ from engine_spark.watermark import input_watermark, output_watermark
 log = structlog.get_logger("engine_spark.engine")
 
 RAW_QUERY_INPUT_VIEW = "input"
-SPARK_WRITER_MIN_RECORDS = 2_000_000
-"""Below this many input records a row-wise output is collected and written by pyarrow: a
-Spark write job's fixed cost (commit protocol, file system round trips) is higher than
-collecting a small result; above it Spark writes the file and memory stays bounded."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -83,20 +80,19 @@ class SparkEngine:
         session: SparkSession,
         *,
         stage_arrow: bool | None = None,
-        spark_writes_output: bool | None = None,
-        spark_writer_min_records: int = SPARK_WRITER_MIN_RECORDS,
+        output_writer: OutputWriter = OutputWriter.STREAM,
     ) -> None:
         """``stage_arrow``: hand Arrow IPC inputs to Spark as local Parquet files (default:
         when the master is local, see ``staging.py``), else through ``createDataFrame``.
-        ``spark_writes_output``: Spark's writer writes row-wise outputs itself (default: when
-        the master is local, see ``output_file.py``), for transactions of at least
-        ``spark_writer_min_records`` input records; else they are collected."""
+        ``output_writer``: how row-wise outputs are written (``OutputWriter``; Spark's own
+        writer only with a local master)."""
         self._session = session
         self._lock = threading.Lock()
         local = stages_locally(session.sparkContext.master or "")
         self._stage_arrow = local if stage_arrow is None else stage_arrow
-        self._spark_writes = local if spark_writes_output is None else spark_writes_output
-        self._spark_writer_min_records = spark_writer_min_records
+        if output_writer is OutputWriter.SPARK and not local:
+            output_writer = OutputWriter.STREAM
+        self._output_writer = output_writer
 
     @property
     def session(self) -> SparkSession:
@@ -137,14 +133,19 @@ class SparkEngine:
                     check_no_retractions(request.query_inputs, stateful=False)
                 with query_errors(None, in_step=False):
                     order = result_order(result)
-                if (
-                    self._spark_writes
-                    and _input_records(request) >= self._spark_writer_min_records
-                    and order is RowOrder.INPUT
-                    and spark_writable(result.schema, columns, request.new_data_path)
+                writer = self._output_writer if order is RowOrder.INPUT else OutputWriter.COLLECT
+                if writer is OutputWriter.SPARK and not spark_writable(
+                    result.schema, columns, request.new_data_path
                 ):
+                    writer = OutputWriter.STREAM
+                if writer is OutputWriter.STREAM and columns.op is not None:
+                    writer = OutputWriter.COLLECT
+                if writer is OutputWriter.COLLECT:
+                    output = _collect_output(result, columns, order)
+                else:
+                    write = write_output if writer is OutputWriter.SPARK else stream_output
                     with query_errors(None, in_step=False):
-                        rows = write_output(
+                        rows = write(
                             result,
                             columns,
                             request.vocab,
@@ -153,8 +154,6 @@ class SparkEngine:
                             path=request.new_data_path,
                         )
                     interval = _interval(rows, request.next_offset)
-                else:
-                    output = _collect_output(result, columns, order)
             else:
                 run = run_stream_transaction(
                     session, area, request, previous, set(tables), result, prepared=prepared
@@ -179,7 +178,7 @@ class SparkEngine:
                 "transform.done",
                 records=_records(interval),
                 order=order.value,
-                writer="pyarrow" if output is not None else "spark",
+                writer="collect" if output is not None else self._output_writer.value,
             )
             return ep.TransformResponseSuccess(
                 new_offset_interval=interval, new_watermark=state.output_watermark
@@ -426,14 +425,6 @@ def _write_slice(table: pa.Table, path: str, next_offset: int) -> OffsetInterval
     if table.num_rows:
         write_table(table, path)
     return _interval(table.num_rows, next_offset)
-
-
-def _input_records(request: ep.TransformRequest) -> int:
-    return sum(
-        i.offset_interval.end - i.offset_interval.start + 1
-        for i in request.query_inputs
-        if i.offset_interval is not None
-    )
 
 
 def _interval(records: int, next_offset: int) -> OffsetInterval | None:

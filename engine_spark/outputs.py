@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +24,20 @@ from engine_spark.schema_mapping import OUTPUT_TIMESTAMP, output_column
 
 EVENT_TIME_TYPES = frozenset({"timestamp", "date"})
 OP_TYPES = frozenset({"tinyint", "smallint", "int", "bigint"})
+
+
+class OutputWriter(Enum):
+    """How a row-wise result in input order becomes the output file."""
+
+    STREAM = "stream"
+    """Its Arrow batches streamed partition by partition and written by pyarrow
+    (``output_stream.py``): bounded memory, Spark's parallelism (the default)."""
+    SPARK = "spark"
+    """Written by Spark's own Parquet writer, in one task (``output_file.py``): no record
+    through the driver (local masters; executors write where the output lies)."""
+    COLLECT = "collect"
+    """Collected whole into Python, then written (the former path; always so for
+    value-sorted results, and for results with ``op`` in place of ``STREAM``)."""
 
 
 class Op(IntEnum):

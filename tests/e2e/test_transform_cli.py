@@ -112,12 +112,12 @@ def test_pipeline_rounds_in_embedded_mode(embedded_run: PipelineRun) -> None:
 
 
 @pytest.mark.e2e
-def test_spark_written_outputs_reproduce_the_collected_hashes(
+def test_collected_outputs_reproduce_the_streamed_hashes(
     embedded_run: PipelineRun, tmp_path: Path
 ) -> None:
-    """Row-wise outputs written by Spark itself (``spark``: whatever their size) give the
-    logical hashes of the collected ones (``auto``, for transactions this small)."""
-    run = run_pipeline(tmp_path, 2, env={"ODF_ENGINE_OUTPUT_WRITER": "spark"})
+    """The engine's former output path (every result collected whole, then written) gives
+    the logical hashes of the default one (row-wise results streamed batch by batch)."""
+    run = run_pipeline(tmp_path, 2, env={"ODF_ENGINE_OUTPUT_WRITER": "collect"})
     for name in DERIVATIVES:
         produced = run.logical_hashes(name)
         assert produced, name

@@ -17,11 +17,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from common.hashing import logical_hash_parquet
+from common.hashing import logical_hash, logical_hash_parquet
 from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
+from engine_spark.outputs import OutputWriter
 from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
 
 pytestmark = [pytest.mark.spark]
@@ -68,14 +69,14 @@ def flat_row(i: int) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def writing_engine(spark_engine: SparkEngine) -> SparkEngine:
-    """The shared session; Spark writes every row-wise output it can, however small."""
-    return SparkEngine(spark_engine.session, spark_writer_min_records=0)
+    """The shared session; Spark's own writer writes every row-wise output it can."""
+    return SparkEngine(spark_engine.session, output_writer=OutputWriter.SPARK)
 
 
 @pytest.fixture(scope="module")
 def collecting_engine(spark_engine: SparkEngine) -> SparkEngine:
     """The same session, with the collect path for every output."""
-    return SparkEngine(spark_engine.session, spark_writes_output=False)
+    return SparkEngine(spark_engine.session, output_writer=OutputWriter.COLLECT)
 
 
 def both(
@@ -83,13 +84,51 @@ def both(
 ) -> tuple[ep.TransformResponseSuccess, Path, Path]:
     """Run ``request`` on both engines; returns the response and the two data files."""
     spark_path = Path(request.new_data_path)
-    collected_path = spark_path.with_name(spark_path.name + "-collected")
+    collected_path = spark_path.with_name(f"collected-{spark_path.name}")
     spark = spark_engine.execute_transform(request)
     collected = collecting.execute_transform(
         dataclasses.replace(request, new_data_path=str(collected_path))
     )
     assert spark == collected
     return spark, spark_path, collected_path
+
+
+def test_streamed_outputs_match_the_collect_path(
+    spark_engine: SparkEngine, collecting_engine: SparkEngine, workdir: Path
+) -> None:
+    """The default writer: the result's batches streamed partition by partition (a union of
+    two inputs: two partitions), offsets continuing across them, into Parquet and Arrow IPC,
+    nested columns included."""
+    first, second = (InputDataset(workdir / "in", n, FLAT) for n in ("one", "two"))
+    first.append([flat_row(i) for i in range(70)])
+    second.append([flat_row(i) for i in range(100, 163)])
+    out = OutputDataset(
+        workdir / "out",
+        "union",
+        sql(
+            f"select {COLUMNS}, named_struct('n', name, 'at', seen) as s from one"
+            f" union all select {COLUMNS}, named_struct('n', name, 'at', seen) as s from two"
+        ),
+    )
+    out.next_offset = 10
+    taken = [first.take(), second.take()]
+    for suffix in ("", ".arrow"):
+        request = out.request(taken, data_suffix=suffix)
+        response, streamed, collected = both(spark_engine, collecting_engine, request)
+        assert response.new_offset_interval == OffsetInterval(start=10, end=142)
+        a, b = read_table(streamed), read_table(collected)
+        assert a.schema == b.schema
+        assert logical_hash(a) == logical_hash(b)  # equals() would fail on the NaN
+        assert a.column("offset").to_pylist() == list(range(10, 143))
+        assert a.column("big").to_pylist()[69:71] == [69 * 1_000_003, 100 * 1_000_003]
+        assert leftovers(streamed.parent) == []
+
+
+def read_table(path: Path) -> pa.Table:
+    if path.name.endswith(".arrow"):
+        with pa.memory_map(str(path)) as source:
+            return pa.ipc.open_file(source).read_all()
+    return pq.read_table(path)
 
 
 def writer(path: Path) -> str:

@@ -61,7 +61,7 @@ def test_warm_up_is_on_by_default_and_can_be_turned_off(monkeypatch: pytest.Monk
 
 def test_output_writer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ODF_ENGINE_OUTPUT_WRITER", raising=False)
-    assert parse_args([]).output_writer == "auto"
+    assert parse_args([]).output_writer == "stream"
     monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "collect")
     assert parse_args([]).output_writer == "collect"
     assert parse_args(["--output-writer", "spark"]).output_writer == "spark"
