@@ -40,7 +40,9 @@ from engine_spark.inputs import (
     register_view,
 )
 from engine_spark.ordering import RowOrder, result_order, sort_by_values
-from engine_spark.outputs import OutputColumns, build_output, plan_output_columns
+from engine_spark.output_file import spark_writable, write_output
+from engine_spark.output_stream import stream_output
+from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan_output_columns
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
@@ -75,14 +77,24 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 class SparkEngine:
     """ExecuteTransform, ExecuteRawQuery, ValidateQuery, MigrateQuery, ExecuteQuery."""
 
-    def __init__(self, session: SparkSession, *, stage_arrow: bool | None = None) -> None:
+    def __init__(
+        self,
+        session: SparkSession,
+        *,
+        stage_arrow: bool | None = None,
+        output_writer: OutputWriter = OutputWriter.STREAM,
+    ) -> None:
         """``stage_arrow``: hand Arrow IPC inputs to Spark as local Parquet files (default:
-        when the master is local, see ``staging.py``), else through ``createDataFrame``."""
+        when the master is local, see ``staging.py``), else through ``createDataFrame``.
+        ``output_writer``: how row-wise outputs are written (``OutputWriter``; Spark's own
+        writer only with a local master)."""
         self._session = session
         self._lock = threading.Lock()
-        if stage_arrow is None:
-            stage_arrow = stages_locally(session.sparkContext.master or "")
-        self._stage_arrow = stage_arrow
+        local = stages_locally(session.sparkContext.master or "")
+        self._stage_arrow = local if stage_arrow is None else stage_arrow
+        if output_writer is OutputWriter.SPARK and not local:
+            output_writer = OutputWriter.STREAM
+        self._output_writer = output_writer
 
     @property
     def session(self) -> SparkSession:
@@ -115,33 +127,67 @@ class SparkEngine:
             result = run_steps(session, request.transform)
             stream: cp.StreamState | None = None
             lag = timedelta(0)
+            output: _Output | None = None
+            interval: OffsetInterval | None = None
             asof = _as_of_join(result, request, tables)
             if asof is not None:
                 run = run_asof_transaction(session, area, request, previous, asof)
-                output = _Output(run.table, run.columns, RowOrder.VALUES)
+                output, order = _Output(run.table, run.columns, RowOrder.VALUES), RowOrder.VALUES
                 stream, lag = run.state, run.lag
                 del states[asof.versioned]  # its versions are in the stream state
             elif prepared is None and is_row_wise_query(result):
-                output = _collect_output(result, request.vocab)
-                if output.columns.op is None:
+                columns = _output_columns(result, request.vocab)
+                if columns.op is None:
                     check_no_retractions(request.query_inputs, stateful=False)
+                with query_errors(None, in_step=False):
+                    order = result_order(result)
+                writer = self._output_writer if order is RowOrder.INPUT else OutputWriter.COLLECT
+                if writer is OutputWriter.SPARK and not spark_writable(
+                    result.schema, columns, request.new_data_path
+                ):
+                    writer = OutputWriter.STREAM
+                if writer is OutputWriter.STREAM and columns.op is not None:
+                    writer = OutputWriter.COLLECT
+                if writer is OutputWriter.COLLECT:
+                    output = _collect_output(result, columns, order)
+                else:
+                    write = write_output if writer is OutputWriter.SPARK else stream_output
+                    with query_errors(None, in_step=False):
+                        rows = write(
+                            result,
+                            columns,
+                            request.vocab,
+                            system_time=request.system_time,
+                            next_offset=request.next_offset,
+                            path=request.new_data_path,
+                        )
+                    interval = _interval(rows, request.next_offset)
             else:
                 run = run_stream_transaction(
                     session, area, request, previous, set(tables), result, prepared=prepared
                 )
-                output = _Output(run.table, run.columns, RowOrder.VALUES)
+                output, order = _Output(run.table, run.columns, RowOrder.VALUES), RowOrder.VALUES
                 stream, lag = run.state, run.lag
-            slice_ = build_output(
-                output.table,
-                output.columns,
-                request.vocab,
-                system_time=request.system_time,
-                next_offset=request.next_offset,
-            )
-            interval = _write_slice(slice_, request.new_data_path, request.next_offset)
+            if output is not None:
+                interval = _write_slice(
+                    build_output(
+                        output.table,
+                        output.columns,
+                        request.vocab,
+                        system_time=request.system_time,
+                        next_offset=request.next_offset,
+                    ),
+                    request.new_data_path,
+                    request.next_offset,
+                )
             state = _next_checkpoint(previous, request.query_inputs, states, stream, lag)
             _write_state(state, request.new_checkpoint_path)
-            log.info("transform.done", records=slice_.num_rows, order=output.order.value)
+            log.info(
+                "transform.done",
+                records=_records(interval),
+                order=order.value,
+                writer="collect" if output is not None else self._output_writer.value,
+            )
             return ep.TransformResponseSuccess(
                 new_offset_interval=interval, new_watermark=state.output_watermark
             )
@@ -212,7 +258,7 @@ class SparkEngine:
             ]
             states = _register_inputs(session, Staging.OFF, empty, tables, previous)
             result = run_steps(session, request.new_transform)
-            _collect_output(result, request.vocab)
+            _collect_output(result, _output_columns(result, request.vocab))
             if not is_row_wise_query(result):
                 schemas = {
                     i.query_alias: read_schema(i.schema_file)
@@ -326,12 +372,18 @@ def _register_inputs(
     return states
 
 
-def _collect_output(result: DataFrame, vocab: DatasetVocabulary) -> _Output:
-    columns = plan_output_columns(
+def _output_columns(result: DataFrame, vocab: DatasetVocabulary) -> OutputColumns:
+    return plan_output_columns(
         [(f.name, f.dataType.simpleString()) for f in result.schema.fields], vocab
     )
+
+
+def _collect_output(
+    result: DataFrame, columns: OutputColumns, order: RowOrder | None = None
+) -> _Output:
     with query_errors(None, in_step=False):
-        order = result_order(result)
+        if order is None:
+            order = result_order(result)
         table = result.toArrow()
     if order is RowOrder.VALUES:
         trailing = [columns.op] if columns.op else []
@@ -362,7 +414,8 @@ def _output_schema(
 ) -> pa.Schema:
     for alias, schema in schemas.items():
         register_view(empty_input(session, schema), alias)
-    output = _collect_output(run_steps(session, transform), vocab)
+    result = run_steps(session, transform)
+    output = _collect_output(result, _output_columns(result, vocab))
     return build_output(
         output.table, output.columns, vocab, system_time=_EPOCH, next_offset=0
     ).schema
@@ -388,10 +441,17 @@ def _previous_schema(
 
 def _write_slice(table: pa.Table, path: str, next_offset: int) -> OffsetInterval | None:
     """Write the output slice; an empty result writes no file and has no interval."""
-    if table.num_rows == 0:
-        return None
-    write_table(table, path)
-    return OffsetInterval(start=next_offset, end=next_offset + table.num_rows - 1)
+    if table.num_rows:
+        write_table(table, path)
+    return _interval(table.num_rows, next_offset)
+
+
+def _interval(records: int, next_offset: int) -> OffsetInterval | None:
+    return OffsetInterval(start=next_offset, end=next_offset + records - 1) if records else None
+
+
+def _records(interval: OffsetInterval | None) -> int:
+    return 0 if interval is None else interval.end - interval.start + 1
 
 
 def _next_checkpoint(

@@ -33,6 +33,7 @@ from coordinator.engine import (
     EngineSession,
     provider_from_config,
 )
+from coordinator.engine.embedded import EmbeddedEngineProvider
 from coordinator.engine.raw_query import RawQueryEngines
 from coordinator.evolution.query_change import QueryChange, change_query
 from coordinator.ingest.compaction import DEFAULT_MAX_RECORDS, Compacted, compact
@@ -202,7 +203,10 @@ class Application:
         """Keep engines running across calls (a daemon); ``close`` the pool to stop them.
         Pooled engines serve the workspace's datasets and scratch directory."""
         mounts = EngineMounts.of([], [self.ws.datasets_dir, self.ws.scratch_dir])
-        self.pool = EnginePool(self.provider, mounts, idle_timeout=idle_timeout)
+        provider = self.provider
+        if isinstance(provider, EmbeddedEngineProvider):  # warm engines serve many calls
+            provider = replace(provider, warm_up=True)
+        self.pool = EnginePool(provider, mounts, idle_timeout=idle_timeout)
         return self.pool
 
     def dataset(self, name: str) -> Dataset:

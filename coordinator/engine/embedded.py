@@ -42,6 +42,7 @@ STOP_TIMEOUT_S = 30.0
 KILL_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 1500
+WARM_UP_ENV = "ODF_ENGINE_WARM_UP"
 START_FAILED = "engine.start_failed"
 """What the engine server logs when its SparkSession cannot be built."""
 
@@ -53,6 +54,10 @@ class EmbeddedEngineProvider:
     start_timeout: float = 300.0
     data_roots: tuple[Path, ...] = ()
     """Directories served besides a command's mounts (a test run's temporary directory)."""
+    warm_up: bool = False
+    """Run the engine's warm-up transaction before it serves: worth it for engines that
+    serve many calls (the daemon's pool); a one-shot command starts ~2-3 s sooner without.
+    ``ODF_ENGINE_WARM_UP`` in the environment (``on``/``off``) overrides it."""
 
     @property
     def kind(self) -> str:
@@ -108,6 +113,8 @@ class EmbeddedEngineProvider:
             *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
             *mounts.data_root_args(),
         ]
+        if WARM_UP_ENV not in os.environ:
+            args += ["--warm-up", "on" if self.warm_up else "off"]
         source_root = engine_package_dir().parent
         path = os.pathsep.join(p for p in (str(source_root), os.environ.get("PYTHONPATH")) if p)
         scratch = workdir / SCRATCH_NAME

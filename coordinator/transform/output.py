@@ -4,7 +4,9 @@ The engine contract (as the reference coordinator enforces it): a data file exac
 response has an output interval, a single regular file, starting at the requested next
 offset, with as many records as the interval says; a checkpoint, if any, is one regular file.
 The data gets its logical hash (``arrow0-sha3-256`` over the records) and physical hash
-(SHA3-256 of the bytes), the checkpoint its physical hash.
+(SHA3-256 of the bytes), record count and schema from one memory-mapped read
+(``digest_data_file``), the checkpoint its physical hash. The commit trusts these hashes
+(``CommitItem.hashed``): the files are not read again.
 
 The events: a ``SetDataSchema`` first when the output schema is new (the first data) or has
 gained columns, then the ``ExecuteTransform`` with the inputs' progress (RFC-014). Both are
@@ -13,15 +15,14 @@ committed together, so a schema never appears without its data.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from common.hashing import logical_hash_parquet, physical_hash_file
+from common.hashing import digest_data_file, physical_hash_file
 from common.odf import engine_protocol as ep
+from common.odf.errors import DecodeError
 from common.odf.events import ExecuteTransform, SetDataSchema
 from common.odf.fragments import Checkpoint, DataSlice
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
@@ -63,24 +64,23 @@ def collect_output(
                 f"the engine's output offsets {interval.start}..{interval.end} do not start at"
                 f" the next offset {plan.next_offset}"
             )
-        parquet = pq.ParquetFile(data)
-        rows = parquet.metadata.num_rows
+        try:
+            digest = digest_data_file(data)
+        except DecodeError as e:
+            raise EngineContractError(f"the engine's data file is not readable: {e}") from None
+        rows = digest.records
         if rows != interval.end - interval.start + 1:
             raise EngineContractError(
                 f"the engine's data file has {rows} records, its output offsets"
                 f" {interval.start}..{interval.end} say {interval.end - interval.start + 1}"
             )
-        schema = parquet.schema_arrow.remove_metadata()
-        # The physical hash (SHA3 over the file, GIL released) runs beside the logical one.
-        with ThreadPoolExecutor(1) as pool:
-            physical = pool.submit(physical_hash_file, data)
-            logical = logical_hash_parquet(data)
-            new_data = DataSlice(
-                logical_hash=logical,
-                physical_hash=physical.result(),
-                offset_interval=interval,
-                size=data.stat().st_size,
-            )
+        schema = digest.schema
+        new_data = DataSlice(
+            logical_hash=digest.logical_hash,
+            physical_hash=digest.physical_hash,
+            offset_interval=interval,
+            size=digest.size,
+        )
     new_checkpoint = None
     if _exists(checkpoint, "checkpoint"):
         new_checkpoint = Checkpoint(
@@ -120,7 +120,7 @@ def commit_items(
         new_checkpoint=output.new_checkpoint,
         new_watermark=watermark,
     )
-    items.append(CommitItem(event, output.data_file, output.checkpoint_file))
+    items.append(CommitItem(event, output.data_file, output.checkpoint_file, hashed=True))
     return items
 
 

@@ -54,7 +54,9 @@ class PipelineRun:
         ]
 
 
-def run_pipeline(directory: Path, rounds: int, config: str | None = None) -> PipelineRun:
+def run_pipeline(
+    directory: Path, rounds: int, config: str | None = None, env: dict[str, str] | None = None
+) -> PipelineRun:
     ws = directory / "ws"
     ws.mkdir(parents=True)
     ok(ws, "init")
@@ -65,7 +67,8 @@ def run_pipeline(directory: Path, rounds: int, config: str | None = None) -> Pip
     for index in range(rounds):
         for name, path in write_round(directory / "data", index).items():
             ok(ws, "ingest", name, str(path))
-        outputs.append(ok(ws, "pull", *PULLS[index], "--system-time", SYSTEM_TIMES[index]))
+        pull = ("pull", *PULLS[index], "--system-time", SYSTEM_TIMES[index])
+        outputs.append(ok(ws, *pull, env=env))
     return PipelineRun(ws, outputs)
 
 
@@ -106,6 +109,19 @@ def test_pipeline_rounds_in_embedded_mode(embedded_run: PipelineRun) -> None:
     tail = ok(run.workspace, "tail", "big-cities-x10", "-n", "1")
     assert "Cairo" in tail and "102300000" in tail
     assert "big-cities: up to date" in ok(run.workspace, "pull", "big-cities")
+
+
+@pytest.mark.e2e
+def test_collected_outputs_reproduce_the_streamed_hashes(
+    embedded_run: PipelineRun, tmp_path: Path
+) -> None:
+    """The engine's former output path (every result collected whole, then written) gives
+    the logical hashes of the default one (row-wise results streamed batch by batch)."""
+    run = run_pipeline(tmp_path, 2, env={"ODF_ENGINE_OUTPUT_WRITER": "collect"})
+    for name in DERIVATIVES:
+        produced = run.logical_hashes(name)
+        assert produced, name
+        assert produced == embedded_run.logical_hashes(name)[: len(produced)], name
 
 
 @pytest.mark.e2e

@@ -150,3 +150,24 @@ def test_a_reset_interrupted_after_the_head_moved_is_completed(tmp_path: Path) -
         path = write_slice(staging, 5, 2, name="other")
         again.commit(add_data_for(path, 4, 5, 2), data_file=path, expected_head=first)
     assert not later_data.exists() and not ds.layout.block_path(second).exists()
+
+
+def test_hashed_items_are_not_read_again_but_their_sizes_are_checked(tmp_path: Path) -> None:
+    """``hashed``: the caller computed the hashes from these staged files (one pass): the
+    commit trusts them, so a wrong hash is stored as named, while a size that differs from
+    the file (a file changed after hashing) is still refused."""
+    ds = new_dataset(tmp_path)
+    ds.commit(set_schema(), expected_head=ds.head())
+    head = ds.head()
+    with ds.staging_dir() as staging:
+        path = write_slice(staging, 0, 5)
+        event = add_data_for(path, None, 0, 5)
+        assert event.new_data is not None
+        wrong_size = replace(event, new_data=replace(event.new_data, size=1))
+        with pytest.raises(StagedFileError, match=r"bytes, the event says 1"):
+            ds.commit_events(
+                [CommitItem(wrong_size, data_file=path, hashed=True)], expected_head=head
+            )
+        ds.commit_events([CommitItem(event, data_file=path, hashed=True)], expected_head=head)
+    stored = ds.data_path(event.new_data.physical_hash)
+    assert physical_hash_file(stored) == event.new_data.physical_hash

@@ -44,3 +44,27 @@ def test_session_conf_is_utc_ansi_and_quiet() -> None:
     cluster = session_conf(SessionSettings(master="spark://spark:7077"))
     assert "spark.driver.bindAddress" not in cluster
     assert cluster["spark.master"] == "spark://spark:7077"
+
+
+def test_warm_up_is_on_by_default_and_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ODF_ENGINE_WARM_UP", raising=False)
+    assert parse_args([]).warm_up == "on"
+    assert parse_args(["--warm-up", "off"]).warm_up == "off"
+    assert parse_args(["--no-warm-up"]).warm_up == "off"
+    monkeypatch.setenv("ODF_ENGINE_WARM_UP", "off")
+    assert parse_args([]).warm_up == "off"
+    assert parse_args(["--warm-up", "on"]).warm_up == "on"
+    monkeypatch.setenv("ODF_ENGINE_WARM_UP", "sometimes")
+    with pytest.raises(SystemExit):
+        parse_args([])
+
+
+def test_output_writer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ODF_ENGINE_OUTPUT_WRITER", raising=False)
+    assert parse_args([]).output_writer == "stream"
+    monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "collect")
+    assert parse_args([]).output_writer == "collect"
+    assert parse_args(["--output-writer", "spark"]).output_writer == "spark"
+    monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "python")
+    with pytest.raises(SystemExit):
+        parse_args([])

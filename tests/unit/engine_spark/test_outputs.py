@@ -15,7 +15,7 @@ from engine_spark.ordering import (
     classify_plan,
     sort_by_values,
 )
-from engine_spark.outputs import build_output, normalize_ops, plan_output_columns
+from engine_spark.outputs import build_output, normalize_ops, offsets, plan_output_columns
 from engine_spark.schema_evolution import check_schema_evolution
 
 VOCAB = DatasetVocabulary()
@@ -122,3 +122,10 @@ def test_schema_evolution_allows_only_appended_columns() -> None:
         check_schema_evolution(old, pa.schema([("a", pa.int32()), ("b", pa.string())]))
     with pytest.raises(InvalidQueryError, match="column 'c' at position 1"):
         check_schema_evolution(old, pa.schema([("a", pa.int64()), ("c", pa.string())]))
+
+
+def test_offsets_are_contiguous_int64_from_the_start() -> None:
+    assert offsets(7, 4).to_pylist() == [7, 8, 9, 10]
+    assert offsets(2**40, 2).to_pylist() == [2**40, 2**40 + 1]
+    empty = offsets(0, 0)
+    assert len(empty) == 0 and empty.type == pa.int64()

@@ -199,3 +199,20 @@ def test_engine_jvms_exit_when_out_of_heap() -> None:
     assert jvm_environment() == {"JAVA_TOOL_OPTIONS": "-XX:+ExitOnOutOfMemoryError"}
     kept = jvm_environment({"JAVA_TOOL_OPTIONS": "-Xss2m"})
     assert kept == {"JAVA_TOOL_OPTIONS": "-Xss2m -XX:+ExitOnOutOfMemoryError"}
+
+
+def test_one_shot_embedded_engines_skip_the_warm_up_and_the_daemon_pool_keeps_it(
+    tmp_path: Path,
+) -> None:
+    from coordinator.app import Application
+    from coordinator.workspace import Workspace
+
+    app = Application(Workspace.init(tmp_path / "ws"))
+    assert isinstance(app.provider, EmbeddedEngineProvider)
+    assert app.provider.warm_up is False
+    pool = app.keep_engines_warm(idle_timeout=60)
+    try:
+        assert isinstance(pool.provider, EmbeddedEngineProvider)
+        assert pool.provider.warm_up is True
+    finally:
+        pool.close()

@@ -1,0 +1,178 @@
+"""A whole derivative transaction of ours against DataFusion on the same SQL and the same data.
+
+For each size (100k, 1M, 5M records by default) a root dataset gets one data slice, and a
+derivative with a map/filter query runs one transaction over it through the coordinator's real
+path with the warm embedded engine: planning, exchange, the engine call, contract checks,
+logical and physical hashes, the atomic commit (wall-clock of the whole transaction). The
+baseline is what a user would pick instead: the ``datafusion`` Python package running the same
+SQL in process over the same Parquet data file and writing the result as one Parquet file
+(session, registration, query and write all timed). Both are timed in the same run, alternating,
+medians of ``--repeats``.
+
+With ``--compare-collect`` a second engine runs the same transactions with the former output
+path (every result collected into Python and written by pyarrow, ``ODF_ENGINE_OUTPUT_WRITER=
+collect``), so the figures before and after streaming outputs come from one run.
+
+Targets: at most 5x DataFusion's time at 100k records, at most 3x at 1M records and more.
+Exits 1 when a target is missed (or the outputs' record counts differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import datafusion
+import pyarrow.parquet as pq
+from bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root
+
+from common.logs import configure_logging
+from coordinator.config import ExchangeFormat, TransformConfig
+from coordinator.dataset import Dataset
+from coordinator.engine import EngineSession
+from coordinator.engine.embedded import EmbeddedEngineProvider
+from coordinator.transform.runner import Transformer, workspace_resolver
+from coordinator.workspace import Workspace
+
+SIZES = (100_000, 1_000_000, 5_000_000)
+SMALL = 100_000
+TARGET_SMALL = 5.0
+"""Our transaction at most this many times DataFusion's at ``SMALL`` records or fewer."""
+TARGET_LARGE = 3.0
+"""... and at most this many times above."""
+
+
+def target(rows: int) -> float:
+    return TARGET_SMALL if rows <= SMALL else TARGET_LARGE
+
+
+def ours(
+    ws: Workspace, engines: EngineSession, name: str, root: str, version: str, fmt: ExchangeFormat
+) -> tuple[float, int]:
+    """One whole transaction: seconds and output records."""
+    ds = create_derivative(ws, name, root, version)
+    transformer = Transformer(
+        workspace_resolver(ws),
+        engines,
+        TransformConfig(exchange=fmt, max_input_records=10**9),
+        clock=lambda: SYSTEM_TIME,
+    )
+    started = time.perf_counter()
+    (result,) = transformer.transform(ds).transactions
+    return time.perf_counter() - started, result.output_records
+
+
+def started_engines(
+    stack: ExitStack, provider: EmbeddedEngineProvider, version: str, env: dict[str, str]
+) -> EngineSession:
+    """An engine session whose engine is started now, with ``env`` added to its environment."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        engines = stack.enter_context(EngineSession(provider))
+        engines.get(version)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return engines
+
+
+def theirs(data_file: Path, out: Path) -> tuple[float, int]:
+    """The same query by DataFusion in process, written as one Parquet file."""
+    started = time.perf_counter()
+    ctx = datafusion.SessionContext()
+    ctx.register_parquet("raw", str(data_file), file_extension="")
+    ctx.sql(QUERY).write_parquet(str(out))
+    seconds = time.perf_counter() - started
+    return seconds, pq.ParquetFile(out).metadata.num_rows
+
+
+def data_file(dataset: Dataset) -> Path:
+    (path,) = dataset.layout.data_dir.iterdir()
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument(
+        "--exchange",
+        choices=[f.value for f in ExchangeFormat],
+        default=None,
+        help="the exchange format (default: the coordinator's default)",
+    )
+    parser.add_argument(
+        "--compare-collect",
+        action="store_true",
+        help="also time the former output path (results collected) on a second engine",
+    )
+    args = parser.parse_args()
+    configure_logging(0)
+    fmt = ExchangeFormat(args.exchange) if args.exchange else TransformConfig().exchange
+    failed = False
+    print(f"datafusion {datafusion.__version__}, exchange {fmt.value}, master {args.master}")
+    header = f"{'records':>10} {'ours':>8} {'datafusion':>11} {'ratio':>7} {'target':>7}"
+    if args.compare_collect:
+        header += f" {'collected':>10} {'ratio':>7}"
+    print(header + "   (s, medians)")
+    with tempfile.TemporaryDirectory(prefix="bench-datafusion-") as tmp, ExitStack() as stack:
+        ws = Workspace.init(Path(tmp) / "ws")
+        provider = EmbeddedEngineProvider(
+            master=args.master, driver_memory=args.driver_memory, data_roots=(Path(tmp),)
+        )
+        version = provider.resolve_version()
+        engines = {"ours": started_engines(stack, provider, version, {})}
+        if args.compare_collect:
+            collect = {"ODF_ENGINE_OUTPUT_WRITER": "collect"}
+            engines["collected"] = started_engines(stack, provider, version, collect)
+        create_root(ws, "warm", 1000, Path(tmp))
+        for label, session in engines.items():  # JIT and caches, not counted
+            ours(ws, session, f"warm-{label}", "warm", version, fmt)
+        for rows in args.sizes:
+            root = f"in-{rows}"
+            source = data_file(create_root(ws, root, rows, Path(tmp)))
+            times: dict[str, list[float]] = {label: [] for label in [*engines, "datafusion"]}
+            counts = set()
+            for i in range(args.repeats):
+                for label, session in engines.items():
+                    seconds, n = ours(ws, session, f"{label}-{rows}-{i}", root, version, fmt)
+                    times[label].append(seconds)
+                    counts.add(n)
+                seconds, n = theirs(source, Path(tmp) / f"df-{rows}-{i}.parquet")
+                times["datafusion"].append(seconds)
+                counts.add(n)
+            median = {label: statistics.median(t) for label, t in times.items()}
+            ratio = median["ours"] / median["datafusion"]
+            ok = ratio <= target(rows) and len(counts) == 1
+            failed |= not ok
+            line = (
+                f"{rows:>10} {median['ours']:>8.3f} {median['datafusion']:>11.3f}"
+                f" {ratio:>6.1f}x {target(rows):>6.0f}x"
+            )
+            if args.compare_collect:
+                before = median["collected"]
+                line += f" {before:>10.3f} {before / median['datafusion']:>6.1f}x"
+            print(
+                line
+                + f"   {'ok' if ok else 'MISSED'}"
+                + ("" if len(counts) == 1 else f" (record counts differ: {sorted(counts)})"),
+                flush=True,
+            )
+    print("FAIL" if failed else "OK")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""A row-wise result streamed to the output file as Arrow batches, partition by partition.
+
+``DataFrame.toArrow()`` collects every partition into the driver and then into Python before
+a single row is written. Here the result's Arrow batches (``toArrowBatchRdd``: Spark's own
+conversion, the one ``toArrow`` uses) are served by ``PythonRDD.toLocalIteratorAndServe``:
+one partition at a time in partition order, the next one computed while the current one is
+read. Each batch gets its system columns (``outputs.build_output``, offsets continuing from
+the previous batch) and is appended to the output file, so memory holds about two partitions
+whatever the result's size, the order is exactly ``toArrow``'s (partition order, then batch
+order), and so is every value and type: the batches are read with the schema ``toArrow``
+casts to. The file is written next to the target and renamed into place when complete.
+
+Results with an ``op`` column (whose corrections are checked and repaired across rows) and
+value-sorted results are collected whole instead.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+from pyspark.serializers import NoOpSerializer
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.util import _local_iterator_from_socket
+
+from common.odf.fragments import DatasetVocabulary
+from engine_spark.exchange import FILE_MODE, PARQUET_COMPRESSION, DataFormat, output_format
+from engine_spark.outputs import OutputColumns, build_output
+from engine_spark.schema_mapping import UTC
+
+
+def result_batches(result: DataFrame) -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of ``result`` in partition order, two partitions in flight at most."""
+    schema = to_arrow_schema(
+        result.schema, error_on_duplicated_field_names_in_struct=True, timezone=UTC
+    )
+    session = result.sparkSession
+    jvm = session.sparkContext._jvm
+    assert jvm is not None
+    served = jvm.PythonRDD.toLocalIteratorAndServe(result._jdf.toArrowBatchRdd(), True)
+    for message in _local_iterator_from_socket(served, NoOpSerializer()):
+        yield ipc.read_record_batch(ipc.read_message(pa.py_buffer(message)), schema)
+
+
+def stream_output(
+    result: DataFrame,
+    columns: OutputColumns,
+    vocab: DatasetVocabulary,
+    *,
+    system_time: datetime,
+    next_offset: int,
+    path: str,
+) -> int:
+    """Write the output slice of ``result`` at ``path``; returns its records (none: no file)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    rows = 0
+    writer: _SliceWriter | None = None
+    try:
+        for batch in result_batches(result):
+            if batch.num_rows == 0:
+                continue
+            out = build_output(
+                pa.Table.from_batches([batch]),
+                columns,
+                vocab,
+                system_time=system_time,
+                next_offset=next_offset + rows,
+            )
+            if writer is None:
+                writer = _SliceWriter(tmp, out.schema, output_format(path))
+            writer.write(out)
+            rows += out.num_rows
+        if writer is not None:
+            writer.close()
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, target)
+        else:
+            Path(tmp).unlink()
+        return rows
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class _SliceWriter:
+    """Appends tables to one Parquet or Arrow IPC file (the formats ``write_table`` writes)."""
+
+    def __init__(self, path: str, schema: pa.Schema, fmt: DataFormat) -> None:
+        self._sink: pa.OSFile | None = None
+        self._parquet: pq.ParquetWriter | None = None
+        self._ipc: ipc.RecordBatchFileWriter | None = None
+        if fmt is DataFormat.ARROW_FILE:
+            self._sink = pa.OSFile(path, "wb")
+            self._ipc = ipc.new_file(self._sink, schema)
+        else:
+            self._parquet = pq.ParquetWriter(path, schema, compression=PARQUET_COMPRESSION)
+
+    def write(self, table: pa.Table) -> None:
+        if self._ipc is not None:
+            self._ipc.write_table(table)
+        elif self._parquet is not None:
+            self._parquet.write_table(table)
+
+    def close(self) -> None:
+        if self._ipc is not None:
+            self._ipc.close()
+            self._ipc = None
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
