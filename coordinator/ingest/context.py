@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import DatasetKind
 from common.odf.multihash import Multihash
@@ -17,7 +16,7 @@ from coordinator.ingest.errors import SourceNotFoundError
 from coordinator.ingest.history import History
 from coordinator.ingest.writer import ChainContext, StagedWrite
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CONFLICT_ATTEMPTS = 3
 """How often an ingest is prepared again when another writer committed first."""
