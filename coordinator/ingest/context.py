@@ -83,7 +83,8 @@ def commit_staged(
     if staged.set_data_schema is not None:
         items.append(CommitItem(staged.set_data_schema))
     if staged.add_data is not None:
-        items.append(CommitItem(staged.add_data, staged.data_file))
+        # The slice writer hashed the file it wrote (``SliceFile.close``): no second pass.
+        items.append(CommitItem(staged.add_data, staged.data_file, hashed=True))
     hashes = dataset.commit_events(items, expected_head=state.head, system_time=system_time)
     return hashes[-1]
 
