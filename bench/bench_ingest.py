@@ -16,7 +16,7 @@ Each run is a separate process, so its peak RSS is its own. The ingest is also r
 with the file. Targets: ingest throughput (library and CLI) >= 70% of the baseline's; peak
 RSS growth below 1.2x. Exits 1 when a target is missed.
 
-    .venv/bin/python bench/bench_ingest.py [--rows 2000000] [--scale 2]
+    .venv/bin/python bench/bench_ingest.py [--rows 2000000] [--scale 2] [--tree PATH]
 """
 
 from __future__ import annotations
@@ -32,6 +32,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TREE_ENV = "BENCH_INGEST_TREE"
+"""The checkout whose ingest is timed (``--tree``), handed to the child processes."""
+
+
+def tree() -> Path:
+    return Path(os.environ.get(TREE_ENV, str(ROOT)))
+
+
 SCHEMA = ("event_time TIMESTAMP", "id BIGINT", "city STRING", "population BIGINT", "score DOUBLE")
 CITIES = ["Vancouver", "Seattle", "Kyiv", "Odessa", "Lisbon", "Nairobi", "Osaka", "Lima"]
 
@@ -108,7 +116,7 @@ def run_ingest(csv_path: Path, work: Path) -> None:
 
 def run_process(side: str, csv_path: Path, work: Path) -> None:
     """A whole process, timed from outside: ``odf ingest`` or the baseline as a script."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ODF_NO_DAEMON": "1"}
+    env = {**os.environ, "PYTHONPATH": str(tree()), "ODF_NO_DAEMON": "1"}
     if side == "cli":
         from common.odf.events import AddPushSource
         from common.odf.fragments import DatasetKind, MergeStrategyAppend, ReadStepCsv
@@ -193,7 +201,7 @@ def measure(side: str, csv_path: Path) -> dict[str, float]:
         text=True,
         check=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(tree())},
     )
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -204,11 +212,17 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--scale", type=int, default=2, help="sizes of the memory check files")
     parser.add_argument("--repeat", type=int, default=3, help="best of N timings")
+    parser.add_argument(
+        "--tree", type=Path, help="time another checkout's ingest (e.g. main, for a before figure)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "CSV"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], Path(args.child[1]))
         return 0
+    if args.tree is not None:
+        os.environ[TREE_ENV] = str(args.tree.resolve())
+        print(f"ingest of {tree()}")
 
     with tempfile.TemporaryDirectory(prefix="bench-ingest-data-") as tmp:
         csv_path = Path(tmp) / "data.csv"
