@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import grpc
-import structlog
 
-log = structlog.get_logger(__name__)
+from common.logs import get_logger
+
+log = get_logger(__name__)
 
 OPEN_METHODS = ("/grpc.health.v1.Health/",)
 """Methods that need no token."""

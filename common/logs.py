@@ -1,22 +1,64 @@
-"""structlog set-up shared by the CLI and the engine: structured, quiet by default."""
+"""structlog set-up shared by the CLI and the engine: structured, quiet by default.
+
+structlog (with its console renderer and rich) costs more to import than a short command
+takes to run, so it is imported only when something is really logged: ``get_logger`` returns
+a stand-in that drops calls below the configured level without importing anything, and
+``configure_logging`` applies the configuration as soon as structlog is imported, by whoever
+imports it (a module of ours on a first log call that passes the level, or a library).
+"""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import logging
 import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import structlog
+if TYPE_CHECKING:
+    import structlog
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "msg": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "exception": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "fatal": logging.CRITICAL,
+}
+_level = logging.WARNING
+"""The level ``configure_logging`` set (before it is called: structlog's own default)."""
+_settings: tuple[int, bool] | None = None
 
 
 def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    import structlog
+
     # Resolve sys.stderr at each use: it may be replaced (test capture, daemonization).
     return structlog.PrintLogger(file=sys.stderr)
 
 
 def configure_logging(verbosity: int = 0, *, json: bool = False) -> None:
     """WARNING by default, INFO with ``-v``, DEBUG with ``-vv``; logs go to stderr."""
-    level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
-    renderer: structlog.typing.Processor = (
+    global _level, _settings
+    _level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
+    _settings = (_level, json)
+    if "structlog" in sys.modules:
+        _apply(sys.modules["structlog"])
+    elif not any(isinstance(f, _ConfigureOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ConfigureOnImport())
+
+
+def _apply(structlog: ModuleType) -> None:
+    if _settings is None:
+        return
+    level, json = _settings
+    renderer = (
         structlog.processors.JSONRenderer()
         if json
         else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
@@ -32,3 +74,59 @@ def configure_logging(verbosity: int = 0, *, json: bool = False) -> None:
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+
+
+class _ConfigureOnImport(importlib.abc.MetaPathFinder):
+    """Configures structlog right after its first import, whoever imports it."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "structlog":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _ConfiguringLoader(spec.loader)
+        return spec
+
+
+class _ConfiguringLoader(importlib.abc.Loader):
+    def __init__(self, inner: importlib.abc.Loader) -> None:
+        self.inner = inner
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        _apply(module)
+
+
+def _drop(*_args: object, **_kwargs: object) -> None:
+    return None
+
+
+class LazyLogger:
+    """A structlog logger imported on its first call at or above the configured level."""
+
+    __slots__ = ("_logger", "_name")
+
+    def __init__(self, name: str | None) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if _LEVELS.get(method, logging.CRITICAL) < _level:
+            return _drop
+        if self._logger is None:
+            import structlog
+
+            self._logger = structlog.get_logger(self._name)
+        return getattr(self._logger, method)  # type: ignore[no-any-return]
+
+
+def get_logger(name: str | None = None) -> Any:
+    """A logger for ``name`` (a module's ``__name__``) that costs nothing until it logs."""
+    return LazyLogger(name)

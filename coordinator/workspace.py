@@ -23,19 +23,17 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.dataset_refs import DatasetAlias, DatasetRef
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from common.odf.events import Seed
 from common.odf.identity import DatasetID
-from common.odf.keys import generate_dataset_key
 from common.odf.snapshot import DatasetSnapshot
 from coordinator.dataset import AlreadyExistsError, Dataset, DatasetNotFoundError
 from coordinator.dataset.snapshot_events import check_snapshot_chain, snapshot_events
 from coordinator.tempdirs import remove_tree
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 WORKSPACE_DIR = ".odf"
 WORKSPACE_VERSION = "1"
@@ -122,6 +120,8 @@ class Workspace:
         if self._path_of_name(name) is not None:
             raise AlreadyExistsError(f"dataset {name!r} already exists")
         events = snapshot_events(snapshot, self._resolve_input)
+        from common.odf.keys import generate_dataset_key  # the crypto library, only here
+
         pem, dataset_id = generate_dataset_key()
         seed = Seed(dataset_id=dataset_id, dataset_kind=snapshot.kind)
         when = system_time if system_time is not None else datetime.now(UTC)

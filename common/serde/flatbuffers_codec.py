@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.odf import engine_protocol as ep
 from common.odf.block import (
@@ -36,7 +36,7 @@ from common.odf.block import (
 )
 from common.odf.errors import DecodeError, UnsupportedVersionError, ValidationError
 from common.odf.multihash import Multihash
-from common.serde import fb_reader, fb_writer
+from common.serde import fb_reader
 from common.serde.fb_roots import (
     MigrateQueryResponseRoot,
     QueryResponseRoot,
@@ -44,6 +44,12 @@ from common.serde.fb_roots import (
     TransformResponseRoot,
     ValidateQueryResponseRoot,
 )
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from common.serde import fb_writer
+
 
 __all__ = [
     "block_hash",
@@ -87,9 +93,17 @@ _LOW_LEVEL_ERRORS = (struct.error, IndexError, ValueError, OverflowError, TypeEr
 # --- Metadata blocks ---------------------------------------------------------------------------
 
 
+def _fb_writer() -> ModuleType:
+    """The encoder, imported on first use: it pulls in the flatbuffers package, which imports
+    numpy, and most commands only decode."""
+    from common.serde import fb_writer
+
+    return fb_writer
+
+
 def encode_block(block: MetadataBlock, *, version: int = BLOCK_VERSION_WRITE) -> bytes:
     """The manifest bytes of ``block``: what is stored and hashed."""
-    return _encode_block(block, version, fb_writer.new_builder)
+    return _encode_block(block, version, _fb_writer().new_builder)
 
 
 def encode_block_reference(block: MetadataBlock, *, version: int = BLOCK_VERSION_WRITE) -> bytes:
@@ -97,7 +111,7 @@ def encode_block_reference(block: MetadataBlock, *, version: int = BLOCK_VERSION
 
     The reference for differential tests and benchmarks of the fast builder.
     """
-    return _encode_block(block, version, fb_writer.new_reference_builder)
+    return _encode_block(block, version, _fb_writer().new_reference_builder)
 
 
 def _encode_block(
@@ -112,7 +126,8 @@ def _encode_block(
         raise ValidationError(f"expected a MetadataBlock, got {type(block).__name__}")
     try:
         builder = new_builder(2048)
-        inner = fb_writer.finish(builder, fb_writer.write_table(builder, block, align))
+        writer = _fb_writer()
+        inner = writer.finish(builder, writer.write_table(builder, block, align))
     except ValidationError as e:
         raise e.at("MetadataBlock") from None
     builder = new_builder(len(inner) + 256)
@@ -121,7 +136,8 @@ def _encode_block(
     builder.PrependInt64Slot(0, ODF_METADATA_BLOCK_MULTICODEC, 0)
     builder.PrependInt32Slot(1, version, 0)
     builder.PrependUOffsetTRelativeSlot(2, content, 0)
-    return fb_writer.finish(builder, builder.EndObject())
+    manifest: bytes = _fb_writer().finish(builder, builder.EndObject())
+    return manifest
 
 
 def decode_block(data: bytes) -> MetadataBlock:
@@ -266,8 +282,10 @@ def decode_query_response(data: bytes) -> ep.QueryResponse:
 
 
 def _encode_root(obj: Any, ts_align: int, size_hint: int = 1024) -> bytes:
-    builder = fb_writer.new_builder(size_hint)
-    return fb_writer.finish(builder, fb_writer.write_table(builder, obj, ts_align))
+    writer = _fb_writer()
+    builder = writer.new_builder(size_hint)
+    encoded: bytes = writer.finish(builder, writer.write_table(builder, obj, ts_align))
+    return encoded
 
 
 def _encode_message(message: Any, cls: type) -> bytes:

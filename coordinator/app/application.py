@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError, ValidationError
@@ -26,43 +25,26 @@ from common.odf.multihash import Multihash
 from coordinator.app.snapshots import SnapshotSource, creation_order
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
-from coordinator.engine import (
-    EngineMounts,
-    EnginePool,
-    EngineProvider,
-    EngineSession,
-    provider_from_config,
-)
-from coordinator.engine.embedded import EmbeddedEngineProvider
-from coordinator.engine.raw_query import RawQueryEngines
-from coordinator.evolution.query_change import QueryChange, change_query
-from coordinator.ingest.compaction import DEFAULT_MAX_RECORDS, Compacted, compact
-from coordinator.ingest.context import IngestResult
-from coordinator.ingest.polling import pull_root
-from coordinator.ingest.progress import NO_PROGRESS, Progress
-from coordinator.ingest.push import push_ingest
-from coordinator.ingest.watermark import set_watermark
-from coordinator.query import QueryResult, run_query
-from coordinator.query.export import Exported, ExportFormat, export_dataset
-from coordinator.query.tail import tail_records
-from coordinator.transform.creation import TransformCreation
-from coordinator.transform.graph import dependency_order, input_ids, inputs_first
-from coordinator.transform.lineage import Lineage, closure
-from coordinator.transform.plan import UpToDate
-from coordinator.transform.runner import Transformer, engine_mounts, utc_now, workspace_resolver
-from coordinator.transform.transaction import TransactionResult
-from coordinator.verify.replay import ReplayResult
-from coordinator.verify.report import DatasetReport
-from coordinator.verify.verifier import (
-    Verifier,
-    replay_mounts,
-    tolerant_resolver,
-    verification_order,
-)
 from coordinator.workspace import Workspace
 
+if TYPE_CHECKING:  # imported where used: a command loads only what it runs
+    import pyarrow as pa
+
+    from coordinator.engine import EngineMounts, EnginePool, EngineProvider, EngineSession
+    from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.compaction import Compacted
+    from coordinator.ingest.context import IngestResult
+    from coordinator.ingest.progress import Progress
+    from coordinator.query import QueryResult
+    from coordinator.query.export import Exported, ExportFormat
+    from coordinator.transform.lineage import Lineage
+    from coordinator.transform.runner import Transformer
+    from coordinator.transform.transaction import TransactionResult
+    from coordinator.verify.replay import ReplayResult
+    from coordinator.verify.report import DatasetReport
+
 Clock = Callable[[], datetime]
-ReplayProgress = Callable[[str, ReplayResult], None]
+ReplayProgress = Callable[[str, "ReplayResult"], None]
 """Told of each replayed block: the dataset's name and the outcome."""
 
 
@@ -177,9 +159,19 @@ class Application:
     ) -> None:
         self.ws = ws
         self.config = config if config is not None else load_config(ws.odf_dir)
-        self.provider = provider or provider_from_config(self.config.engine)
+        self._provider = provider
         self.pool: EnginePool | None = None
         """Set by a long-running service: engines then stay warm across calls."""
+
+    @property
+    def provider(self) -> EngineProvider:
+        """The configured engine provider, made on first use (the engine code loads only
+        for the commands that run engines)."""
+        if self._provider is None:
+            from coordinator.engine import provider_from_config
+
+            self._provider = provider_from_config(self.config.engine)
+        return self._provider
 
     @classmethod
     def open(cls, start: Path | None = None) -> Application:
@@ -195,6 +187,8 @@ class Application:
         the warm pool when there is one (``keep_engines_warm``).
 
         ``mounts``: what a container engine must see (other providers see the host)."""
+        from coordinator.engine import EngineSession
+
         if self.pool is not None:
             return self.pool.session()
         return EngineSession(self.provider, mounts)
@@ -202,6 +196,9 @@ class Application:
     def keep_engines_warm(self, *, idle_timeout: float) -> EnginePool:
         """Keep engines running across calls (a daemon); ``close`` the pool to stop them.
         Pooled engines serve the workspace's datasets and scratch directory."""
+        from coordinator.engine import EngineMounts, EnginePool
+        from coordinator.engine.embedded import EmbeddedEngineProvider
+
         mounts = EngineMounts.of([], [self.ws.datasets_dir, self.ws.scratch_dir])
         provider = self.provider
         if isinstance(provider, EmbeddedEngineProvider):  # warm engines serve many calls
@@ -217,6 +214,8 @@ class Application:
     def add(self, sources: Sequence[SnapshotSource]) -> Iterator[AddedDataset]:
         """Create datasets from snapshots, inputs first; derivative transforms are pinned to
         the engine and validated by it (started only if some query can be validated)."""
+        from coordinator.transform.creation import TransformCreation
+
         with self.engines() as engines:
             creation = TransformCreation(self.ws, engines)
             for source in creation_order(sources):
@@ -244,6 +243,9 @@ class Application:
     def with_dependents(self, names: Sequence[str]) -> list[str]:
         """``names`` and every dataset downstream of them, dependents first (the order in
         which they can be deleted)."""
+        from coordinator.transform.graph import inputs_first
+        from coordinator.transform.lineage import Lineage, closure
+
         lineage = Lineage.of(self.ws.list_datasets())
         chosen = [self.dataset(n).alias for n in names]
         found = set(chosen)
@@ -284,9 +286,12 @@ class Application:
         removed = dataset.reset(target, expected_head=state.head)
         return ResetDone(dataset.alias, target, len(removed), tuple(stale))
 
-    def compact(self, name: str, *, max_records: int = DEFAULT_MAX_RECORDS) -> Compacted:
+    def compact(self, name: str, *, max_records: int | None = None) -> Compacted:
         """Rewrite a root dataset's chain with merged data slices (new block hashes);
         refused while a dependent has consumed any of its blocks."""
+        from coordinator.ingest import DEFAULT_MAX_RECORDS
+        from coordinator.ingest.compaction import compact
+
         dataset = self.dataset(name)
         consumers = [
             d
@@ -298,7 +303,8 @@ class Application:
                 f"cannot compact {dataset.alias!r}: {', '.join(consumers)} consumed its blocks,"
                 " whose hashes compaction changes; reset or delete those first"
             )
-        return compact(dataset, self.ws.datasets_dir, max_records=max_records)
+        limit = DEFAULT_MAX_RECORDS if max_records is None else max_records
+        return compact(dataset, self.ws.datasets_dir, max_records=limit)
 
     def rename(self, name: str, new_name: str) -> str:
         """Rename a dataset; its new name."""
@@ -310,6 +316,8 @@ class Application:
 
     def lineage(self, name: str | None = None) -> Lineage:
         """The dataset graph: all of it, or what lies upstream and downstream of ``name``."""
+        from coordinator.transform.lineage import Lineage
+
         lineage = Lineage.of(self.ws.list_datasets())
         return lineage if name is None else lineage.around(self.dataset(name).alias)
 
@@ -325,9 +333,13 @@ class Application:
         self, name: str, fmt: ExportFormat, output: Path, *, partition_size: int | None = None
     ) -> Exported:
         """Write a dataset's records to a file (or a directory of parts) for other tools."""
+        from coordinator.query.export import export_dataset
+
         return export_dataset(self.dataset(name), fmt, output, partition_size=partition_size)
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
+        from coordinator.query.tail import tail_records
+
         return tail_records(self.dataset(name), n, skip=skip)
 
     def schema(self, name: str) -> pa.Schema:
@@ -347,9 +359,14 @@ class Application:
         source_name: str | None = None,
         input_format: str | None = None,
         event_time: datetime | None = None,
-        progress: Progress = NO_PROGRESS,
+        progress: Progress | None = None,
     ) -> Iterator[IngestResult]:
         """Push ``files`` into a root dataset's push source, one commit each, in order."""
+        from coordinator.engine import EngineMounts
+        from coordinator.engine.raw_query import RawQueryEngines
+        from coordinator.ingest.progress import NO_PROGRESS
+        from coordinator.ingest.push import push_ingest
+
         dataset = self.dataset(name)
         mounts = EngineMounts.of([], [dataset.layout.staging_root])
         with self.engines(mounts) as engines:
@@ -362,11 +379,13 @@ class Application:
                     input_format=input_format,
                     event_time=event_time,
                     engines=RawQueryEngines(engines),
-                    progress=progress,
+                    progress=progress or NO_PROGRESS,
                 )
 
     def set_watermark(self, name: str, watermark: datetime) -> Multihash:
         """Move a root dataset's watermark forward by hand; the new head."""
+        from coordinator.ingest.watermark import set_watermark
+
         return set_watermark(self.dataset(name), watermark)
 
     def pull(
@@ -377,7 +396,7 @@ class Application:
         recursive: bool = False,
         system_time: datetime | None = None,
         fetch_uncacheable: bool = False,
-        progress: Progress = NO_PROGRESS,
+        progress: Progress | None = None,
         fail_fast: bool = False,
     ) -> Iterator[PullEvent]:
         """Bring datasets up to date, inputs first: root datasets run their polling source,
@@ -385,6 +404,14 @@ class Application:
 
         A dataset that fails is reported (``PullFailed``) and the pull goes on, skipping the
         datasets that depend on it; ``fail_fast`` raises the first error instead."""
+        from coordinator.ingest.progress import NO_PROGRESS
+        from coordinator.transform.runner import (
+            Transformer,
+            engine_mounts,
+            utc_now,
+            workspace_resolver,
+        )
+
         resolve = workspace_resolver(self.ws)
         datasets = self.pull_order(names, all_datasets=all_datasets, recursive=recursive)
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
@@ -400,7 +427,12 @@ class Application:
                 yield PullStarted(dataset.alias)
                 try:
                     yield from self._pull_one(
-                        dataset, transformer, engines, fetch_uncacheable, progress, system_time
+                        dataset,
+                        transformer,
+                        engines,
+                        fetch_uncacheable,
+                        progress or NO_PROGRESS,
+                        system_time,
                     )
                 except OdfError as e:
                     if fail_fast:
@@ -417,6 +449,10 @@ class Application:
         progress: Progress,
         system_time: datetime | None,
     ) -> Iterator[PullEvent]:
+        from coordinator.engine.raw_query import RawQueryEngines
+        from coordinator.ingest.polling import pull_root
+        from coordinator.transform.plan import UpToDate
+
         kind = dataset.state().kind
         if kind is DatasetKind.ROOT:
             for result in pull_root(
@@ -440,6 +476,9 @@ class Application:
         self, names: Sequence[str] = (), *, all_datasets: bool = False, recursive: bool = False
     ) -> list[Dataset]:
         """The datasets ``pull`` brings up to date, in the order it does (inputs first)."""
+        from coordinator.transform.graph import dependency_order
+        from coordinator.transform.runner import workspace_resolver
+
         if all_datasets == bool(names):
             raise ValidationError("give dataset names or --all (not both)", path="NAME")
         selected = self.ws.list_datasets() if all_datasets else [self.dataset(n) for n in names]
@@ -456,6 +495,9 @@ class Application:
     ) -> QueryChange:
         """Change a derivative dataset's query: SQL text (the engine defaults to the current
         query's) or a whole ``Transform``; ``inputs`` (``[ALIAS=]NAME``) replace the inputs."""
+        from coordinator.evolution.query_change import change_query
+        from coordinator.transform.runner import engine_mounts, workspace_resolver
+
         dataset = self.dataset(name)
         current = dataset.state().transform
         transform = new_transform(
@@ -498,6 +540,13 @@ class Application:
         on_bytes: Callable[[int], None] | None = None,
     ) -> list[DatasetReport]:
         """One report per dataset (inputs first); engines start only when a replay needs one."""
+        from coordinator.verify.verifier import (
+            Verifier,
+            replay_mounts,
+            tolerant_resolver,
+            verification_order,
+        )
+
         selected = [self.dataset(n) for n in names]
         resolve = tolerant_resolver(self.ws)
         datasets = verification_order(selected, resolve, recursive=recursive)
@@ -524,6 +573,8 @@ class Application:
     ) -> QueryResult:
         """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back;
         ``as_of`` (dataset -> block or time) reads datasets as they were then."""
+        from coordinator.query import run_query
+
         return run_query(self.ws, query, self.engines, aliases=aliases, limit=limit, as_of=as_of)
 
 
@@ -539,6 +590,8 @@ def _consumed_block(dependent: Dataset, input_id: DatasetID) -> Multihash | None
 
 
 def _input_ids(dataset: Dataset) -> list[DatasetID]:
+    from coordinator.transform.graph import input_ids
+
     try:
         return input_ids(dataset)
     except (OdfError, OSError):

@@ -9,7 +9,6 @@ from pathlib import Path
 from common.odf.errors import ValidationError
 from common.odf.events import SetTransform
 from common.odf.snapshot import DatasetSnapshot
-from common.serde.yaml_codec import load_snapshots
 from coordinator.transform.graph import inputs_first
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml")
@@ -51,6 +50,8 @@ def _file_snapshots(path: Path) -> list[DatasetSnapshot]:
     except UnicodeDecodeError as e:
         reason = f"not UTF-8 text ({e.reason} at byte {e.start})"
         raise ValidationError(reason, path=str(path)) from None
+    from common.serde.yaml_codec import load_snapshots  # only ``add`` reads snapshots
+
     snapshots = load_snapshots(text, source=str(path))
     if not snapshots:
         raise ValidationError("no DatasetSnapshot in the file (it is empty)", path=str(path))

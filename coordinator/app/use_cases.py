@@ -9,26 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-from common.odf.block import MetadataBlock
-from common.odf.fragments import TransformSql
-from common.odf.multihash import Multihash
-from coordinator.app.application import (
-    AddedDataset,
-    DatasetSummary,
-    IngestFile,
-    PullEvent,
-    ReplayProgress,
-)
-from coordinator.app.snapshots import SnapshotSource
-from coordinator.evolution.query_change import QueryChange
-from coordinator.ingest.context import IngestResult
-from coordinator.ingest.progress import Progress
-from coordinator.query import QueryResult
-from coordinator.verify.report import DatasetReport
+    from common.odf.block import MetadataBlock
+    from common.odf.fragments import TransformSql
+    from common.odf.multihash import Multihash
+    from coordinator.app.application import (
+        AddedDataset,
+        DatasetSummary,
+        IngestFile,
+        PullEvent,
+        ReplayProgress,
+    )
+    from coordinator.app.snapshots import SnapshotSource
+    from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.context import IngestResult
+    from coordinator.ingest.progress import Progress
+    from coordinator.query import QueryResult
+    from coordinator.verify.report import DatasetReport
 
 
 class UseCases(Protocol):

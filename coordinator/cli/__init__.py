@@ -8,48 +8,59 @@ code. Errors of this project (``OdfError``) become one line on stderr and exit c
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-
-from common.logs import configure_logging
-from common.odf.errors import OdfError
-from coordinator.cli import (
-    block,
-    completion,
-    config,
-    daemon,
-    data,
-    export,
-    ingest,
-    inspect,
-    pull,
-    sql,
-    transform,
-    verify,
-    workspace,
-)
+from types import ModuleType
 
 Handler = Callable[[argparse.Namespace], int]
-COMMAND_MODULES = [
-    block,
-    data,
-    workspace,
-    inspect,
-    ingest,
-    pull,
-    transform,
-    verify,
-    sql,
-    export,
-    config,
-    completion,
-    daemon,
-]
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "block": ("block",),
+    "data": ("data",),
+    "workspace": ("init", "add", "list", "ls", "delete", "rm", "reset", "compact", "rename", "mv"),
+    "inspect": ("log", "tail", "inspect"),
+    "ingest": ("ingest", "set-watermark"),
+    "pull": ("pull",),
+    "transform": ("set-transform",),
+    "verify": ("verify",),
+    "sql": ("sql",),
+    "export": ("export",),
+    "config": ("config",),
+    "completion": ("completion",),
+    "daemon": ("serve", "daemon"),
+}
+"""Each command module (``coordinator.cli.<module>``, in help order) and the commands (with
+aliases) its ``register`` adds. Only the module of the command being run is imported: a
+command imports only what it uses (``tests/unit/cli`` checks this table against the modules)."""
+
+_GLOBAL_FLAGS = frozenset({"-v", "-vv", "-vvv", "--verbose", "--debug", "-q", "--quiet"})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_modules(argv: Sequence[str] | None = None) -> list[ModuleType]:
+    """The command modules to register for ``argv``: the one its command belongs to, or all
+    (no command yet, help, an unknown command, shell completion)."""
+    names = list(COMMANDS)
+    if argv is not None and "_ARGCOMPLETE" not in os.environ:
+        command = _command_of(argv)
+        if command == "--version":
+            return []  # prints and exits while parsing, before a command is required
+        owner = [m for m, commands in COMMANDS.items() if command in commands]
+        names = owner or names
+    return [importlib.import_module(f"coordinator.cli.{name}") for name in names]
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if arg not in _GLOBAL_FLAGS:
+            return arg  # the command, or an option only the full parser can report
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``odf`` parser; with ``argv``, only its command's module is registered."""
     parser = argparse.ArgumentParser(prog="odf", description="Open Data Fabric coordinator")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logs (-vv: debug)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
@@ -63,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the package, the ODF spec and the embedded engine versions",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMAND_MODULES:
+    for module in command_modules(argv):
         module.register(subparsers)
     return parser
 
@@ -88,12 +99,16 @@ class _Version(argparse.Action):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (odf completion SHELL)
         import argcomplete
 
         argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
+    from common.logs import configure_logging
+    from common.odf.errors import OdfError
+
     configure_logging(args.verbose)
     handler: Handler = args.handler
     try:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.odf.events import ExecuteTransform, SetTransform
 from common.odf.fragments import ExecuteTransformInput
-from common.serde.yaml_codec import dump_block_manifest, to_plain
 from coordinator.app import Application
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import (
@@ -19,7 +18,9 @@ from coordinator.cli.output import (
     table_rows,
 )
 from coordinator.dataset.describe import describe_event
-from coordinator.transform.lineage import Lineage
+
+if TYPE_CHECKING:
+    from coordinator.transform.lineage import Lineage
 
 LOG_COLUMNS = ("seq", "hash", "system_time", "event", "details")
 SCHEMA_COLUMNS = ("name", "type", "nullable")
@@ -102,6 +103,8 @@ def _non_negative(text: str) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     blocks = use_cases(args).log(args.name, args.limit)
     fmt = OutputFormat(args.output_format)
+    from common.serde.yaml_codec import dump_block_manifest, to_plain  # not for tables
+
     if fmt is OutputFormat.YAML:
         for h, block in blocks:
             sys.stdout.write(f"--- # {h}\n{dump_block_manifest(block)}")

@@ -13,14 +13,15 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import pyarrow as pa
-import yaml
 from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class OutputFormat(Enum):
@@ -79,6 +80,8 @@ def table_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 def _binary_type(dtype: pa.DataType) -> pa.DataType:
     """``dtype`` with every string type replaced by binary (to read invalid UTF-8 as bytes)."""
+    import pyarrow as pa
+
     if pa.types.is_string(dtype) or pa.types.is_string_view(dtype):
         return pa.binary()
     if pa.types.is_large_string(dtype):
@@ -140,6 +143,8 @@ def render_document(doc: Any, fmt: OutputFormat | str, *, out: TextIO | None = N
 
 
 def _yaml(value: Any) -> str:
+    import yaml
+
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
 
 

@@ -12,7 +12,7 @@ from common.odf.errors import ValidationError
 from coordinator.app import Application, DatasetSummary, read_snapshots, snapshot_files
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
-from coordinator.ingest.compaction import DEFAULT_MAX_RECORDS
+from coordinator.ingest import DEFAULT_MAX_RECORDS
 
 LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-import structlog
 
+from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from coordinator.engine.errors import EngineInvalidQueryError, EngineUnavailableError
 from coordinator.ingest.progress import Progress, ProgressTask
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 M = TypeVar("M")
 Emit = Callable[[Any], None]

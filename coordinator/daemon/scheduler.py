@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application, RootPulled, TransactionCommitted
 from coordinator.config import Schedule
@@ -35,7 +34,7 @@ from coordinator.daemon.metrics import Metrics
 from coordinator.dataset import Dataset
 from coordinator.transform.lineage import Lineage, closure
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 QUEUE_FILE = "queue.json"
 DEFAULT_TICK_S = 1.0

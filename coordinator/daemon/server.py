@@ -27,11 +27,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import grpc
-import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from common.grpc_auth import TokenInterceptor
+from common.logs import get_logger
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.config import DaemonConfig, parse_host_port
@@ -43,7 +43,7 @@ from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 GRACE_S = 10.0
 _WORKERS = 16

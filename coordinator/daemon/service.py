@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import structlog
 
+from common.logs import get_logger
 from common.odf.errors import ValidationError
 from common.odf.fragments import TransformSql
 from common.serde.yaml_codec import load_object, load_snapshot
@@ -39,7 +39,7 @@ from coordinator.daemon.metrics import Metrics
 from coordinator.ingest.readers import FORMATS, MEDIA_TYPES
 from coordinator.tempdirs import owned_temp_dir
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 OnCommit = Callable[[str], None]
 """Told the name of a dataset whose head has moved."""

@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.block import MetadataBlock
 from common.odf.errors import DecodeError
 from common.odf.events import AddData, ExecuteTransform, MetadataEvent
@@ -48,7 +47,7 @@ from coordinator.dataset.rules import validate_append
 from coordinator.dataset.state import DatasetState, advance
 from coordinator.tempdirs import pid_alive, require_real_dir
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 LOCK_TIMEOUT_SECONDS = 120.0
 
@@ -124,6 +123,11 @@ def recover(layout: DatasetLayout, chain: MetadataChain) -> None:
     If a journal exists and the head is not the journal's new head, the commit never reached
     its commit point: the objects it created are deleted. Pending files in the object
     directories can only belong to dead writers (every writer holds the lock) and are deleted.
+
+    O(1) in the chain's length when the last commit finished: every writer (commit or reset)
+    writes its journal before it creates any file in an object directory and removes the
+    journal only after the last of them is renamed into place, so pending leftovers there
+    imply a journal, and the object directories (one file per block) are scanned only then.
     """
     journal = _read_journal(layout)
     if journal is not None:
@@ -134,12 +138,18 @@ def recover(layout: DatasetLayout, chain: MetadataChain) -> None:
         elif removed:
             log.info("completing an interrupted reset", dataset=str(layout.root))
             durable.remove_durably(removed)
+        _remove_pending_objects(layout)
         durable.remove_durably([layout.journal_path])
+    _remove_dead_pending(layout.private_dir)
+
+
+def _remove_pending_objects(layout: DatasetLayout) -> None:
+    """Delete the pending files an interrupted writer left in the object directories."""
     for directory in layout.object_dirs():
         if directory.is_dir():
-            leftovers = [p for p in directory.iterdir() if p.name.startswith(PENDING_PREFIX)]
+            with os.scandir(directory) as entries:
+                leftovers = [Path(e.path) for e in entries if e.name.startswith(PENDING_PREFIX)]
             durable.remove_durably(leftovers)
-    _remove_dead_pending(layout.private_dir)
 
 
 def _remove_dead_pending(directory: Path) -> None:
@@ -201,7 +211,7 @@ def write_reset(layout: DatasetLayout, target: Multihash, removed: list[Path]) -
     durable.write_atomic(layout.head_ref_path, target.to_multibase().encode("ascii"))
     reached("head_replaced")
     durable.remove_durably(removed)
-    durable.remove_durably([layout.journal_path])
+    _drop_journal(layout)
 
 
 # --- staged files ----------------------------------------------------------------------------
@@ -313,7 +323,17 @@ def write_transaction(
     reached("stored")
     durable.write_atomic(layout.head_ref_path, new_head.to_multibase().encode("ascii"))
     reached("head_replaced")
-    durable.remove_durably([layout.journal_path])
+    _drop_journal(layout)
+
+
+def _drop_journal(layout: DatasetLayout) -> None:
+    """Remove the journal of a finished commit or reset, without an fsync of its directory.
+
+    Its removal needs no durability: a journal that reappears after a power loss names the
+    head the chain is at, so ``recover`` only deletes it again (and, for a reset, its already
+    deleted ``removed`` files).
+    """
+    layout.journal_path.unlink(missing_ok=True)
 
 
 def check_expected_head(name: str, chain: MetadataChain, expected_head: Multihash | None) -> None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError
 from common.odf.multihash import Multihash
@@ -22,7 +21,7 @@ from coordinator.dataset.chain import MetadataChain
 from coordinator.dataset.state import DatasetState, advance, fold
 from coordinator.tempdirs import require_real_dir
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _FORMAT = 1
 

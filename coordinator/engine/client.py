@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
-import structlog
 
 from common.engine_rpc import rpcs
 from common.engine_rpc.rpcs import EngineRpc
+from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
 from coordinator.engine.errors import (
@@ -30,7 +30,7 @@ from coordinator.engine.errors import (
     EngineUnavailableError,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 Req = TypeVar("Req")
 Ok = TypeVar("Ok")

@@ -26,8 +26,8 @@ from typing import Any
 import docker
 import docker.errors
 import requests.exceptions
-import structlog
 
+from common.logs import get_logger
 from common.odf.errors import OdfError
 from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
@@ -36,7 +36,7 @@ from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts, jvm_environment
 from coordinator.tempdirs import owned_temp_dir, pid_alive
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SOCKET_DIR_IN_CONTAINER = "/run/odf-engine"
 SOCKET_NAME = "engine.sock"

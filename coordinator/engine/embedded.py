@@ -24,8 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
@@ -33,7 +32,7 @@ from coordinator.engine.provider import EngineMounts, jvm_environment
 from coordinator.engine.version import embedded_engine_version, engine_package_dir
 from coordinator.tempdirs import owned_temp_dir
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SOCKET_NAME = "engine.sock"
 LOG_NAME = "engine.log"

@@ -27,12 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-import structlog
-
+from common.logs import get_logger
 from coordinator.engine.client import EngineClient
 from coordinator.engine.provider import EngineMounts, EngineProvider, EngineSession
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(slots=True)

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import structlog
-
+from common.logs import get_logger
 from coordinator.engine.client import EngineClient
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError"
 """Given to the engine's JVM: a JVM out of heap exits (the call fails) instead of hanging with

@@ -14,13 +14,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from coordinator.engine.client import EngineClient, EngineCredentials
 from coordinator.engine.errors import EngineUnavailableError
 from coordinator.engine.provider import EngineMounts
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def grpc_target(address: str) -> str:

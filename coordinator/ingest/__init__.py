@@ -5,3 +5,6 @@ preprocess → merge → write. Each phase is its own module; ``push`` and ``pol
 commit through the dataset storage API. ``docs/ingest.md`` describes the semantics and where
 this implementation departs from the reference.
 """
+
+DEFAULT_MAX_RECORDS = 1_000_000
+"""Records per data file that compaction (``odf compact``) merges slices into, at most."""

@@ -34,10 +34,10 @@ from common.odf.fragments import DatasetKind, DataSlice, OffsetInterval
 from common.odf.multihash import Multihash
 from coordinator.dataset import CommitItem, Dataset
 from coordinator.dataset.commit import commit_lock
+from coordinator.ingest import DEFAULT_MAX_RECORDS
 from coordinator.ingest.slice_file import ROW_GROUP_ROWS
 from coordinator.tempdirs import remove_tree
 
-DEFAULT_MAX_RECORDS = 1_000_000
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import DatasetKind
 from common.odf.multihash import Multihash
@@ -17,7 +16,7 @@ from coordinator.ingest.errors import SourceNotFoundError
 from coordinator.ingest.history import History
 from coordinator.ingest.writer import ChainContext, StagedWrite
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CONFLICT_ATTEMPTS = 3
 """How often an ingest is prepared again when another writer committed first."""
@@ -84,7 +83,8 @@ def commit_staged(
     if staged.set_data_schema is not None:
         items.append(CommitItem(staged.set_data_schema))
     if staged.add_data is not None:
-        items.append(CommitItem(staged.add_data, staged.data_file))
+        # The slice writer hashed the file it wrote (``SliceFile.close``): no second pass.
+        items.append(CommitItem(staged.add_data, staged.data_file, hashed=True))
     hashes = dataset.commit_events(items, expected_head=state.head, system_time=system_time)
     return hashes[-1]
 

@@ -18,8 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypedDict, Unpack
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.events import SetPollingSource
 from common.odf.fragments import FetchStepMqtt
 from coordinator.dataset import Dataset, DatasetState
@@ -40,7 +39,7 @@ from coordinator.ingest.readers.stream import DataStream
 from coordinator.ingest.source_state import decode_source_state, encode_source_state
 from coordinator.ingest.writer import ChainContext, WriteOptions, stage_write
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MAX_ITERATIONS = 100_000
 """A guard against a source that always says it has more."""

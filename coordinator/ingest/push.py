@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.events import AddPushSource
 from coordinator.dataset import Dataset, DatasetState
 from coordinator.dataset.state import next_system_time
@@ -29,7 +28,7 @@ from coordinator.ingest.readers import read_data, read_step_for_format
 from coordinator.ingest.readers.stream import DataStream
 from coordinator.ingest.writer import WriteOptions, stage_write
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def choose_push_source(state: DatasetState, name: str, source_name: str | None) -> AddPushSource:

@@ -4,11 +4,14 @@ Each merged, sorted batch gets its offsets (contiguous from the slice's start of
 ``system_time`` column, its columns are put in the output order, and it is buffered until a
 row group is full (1,048,576 rows as the reference, or 128 MiB of Arrow data), so that memory
 stays bounded and small inputs make one row group. Settings follow the reference writer:
-snappy, dictionary encoding, data page version 1.0.
+snappy, dictionary encoding, data page version 1.0. The file's bytes are hashed as they are
+written (``HashingFile``), so its physical hash needs no second read of it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.hashing import LogicalHasher, physical_hash_file
+from common.hashing import LogicalHasher
 from common.odf.fragments import DatasetVocabulary
-from common.odf.multihash import Multihash
+from common.odf.multihash import SHA3_256, Multihash
 from coordinator.ingest.system_columns import OFFSET_TYPE, TIME_TYPE
 
 ROW_GROUP_ROWS = 1 << 20
@@ -28,6 +31,39 @@ ROW_GROUP_BYTES = 128 << 20
 READ_BACK_ROWS = 65536
 _OFFSET = -1
 _SYSTEM_TIME = -2
+
+
+class HashingFile(io.RawIOBase):
+    """A new file, written sequentially, whose SHA3-256 is computed from the bytes as they go
+    by (``hashlib`` releases the GIL on large writes)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._file = open(path, "wb")  # noqa: SIM115  (closed by ``close``)
+        self._sha3 = hashlib.sha3_256()
+        self._size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(data)
+        self._sha3.update(view)
+        self._file.write(view)
+        self._size += view.nbytes
+        return view.nbytes
+
+    def tell(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+    def physical_hash(self) -> Multihash:
+        """The multihash of everything written so far."""
+        return Multihash(SHA3_256, self._sha3.digest())
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +107,7 @@ class SliceFile:
         ]
         """Where each output column comes from: a merged column, or one of the two made here."""
         self._writer: pq.ParquetWriter | None = None
+        self._sink: HashingFile | None = None
         self._buffer: list[pa.RecordBatch] = []
         self._buffered_rows = 0
         self._buffered_bytes = 0
@@ -110,8 +147,9 @@ class SliceFile:
         if not self._buffer:
             return
         if self._writer is None:
+            self._sink = HashingFile(self.path)
             self._writer = pq.ParquetWriter(
-                self.path,
+                self._sink,
                 self.output,
                 compression="snappy",
                 use_dictionary=True,
@@ -124,15 +162,13 @@ class SliceFile:
 
     def close(self) -> SliceStats | None:
         self._flush()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if self._rows == 0:
+        sink = self._close_writer()
+        if self._rows == 0 or sink is None:
             self.path.unlink(missing_ok=True)
             return None
         return SliceStats(
             logical_hash=self._hasher.multihash(),
-            physical_hash=physical_hash_file(self.path),
+            physical_hash=sink.physical_hash(),
             size=self.path.stat().st_size,
             num_records=self._rows,
             offset_start=self.start_offset,
@@ -143,9 +179,7 @@ class SliceFile:
     def take_back(self) -> Iterator[pa.RecordBatch]:
         """What was written so far, as merged batches; the file starts over empty."""
         self._flush()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        self._close_writer()
         run = self.path.with_name(self.path.name + ".run")
         had_rows = self._rows > 0
         if had_rows:
@@ -154,6 +188,17 @@ class SliceFile:
         self._max_event_time = None
         self._hasher = LogicalHasher(self.output)
         return self._read_run(run) if had_rows else iter(())
+
+    def _close_writer(self) -> HashingFile | None:
+        """Finish the Parquet file (footer written, file closed); its hashing sink, if any."""
+        sink = self._sink
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if sink is not None:
+            sink.close()
+            self._sink = None
+        return sink
 
     def _read_run(self, run: Path) -> Iterator[pa.RecordBatch]:
         file = pq.ParquetFile(run)

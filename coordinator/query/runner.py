@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
-import structlog
 
+from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.errors import ValidationError
 from common.odf.fragments import SqlQueryStep, TransformSql
@@ -30,7 +30,7 @@ from coordinator.query.references import mentioned_names, name_chains, statement
 from coordinator.tempdirs import owned_temp_dir
 from coordinator.workspace import Workspace
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 ENGINE = "spark"
 RESULT_FILE = "result.arrow"

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import structlog
-
+from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.errors import ValidationError
 from common.odf.events import MetadataEvent, SetTransform, SetVocab
@@ -31,7 +30,7 @@ from coordinator.engine.names import check_engine_name
 from coordinator.engine.provider import EngineSession
 from coordinator.workspace import Workspace
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class TransformCreation:

@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.identity import DatasetID
 from coordinator.config import TransformConfig
 from coordinator.dataset import Dataset
@@ -24,7 +23,7 @@ from coordinator.transform.plan import UpToDate, plan_next
 from coordinator.transform.transaction import COMMIT, TransactionResult, run_transaction
 from coordinator.workspace import Workspace
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 Clock = Callable[[], datetime]
 

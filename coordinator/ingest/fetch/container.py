@@ -23,8 +23,8 @@ from pathlib import Path
 
 import docker
 import docker.errors
-import structlog
 
+from common.logs import get_logger
 from common.odf.fragments import FetchStepContainer
 from coordinator.ingest.errors import FetchError, ParameterError, ProcessError
 from coordinator.ingest.fetch.result import Fetched, FetchResult, UpToDate
@@ -37,7 +37,7 @@ from coordinator.ingest.source_state import (
     parse_rfc3339,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 OUT_DIR = "/opt/odf/out"
 DEFAULT_BATCH_SIZE = 10000

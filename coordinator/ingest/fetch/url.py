@@ -19,8 +19,8 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 import requests
-import structlog
 
+from common.logs import get_logger
 from common.odf.fragments import FetchStepUrl
 from coordinator.ingest.errors import FetchError, SourceNotFoundError, UnreachableError
 from coordinator.ingest.event_time import fallback_event_time
@@ -30,7 +30,7 @@ from coordinator.ingest.fetch.templating import render
 from coordinator.ingest.progress import NO_PROGRESS, Progress
 from coordinator.ingest.source_state import ETag, LastModified, PollingSourceState
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CONNECT_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 300.0

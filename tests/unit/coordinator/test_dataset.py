@@ -177,6 +177,44 @@ def test_interrupted_commit_leftovers_are_rolled_back(tmp_path: Path) -> None:
     assert len(files_of(ds)) == len(before) + 1
 
 
+def test_commit_after_a_finished_one_lists_no_object_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """O(1) in the chain's length: with no journal there can be no pending leftovers in the
+    object directories (one file per block), so the commit path does not list them."""
+    ds = new_dataset(tmp_path)
+    listed: list[str] = []
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    def scandir(path: str | os.PathLike[str]) -> object:
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    def listdir(path: str | os.PathLike[str]) -> list[str]:
+        listed.append(os.fspath(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "listdir", listdir)
+    Dataset(ds.layout.root).commit(SetInfo(description="next"), expected_head=ds.head())
+    object_dirs = {str(d) for d in ds.layout.object_dirs()}
+    assert not object_dirs & set(listed)
+
+
+def test_interrupted_commit_pending_objects_are_removed(tmp_path: Path) -> None:
+    ds = new_dataset(tmp_path)
+    head = ds.head()
+    assert head is not None
+    # Killed while writing its block: the journal names the block, a pending file is left.
+    pending = ds.layout.blocks_dir / ".pending-999999-abc"
+    pending.write_bytes(b"half a block")
+    block = Multihash.sha3_256(b"never written")
+    journal = {"new_head": block.to_multibase(), "created": [f"blocks/{block.to_multibase()}"]}
+    ds.layout.journal_path.write_text(json.dumps(journal))
+    ds.commit(SetInfo(description="next"), expected_head=head)
+    assert not pending.exists() and not ds.layout.journal_path.exists()
+
+
 def test_completed_commit_journal_keeps_objects(tmp_path: Path) -> None:
     ds = new_dataset(tmp_path)
     head = ds.head()

@@ -1,0 +1,75 @@
+"""A command imports only what it uses: the command table, and what the quick commands load."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coordinator.cli import COMMANDS, build_parser, command_modules
+from tests.support.cli import REPO, ok
+
+HEAVY = ("pyarrow", "grpc", "docker", "pyspark", "structlog", "numpy", "Crypto")
+
+
+def test_the_command_table_names_what_each_module_registers() -> None:
+    for module_name, commands in COMMANDS.items():
+        module = importlib.import_module(f"coordinator.cli.{module_name}")
+        parser = argparse.ArgumentParser()
+        subparsers = parser.add_subparsers()
+        module.register(subparsers)
+        assert tuple(subparsers.choices) == commands, module_name
+
+
+@pytest.mark.parametrize(
+    ("argv", "modules"),
+    [
+        (["list"], ["workspace"]),
+        (["-v", "--debug", "log", "x"], ["inspect"]),
+        (["ls"], ["workspace"]),
+        (["--version"], []),
+        ([], list(COMMANDS)),
+        (["--help"], list(COMMANDS)),
+        (["no-such-command"], list(COMMANDS)),
+    ],
+)
+def test_only_the_commands_module_is_registered(argv: list[str], modules: list[str]) -> None:
+    assert [m.__name__.rsplit(".", 1)[1] for m in command_modules(argv)] == modules
+
+
+def test_full_help_lists_every_command() -> None:
+    usage = build_parser(["--help"]).format_help()
+    for commands in COMMANDS.values():
+        assert all(c in usage for c in commands)
+
+
+def _imported_by(cwd: Path, *args: str) -> set[str]:
+    """The top-level packages ``odf ARGS`` has imported when it exits."""
+    code = (
+        "import atexit, json, sys\n"
+        "atexit.register(lambda: print(json.dumps(sorted({m.split('.')[0] for m in"
+        " sys.modules})), file=sys.stderr))\n"
+        "from coordinator.cli import main\n"
+        f"sys.exit(main({list(args)!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "ODF_NO_DAEMON": "1"},
+    )
+    return set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
+def test_quick_commands_load_no_heavy_library(tmp_path: Path) -> None:
+    ok(tmp_path, "init")
+    for args in (("--version",), ("list",), ("list", "-o", "json")):
+        loaded = _imported_by(tmp_path, *args)
+        assert not loaded & set(HEAVY), (args, sorted(loaded & set(HEAVY)))

@@ -1,0 +1,63 @@
+"""Logging set-up: quiet by default, structlog imported only when something is logged."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.support.cli import REPO
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO)},
+    )
+
+
+def test_calls_below_the_level_import_nothing() -> None:
+    done = _run(
+        "import sys\n"
+        "from common.logs import configure_logging, get_logger\n"
+        "configure_logging(0)\n"
+        "log = get_logger('x')\n"
+        "log.debug('hidden', a=1); log.info('hidden too')\n"
+        "print('structlog' in sys.modules)\n"
+    )
+    assert done.stdout.strip() == "False"
+    assert done.stderr == ""
+
+
+def test_a_warning_is_logged_to_stderr_with_the_configuration() -> None:
+    done = _run(
+        "from common.logs import configure_logging, get_logger\n"
+        "configure_logging(0, json=True)\n"
+        "get_logger('x').warning('shown', key='value')\n"
+    )
+    assert done.stdout == ""
+    assert '"event": "shown"' in done.stderr and '"key": "value"' in done.stderr
+
+
+def test_structlog_imported_by_another_module_gets_the_configuration() -> None:
+    done = _run(
+        "from common.logs import configure_logging\n"
+        "configure_logging(0)\n"
+        "import structlog\n"
+        "structlog.get_logger('lib').info('hidden')\n"
+        "structlog.get_logger('lib').error('shown')\n"
+    )
+    assert done.stdout == ""
+    assert "shown" in done.stderr and "hidden" not in done.stderr
+
+
+def test_verbose_shows_debug() -> None:
+    done = _run(
+        "from common.logs import configure_logging, get_logger\n"
+        "configure_logging(2)\n"
+        "get_logger('x').debug('details')\n"
+    )
+    assert "details" in done.stderr
