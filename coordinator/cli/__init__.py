@@ -21,6 +21,7 @@ from coordinator.cli import (
     config,
     daemon,
     data,
+    engine_test,
     export,
     ingest,
     inspect,
@@ -46,6 +47,7 @@ COMMAND_MODULES = [
     config,
     completion,
     daemon,
+    engine_test,
 ]
 
 

@@ -97,8 +97,12 @@ def _check_slice(answer: Answer, next_offset: int, system_time: datetime) -> lis
         out.append(Failure("data-slice", "an empty data file (no data must mean no file)"))
     names = tuple(table.column_names[:4])
     if names != SYSTEM_COLUMNS:
-        out.append(Failure("system-columns", f"first columns {list(names)}, expected offset, "
-                           "op, system_time, event_time"))
+        out.append(
+            Failure(
+                "system-columns",
+                f"first columns {list(names)}, expected offset, op, system_time, event_time",
+            )
+        )
         return out
     schema = table.schema
     for name, ok in (
@@ -108,9 +112,7 @@ def _check_slice(answer: Answer, next_offset: int, system_time: datetime) -> lis
         ("event_time", _is_time(schema.field("event_time").type)),
     ):
         if not ok:
-            out.append(
-                Failure("system-columns", f"{name} has type {schema.field(name).type}")
-            )
+            out.append(Failure("system-columns", f"{name} has type {schema.field(name).type}"))
     start, end = interval
     offsets = table.column("offset").to_pylist()
     want = list(range(next_offset, next_offset + table.num_rows))
@@ -162,8 +164,11 @@ def check_records(
     if not expect.records:
         if table is not None and table.num_rows:
             out.append(
-                Failure("records", f"expected no records, got {table.num_rows}:\n"
-                        + _rows_text(_actual_rows(table, None, day)[:MAX_DIFF_ROWS]))
+                Failure(
+                    "records",
+                    f"expected no records, got {table.num_rows}:\n"
+                    + _rows_text(_actual_rows(table, None, day)[:MAX_DIFF_ROWS]),
+                )
             )
         return out
     if table is None:
@@ -171,8 +176,8 @@ def check_records(
     keys = _compared_columns(expect, system)
     data_cols = [c for c in table.column_names if c not in ("offset", "op", "system_time")]
     if system and set(data_cols) != {k for k in keys if k not in ("offset", "op")}:
-        want = [k for k in keys if k not in ("offset", "op")]
-        out.append(Failure("columns", f"output columns {data_cols}, the case expects {want}"))
+        wanted = [k for k in keys if k not in ("offset", "op")]
+        out.append(Failure("columns", f"output columns {data_cols}, the case expects {wanted}"))
         return out
     missing = [k for k in keys if k not in table.column_names]
     if missing:
@@ -221,7 +226,10 @@ def _expected_row(
 def _actual_rows(table: pa.Table, keys: list[str] | None, day: str) -> list[tuple[Any, ...]]:
     names = keys or [c for c in table.column_names if c != "system_time"]
     columns = [table.column(k).to_pylist() for k in names]
-    rows = [tuple(_hashable(canonical(v, None, day)) for v in vals) for vals in zip(*columns, strict=True)]
+    rows = [
+        tuple(_hashable(canonical(v, None, day)) for v in vals)
+        for vals in zip(*columns, strict=True)
+    ]
     if keys is None:
         return [tuple(zip(names, r, strict=True)) for r in rows]
     return [tuple(zip(keys, r, strict=True)) for r in rows]
@@ -279,7 +287,7 @@ def _row(row: tuple[Any, ...] | None) -> str:
 
 
 def _is_time(t: pa.DataType) -> bool:
-    return pa.types.is_timestamp(t) or pa.types.is_date(t)
+    return bool(pa.types.is_timestamp(t) or pa.types.is_date(t))
 
 
 def _time(t: datetime | None) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,6 @@ from coordinator.conformance.case import (
     Case,
     Dialects,
     ErrorClass,
-    Expect,
     InputSpec,
     Kind,
     Row,
@@ -188,8 +188,7 @@ class _CaseRun:
             engine=self.dialect,
             queries=tuple(SqlQueryStep(alias=q.alias, query=q.query) for q in spec.queries),
             temporal_tables=tuple(
-                TemporalTable(name=t.name, primary_key=t.primary_key)
-                for t in spec.temporal_tables
+                TemporalTable(name=t.name, primary_key=t.primary_key) for t in spec.temporal_tables
             )
             or None,
         )
@@ -250,7 +249,7 @@ class _CaseRun:
             else:
                 request = ep.TransformRequest(transform=self.transform(current), **common)
                 call = self.engine.client.execute_transform
-            answer, fatal = _answer(lambda r=request, c=call: c(r), data_host, checkpoint_host)
+            answer, fatal = _answer(partial(call, request), data_host, checkpoint_host)
             failures = fatal or check_error_class(tx.expect, answer)
             if not failures and answer.error is None:
                 failures = check_transform(
@@ -343,7 +342,9 @@ class _CaseRun:
             )
             host = self.in_dir / "raw.parquet"
             columns = {
-                f.name: [to_arrow_value(r.get(f.name), f.type, case.date) for r in case.raw_input.rows]
+                f.name: [
+                    to_arrow_value(r.get(f.name), f.type, case.date) for r in case.raw_input.rows
+                ]
                 for f in schema
             }
             pq.write_table(pa.table(columns, schema=schema), host)

@@ -10,7 +10,7 @@ floats by value.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -140,6 +140,11 @@ def canonical(value: Any, t: pa.DataType | None, day: str) -> Any:
         try:
             return parse_date(value).isoformat()
         except CaseValueError:
+            return value
+    if t is not None and pa.types.is_decimal(t) and isinstance(value, str):
+        try:
+            return _number(float(Decimal(value)))
+        except ArithmeticError:
             return value
     if isinstance(value, Decimal):
         return _number(float(value))
