@@ -194,8 +194,17 @@ def check_records(
         else _multiset_diff(expected, actual)
     )
     if diff:
-        out.append(Failure("records", f"({expect.order.value}) {diff}"))
+        rule = "op" if system and _only_op_differs(expected, actual) else "records"
+        what = "operation types differ (RFC-015) " if rule == "op" else ""
+        out.append(Failure(rule, f"{what}({expect.order.value}) {diff}"))
     return out
+
+
+def _only_op_differs(expected: list[tuple[Any, ...]], actual: list[tuple[Any, ...]]) -> bool:
+    def without_op(rows: list[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:
+        return Counter(tuple(kv for kv in r if kv[0] != "op") for r in rows)
+
+    return without_op(expected) == without_op(actual)
 
 
 def _compared_columns(expect: Expect, system: bool) -> list[str]:

@@ -20,6 +20,7 @@ import yaml
 
 from common.odf.errors import OdfError
 from coordinator.conformance.case import Case, Kind
+from coordinator.conformance.values import CaseValueError, parse_op
 
 SCHEMA_RESOURCE = "case.schema.json"
 MAX_CASE_BYTES = 1 << 20
@@ -118,12 +119,25 @@ def _cross_check(doc: dict[str, Any], source: str) -> None:
                         fail(f"{where}.rows.{r}", f"unknown column(s) {sorted(unknown)}")
                     if "event_time" not in row:
                         fail(f"{where}.slices.{s}.{r}", "a record needs event_time")
+                    _check_row(row, f"{where}.slices.{s}.{r}", fail)
     if doc.get("kind") == Kind.RAW_QUERY and doc.get("raw_input") is not None:
         raw = doc["raw_input"]
         for r, row in enumerate(raw["rows"]):
             unknown = set(row) - set(raw["columns"])
             if unknown:
                 fail(f"raw_input.rows.{r}", f"unknown column(s) {sorted(unknown)}")
+
+
+def _check_row(row: dict[str, Any], where: str, fail: Any) -> None:
+    """Values the schema cannot see: times written unquoted (YAML reads ``00:05`` as a
+    number), operation types."""
+    if row["event_time"] is not None and not isinstance(row["event_time"], str):
+        fail(f"{where}.event_time", f"not a quoted time: {row['event_time']!r}")
+    if "op" in row:
+        try:
+            parse_op(row["op"])
+        except CaseValueError as e:
+            fail(f"{where}.op", str(e))
 
 
 def _unique_names(cases: Iterable[Case]) -> None:
