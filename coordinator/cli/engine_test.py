@@ -22,7 +22,7 @@ from coordinator.cli.progress import terminal_progress
 from coordinator.conformance.engines import AddressTarget, EmbeddedTarget, EngineTarget, ImageTarget
 from coordinator.conformance.loader import load_cases
 from coordinator.conformance.report import document, junit_xml, result_row, summary_line
-from coordinator.conformance.runner import CaseResult, RunOptions, Status, run_cases
+from coordinator.conformance.runner import CaseResult, Exchange, RunOptions, Status, run_cases
 from coordinator.tempdirs import owned_temp_dir
 
 COLUMNS = ("case", "status", "rules", "seconds", "detail")
@@ -63,6 +63,12 @@ def register(subparsers: Any) -> None:
         "--dialect", default="spark", help="the SQL dialect of the engine (default: spark)"
     )
     p.add_argument(
+        "--exchange",
+        choices=[e.value for e in Exchange],
+        default=Exchange.PARQUET.value,
+        help="data files as Parquet (default, as the spec and kamu-cli) or Arrow IPC files",
+    )
+    p.add_argument(
         "--workdir",
         metavar="DIR",
         type=Path,
@@ -92,7 +98,11 @@ def cmd_engine_test(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases, args.filter)
     if not cases:
         raise OdfError(f"no case matches --filter {args.filter!r}")
-    options = RunOptions(dialect=args.dialect, capabilities=parse_capabilities(args.capabilities))
+    options = RunOptions(
+        dialect=args.dialect,
+        capabilities=parse_capabilities(args.capabilities),
+        exchange=Exchange(args.exchange),
+    )
     target = engine_target(args)
     with terminal_progress(args) as progress:
         task = progress.task(f"conformance: {target.description}", total=len(cases), unit="cases")

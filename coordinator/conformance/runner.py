@@ -61,6 +61,12 @@ DEFAULT_SYSTEM_TIME = "2030-01-01T00:00:00Z"
 OUTPUT_ID = DatasetID.new_seeded(b"conformance-output")
 
 
+class Exchange(StrEnum):
+    PARQUET = "parquet"
+    ARROW = "arrow"
+    """Arrow IPC files (``.arrow``): inputs written as such, the output path ends in .arrow."""
+
+
 class Status(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
@@ -96,6 +102,8 @@ class RunOptions:
     dialect: str = "spark"
     capabilities: frozenset[str] | None = None
     """What the engine declares (None: everything)."""
+    exchange: Exchange = Exchange.PARQUET
+    """How data files are exchanged: Parquet (the spec's, default) or Arrow IPC files."""
 
 
 def skip_reason(case: Case, options: RunOptions) -> str | None:
@@ -130,7 +138,7 @@ def run_case(engine: EngineUnderTest, case: Case, options: RunOptions | None = N
     if reason is not None:
         return CaseResult(case, Status.SKIPPED, reason=reason)
     started = time.monotonic()
-    run = _CaseRun(engine, case, options.dialect)
+    run = _CaseRun(engine, case, options.dialect, options.exchange)
     try:
         failures, tx = run.run()
     finally:
@@ -164,7 +172,10 @@ class _InputState:
 
 
 class _CaseRun:
-    def __init__(self, engine: EngineUnderTest, case: Case, dialect: str) -> None:
+    def __init__(
+        self, engine: EngineUnderTest, case: Case, dialect: str, exchange: Exchange
+    ) -> None:
+        self.suffix = ".arrow" if exchange is Exchange.ARROW else ".parquet"
         self.engine = engine
         self.case = case
         self.dialect = dialect
@@ -225,7 +236,7 @@ class _CaseRun:
             if tx.corrupt_checkpoint:
                 prev_checkpoint = self.corrupt_checkpoint(tx_dir)
             query_inputs = tuple(self.input_entry(s, tx, system_time) for s in inputs)
-            data_host = tx_dir / "data"
+            data_host = tx_dir / ("data.arrow" if self.suffix == ".arrow" else "data")
             checkpoint_host = tx_dir / "checkpoint"
             common: dict[str, Any] = {
                 "dataset_id": OUTPUT_ID,
@@ -284,13 +295,13 @@ class _CaseRun:
         start = state.next_offset
         paths = []
         for rows in slices:
-            host = self.in_dir / state.spec.alias / f"slice-{len(state.files):04d}.parquet"
+            host = self.in_dir / state.spec.alias / f"slice-{len(state.files):04d}{self.suffix}"
             self.write_slice(state, rows, host, system_time)
             state.files.append(self.path(host))
             paths.append(self.path(host))
             state.schema_file = self.path(host)
         if state.schema_file is None:
-            host = self.in_dir / state.spec.alias / f"schema-{tx.index}.parquet"
+            host = self.in_dir / state.spec.alias / f"schema-{tx.index}{self.suffix}"
             self.write_slice(state, (), host, system_time)
             state.schema_file = self.path(host)
         watermarks: tuple[Watermark, ...] = ()
@@ -327,8 +338,15 @@ class _CaseRun:
         for f in list(schema)[3:]:
             columns[f.name] = [to_arrow_value(r.get(f.name), f.type, self.case.date) for r in rows]
         host.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table(columns, schema=schema), host)
+        self.write_file(pa.table(columns, schema=schema), host)
         state.next_offset += n
+
+    def write_file(self, table: pa.Table, host: Path) -> None:
+        if self.suffix == ".arrow":
+            with pa.OSFile(str(host), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+        else:
+            pq.write_table(table, host)
 
     # --- raw queries and validation -----------------------------------------------------------
 
@@ -340,14 +358,14 @@ class _CaseRun:
             schema = pa.schema(
                 [pa.field(n, arrow_type(t)) for n, t in case.raw_input.columns.items()]
             )
-            host = self.in_dir / "raw.parquet"
+            host = self.in_dir / f"raw{self.suffix}"
             columns = {
                 f.name: [
                     to_arrow_value(r.get(f.name), f.type, case.date) for r in case.raw_input.rows
                 ]
                 for f in schema
             }
-            pq.write_table(pa.table(columns, schema=schema), host)
+            self.write_file(pa.table(columns, schema=schema), host)
             paths = (self.path(host),)
         out = self.out_dir / "result"
         request = ep.RawQueryRequest(

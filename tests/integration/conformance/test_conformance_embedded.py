@@ -11,7 +11,7 @@ import pytest
 
 from coordinator.conformance.engines import AddressTarget, EmbeddedTarget, EngineUnderTest
 from coordinator.conformance.loader import load_cases
-from coordinator.conformance.runner import Status, run_case, run_cases
+from coordinator.conformance.runner import Exchange, RunOptions, Status, run_case, run_cases
 from coordinator.conformance.testing import assert_conforms, conformance_cases, engine_fixture
 from tests.support.breaking_engine import Breakage, BreakingProxy
 
@@ -100,4 +100,26 @@ def test_lost_state_also_loses_the_watermark_the_checkpoint_carries(
     proxied: EngineUnderTest,
 ) -> None:
     results = run_cases(proxied, load_cases(pattern="watermark-carried-in-the-checkpoint"))
-    assert [r.rules for r in results] == [("watermark",)]
+    [result] = results
+    assert result.transaction == 1
+    # the watermark of transaction 0 is gone, and with it any state to checkpoint
+    assert result.rules == ("watermark", "checkpoint"), result.summary()
+
+
+ARROW_SUBSET = (
+    "offsets-several-slices-in-one-transaction",
+    "data-types-round-trip",
+    "input-never-had-data-in-a-union",
+    "tumbling-window-closes-on-the-watermark",
+    "interval-join-inner",
+    "temporal-table-latest-version-per-key",
+    "input-gains-a-column",
+    "raw-query-projection",
+)
+
+
+@pytest.mark.parametrize("name", ARROW_SUBSET)
+def test_arrow_ipc_exchange(engine: EngineUnderTest, name: str) -> None:
+    """Our coordinator's exchange: Arrow IPC input files and an ``.arrow`` output path."""
+    [case] = [c for c in CASES if c.name == name]
+    assert_conforms(engine, case, RunOptions(exchange=Exchange.ARROW))
