@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pyarrow as pa
 import yaml
 
 from common.odf.errors import OdfError
 from coordinator.conformance.case import Case, Kind
-from coordinator.conformance.values import CaseValueError, parse_op
+from coordinator.conformance.values import CaseValueError, arrow_type, parse_op, to_arrow_value
 
 SCHEMA_RESOURCE = "case.schema.json"
 MAX_CASE_BYTES = 1 << 20
@@ -89,7 +90,9 @@ def case_from_document(doc: Any, source: str) -> Case:
         where = ".".join(map(str, e.absolute_path)) or "(top)"
         raise CaseFormatError(f"{source}: {where}: {_short(e.message)}")
     _cross_check(doc, source)
-    return Case.from_document(doc, source)
+    case = Case.from_document(doc, source)
+    _check_values(case)
+    return case
 
 
 def _short(message: str) -> str:
@@ -138,6 +141,33 @@ def _check_row(row: dict[str, Any], where: str, fail: Any) -> None:
             parse_op(row["op"])
         except CaseValueError as e:
             fail(f"{where}.op", str(e))
+
+
+def _check_values(case: Case) -> None:
+    """Every input value converts to its column's Arrow type; every watermark is a time."""
+
+    def column(values: list[Any], type_name: str, where: str) -> None:
+        t = arrow_type(type_name)
+        try:
+            pa.array([to_arrow_value(v, t, case.date) for v in values], t)
+        except (CaseValueError, pa.ArrowException, ValueError, TypeError, ArithmeticError) as e:
+            raise CaseFormatError(f"{case.source}: {where}: {' '.join(str(e).split())}") from None
+
+    schemas = {i.alias: {"event_time": i.event_time, **i.columns} for i in case.inputs}
+    for tx in case.transactions:
+        for alias, part in tx.inputs.items():
+            where = f"transactions.{tx.index}.inputs.{alias}"
+            if part.columns is not None:
+                schemas[alias] = {"event_time": schemas[alias]["event_time"], **part.columns}
+            if part.watermark is not None:
+                column([part.watermark], "timestamp-us", f"{where}.watermark")
+            for rows in part.slices:
+                for name, type_name in schemas[alias].items():
+                    column([r.get(name) for r in rows], type_name, f"{where}: column {name}")
+    if case.raw_input is not None:
+        for name, type_name in case.raw_input.columns.items():
+            rows = case.raw_input.rows
+            column([r.get(name) for r in rows], type_name, f"raw_input: column {name}")
 
 
 def _unique_names(cases: Iterable[Case]) -> None:

@@ -122,6 +122,14 @@ def test_a_minimal_case(tmp_path: Path) -> None:
             "not an operation type",
         ),
         (("transactions:", "surprise: 1\ntransactions:"), "Additional properties"),
+        (
+            ('"00:01", n: 1}\n        watermark', '"00:01", n: one}\n        watermark'),
+            "transactions.0.inputs.events: column n:",
+        ),
+        (
+            ("watermark: 2024-01-01T00:01:00Z", "watermark: yesterday"),
+            "transactions.0.inputs.events.watermark: not a time: 'yesterday'",
+        ),
     ],
 )
 def test_invalid_cases_are_refused_naming_file_and_field(
