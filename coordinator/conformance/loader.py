@@ -55,7 +55,7 @@ def case_schema() -> dict[str, Any]:
 
 def load_cases(directory: Path | None = None, pattern: str | None = None) -> list[Case]:
     """Every case under ``directory`` (default: the kit's corpus) whose name matches the glob
-    ``pattern`` (or contains it), sorted by name."""
+    ``pattern`` (or contains it), in the order of their paths."""
     root = directory or builtin_cases_dir()
     if not root.is_dir():
         raise CaseFormatError(f"{root}: not a directory of cases")

@@ -30,4 +30,4 @@ def test_a_local_engine_sees_the_host_paths(tmp_path: Path) -> None:
 
 def test_capabilities() -> None:
     assert parse_capabilities("all") is None
-    assert parse_capabilities("stateful, windows,,") == {"stateful", "windows"}
+    assert parse_capabilities("stateful, windows,,") == frozenset({"stateful", "windows"})
