@@ -14,19 +14,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import OdfError
 from coordinator.cli.output import render_document, render_rows
 from coordinator.cli.progress import terminal_progress
-from coordinator.conformance.engines import AddressTarget, EmbeddedTarget, EngineTarget, ImageTarget
-from coordinator.conformance.loader import load_cases
-from coordinator.conformance.report import document, junit_xml, result_row, summary_line
-from coordinator.conformance.runner import CaseResult, Exchange, RunOptions, Status, run_cases
 from coordinator.tempdirs import owned_temp_dir
+
+if TYPE_CHECKING:  # the kit (jsonschema, pyarrow) is imported when the command runs
+    from coordinator.conformance.engines import EngineTarget
+    from coordinator.conformance.runner import CaseResult, RunOptions
 
 COLUMNS = ("case", "status", "rules", "seconds", "detail")
 FORMATS = ("table", "json", "junit")
+EXCHANGES = ("parquet", "arrow")
 CAPABILITY_ALL = "all"
 
 
@@ -64,8 +65,8 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--exchange",
-        choices=[e.value for e in Exchange],
-        default=Exchange.PARQUET.value,
+        choices=EXCHANGES,
+        default=EXCHANGES[0],
         help="data files as Parquet (default, as the spec and kamu-cli) or Arrow IPC files",
     )
     p.add_argument(
@@ -87,6 +88,8 @@ def parse_capabilities(text: str) -> frozenset[str] | None:
 
 
 def engine_target(args: argparse.Namespace) -> EngineTarget:
+    from coordinator.conformance.engines import AddressTarget, EmbeddedTarget, ImageTarget
+
     if args.image:
         return ImageTarget(args.image)
     if args.address:
@@ -95,6 +98,10 @@ def engine_target(args: argparse.Namespace) -> EngineTarget:
 
 
 def cmd_engine_test(args: argparse.Namespace) -> int:
+    from coordinator.conformance.loader import load_cases
+    from coordinator.conformance.report import summary_line
+    from coordinator.conformance.runner import Exchange, RunOptions, Status
+
     cases = load_cases(args.cases, args.filter)
     if not cases:
         raise OdfError(f"no case matches --filter {args.filter!r}")
@@ -127,11 +134,15 @@ def cmd_engine_test(args: argparse.Namespace) -> int:
 def _run(
     target: EngineTarget, workdir: Path, cases: list[Any], options: RunOptions, done: Any
 ) -> list[CaseResult]:
+    from coordinator.conformance.runner import run_cases
+
     with target.start(workdir) as engine:
         return run_cases(engine, cases, options, done)
 
 
 def _render(results: list[CaseResult], engine: str, args: argparse.Namespace) -> None:
+    from coordinator.conformance.report import document, junit_xml, result_row
+
     out = open(args.report, "w", encoding="utf-8") if args.report else sys.stdout  # noqa: SIM115
     try:
         if args.output_format == "junit":
