@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "config": ("config",),
     "completion": ("completion",),
     "daemon": ("serve", "daemon"),
+    "engine_test": ("engine",),
 }
 """Each command module (``coordinator.cli.<module>``, in help order) and the commands (with
 aliases) its ``register`` adds. Only the module of the command being run is imported: a
