@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 
 from common.odf.multihash import Multihash
@@ -54,13 +55,19 @@ class HttpSource:
                 raise RejectedContentError(
                     f"{self.location}: {ref.key} (named by block {ref.block}) is missing"
                 )
+            buffer = bytearray(CHUNK_BYTES)
+            view = memoryview(buffer)
+            raw = response.raw
+            raw.decode_content = True
             try:
                 with sink_for(ref, into, self.location) as sink:
-                    for chunk in response.iter_content(CHUNK_BYTES):
-                        sink.write(chunk)
-                        on_bytes(len(chunk))
-            except requests.RequestException as e:
-                raise RemoteError(f"{response.url}: {_reason(e)}") from None
+                    # readinto one buffer: no chunk objects, the bytes hashed and written
+                    # straight from it (both release the GIL)
+                    while n := raw.readinto(buffer):
+                        sink.write(view[:n])
+                        on_bytes(n)
+            except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as e:
+                raise RemoteError(f"{response.url}: {' '.join(str(e).split())[:300]}") from None
 
     def close(self) -> None:
         self.session.close()
