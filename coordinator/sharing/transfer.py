@@ -118,6 +118,7 @@ def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) 
             return SyncResult(Outcome.UPDATED, old_head, meet)
     _, objects = check_chain(receiver.state(), new_blocks, where, options.limits)
     missing = [o for o in objects if not o.path_in(receiver.layout).exists()]
+    receiver.layout.root.mkdir(parents=True, exist_ok=True)
     with receiver.staging_dir() as staging:
         stored = _fetch_all(source, missing, Destination(receiver.layout, staging), what, options)
     try:

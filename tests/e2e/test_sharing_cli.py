@@ -391,3 +391,25 @@ def test_pull_killed_in_the_middle_is_completed_by_the_next(tmp_path: Path) -> N
         handler.release.set()
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    "case", ["larger data file", "data byte flipped", "missing data file", "block edited"]
+)
+def test_tampered_content_over_http_is_refused(
+    tmp_path: Path,
+    http_server: tuple[Path, str, Path],
+    versions: dict[str, Path],
+    clone_of_v1: Path,
+    case: str,
+) -> None:
+    served, url, _ = http_server
+    shutil.copytree(versions["v2"], served / "cities")
+    _tamper(case, versions["v1"], served / "cities", versions["other"] / "cities")
+    b = tmp_path / "b"
+    shutil.copytree(clone_of_v1, b, symlinks=True)
+    local = b / ".odf/datasets/cities"
+    before = snapshot(local)
+    error = fails(b, "pull", f"{url}/cities", "--as", "cities")
+    assert re.search(TAMPERING[case], error), error
+    assert snapshot(local) == before
