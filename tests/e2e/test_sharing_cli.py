@@ -413,3 +413,29 @@ def test_tampered_content_over_http_is_refused(
     error = fails(b, "pull", f"{url}/cities", "--as", "cities")
     assert re.search(TAMPERING[case], error), error
     assert snapshot(local) == before
+
+
+# --- a daemon serves its datasets --------------------------------------------------------------
+
+
+def test_pull_from_a_running_daemon(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    from tests.support.daemon import serving
+
+    a = publisher(tmp_path / "a")
+    b = workspace(tmp_path / "b")
+    with serving(a) as served:
+        url = f"http://{served.info['httpAddress']}"
+        out = ok(b, "pull", f"{url}/cities")
+        assert moved(out) == (5, 1)
+        ingest(a, 2)  # through the daemon
+        out = ok(b, "pull", "cities")
+        assert moved(out) == (1, 1)
+        assert head(b / ".odf/datasets/cities") == head(a / ".odf/datasets/cities")
+        for path in ("/cities/../../.odf/keys", "/cities/refs/../../x", "/nope/refs/head"):
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(f"{url}{path}", timeout=10)
+            assert e.value.code == 404, path
+    assert "cities: ok" in ok(b, "verify", "cities")

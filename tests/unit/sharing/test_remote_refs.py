@@ -81,3 +81,26 @@ def test_what_looks_remote() -> None:
     assert looks_remote("hub/cities")
     assert looks_remote("file:///x")
     assert not looks_remote("cities")
+
+
+def test_served_paths_are_parsed_strictly() -> None:
+    from coordinator.sharing.serving import parse_request_path
+
+    h = "f1620" + "ab" * 32
+    assert parse_request_path("/cities/refs/head") is not None
+    request = parse_request_path(f"/cities/data/{h}")
+    assert request is not None and request.kind == "data" and str(request.dataset) == "cities"
+    for bad in [
+        "/cities/refs/tail",
+        "/cities/refs/head/",
+        f"/../data/{h}",
+        f"/cities/../data/{h}",
+        "/cities/data/..",
+        f"/cities/info/{h}",
+        f"/cities/data/{h.upper()}",
+        "/cities/blocks/f1620ab",
+        f"/a/cities/data/{h}",
+        f"/cities/data/{h}?x=1",
+        "/cities/.coordinator/commit.lock",
+    ]:
+        assert parse_request_path(bad) is None, bad
