@@ -99,7 +99,7 @@ def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) 
     if remote_head == old_head:
         return SyncResult(Outcome.UP_TO_DATE, old_head, old_head)
     known = {h for h, _ in receiver.iter_blocks()} if old_head is not None else set()
-    new_blocks, meet = _walk(source, remote_head, known, where)
+    new_blocks, meet = _walk(source, remote_head, known, where, options.limits.max_new_blocks)
     if old_head is not None and meet is None:
         raise RejectedContentError(
             f"{where}: refs/head {remote_head} is the head of another dataset's chain (no block"
@@ -137,13 +137,15 @@ def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) 
 
 
 def _walk(
-    source: DatasetSource, head: Multihash, known: set[Multihash], where: str
+    source: DatasetSource, head: Multihash, known: set[Multihash], where: str, limit: int
 ) -> tuple[list[ReceivedBlock], Multihash | None]:
     """The source's blocks the receiver lacks (oldest first) and the receiver's block where
-    the walk stopped (``None``: it reached the Seed)."""
+    the walk stopped (``None``: it reached the Seed); at most ``limit`` blocks."""
     newest_first: list[ReceivedBlock] = []
     current: Multihash | None = head
     while current is not None and current not in known:
+        if len(newest_first) >= limit:
+            raise RejectedContentError(f"{where}: more than {limit} new blocks in one transfer")
         block = received_block(current, source.read_block(current), where)
         if newest_first:
             check_parent(newest_first[-1], block, where)

@@ -90,6 +90,8 @@ def test_oversized_head_and_blocks_are_refused(tmp_path: Path) -> None:
     dst = Dataset(tmp_path / "dst")
     with pytest.raises(RejectedContentError, match="larger than the 100 bytes a block may have"):
         sync(dst, source_of(src, Limits(max_block_bytes=100)), "dst", Options())
+    with pytest.raises(RejectedContentError, match="more than 2 new blocks in one transfer"):
+        sync(dst, source_of(src), "dst", Options(limits=Limits(max_new_blocks=2)))
     src.layout.head_ref_path.write_bytes(b"f" * 5000)
     with pytest.raises(RejectedContentError, match="refs/head: larger than 1024 bytes"):
         sync(dst, source_of(src), "dst", Options())
