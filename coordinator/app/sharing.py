@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.odf.dataset_refs import RepoName
+from common.odf.dataset_refs import DatasetName, RepoName
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from coordinator.dataset import Dataset
 from coordinator.sharing.errors import RemoteError
@@ -60,7 +60,7 @@ class Sharing:
         """``odf pull URL|REPO/NAME [--as NAME]``: clone, or update the local dataset of that
         name (which must be the same dataset: a foreign chain is refused)."""
         resolved = resolve(ref, self.repos.all())
-        name = as_name if as_name is not None else resolved.default_name
+        name = DatasetName.parse(as_name) if as_name is not None else resolved.default_name
         if name is None:
             raise ValidationError(
                 f"{ref!r}: its last segment is not a dataset name; give one with --as NAME"

@@ -280,6 +280,7 @@ def test_objects_over_the_size_limit_are_refused(tmp_path: Path, versions: dict[
         ("ftp://h/cities", "unsupported scheme 'ftp'"),
         ("file:///srv/../cities", "path segment '..' is not allowed"),
         ("http://127.0.0.1:9/x/cities", "http://127.0.0.1:9/x/cities/refs/head"),
+        ("file:///srv/x_y", "its last segment is not a dataset name; give one with --as NAME"),
     ],
 )
 def test_bad_references_are_refused(tmp_path: Path, ref: str, why: str) -> None:
