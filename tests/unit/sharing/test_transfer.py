@@ -138,3 +138,19 @@ def test_append_is_a_compare_and_swap(tmp_path: Path) -> None:
     with pytest.raises(ConflictError):
         append_blocks(dst, blocks[2:3], expected_head=None)
     assert dst.head() == blocks[1].name
+
+
+def test_a_dataset_in_the_reference_layout_clones_byte_for_byte(tmp_path: Path) -> None:
+    """Blocks of both manifest versions (2 and 3), ``refs/head`` without a newline, the
+    reference's ``info/summary``: pulled as stored, never re-encoded."""
+    from tests.unit.coordinator.events import watermark_only
+    from tests.unit.coordinator.test_foreign_dataset import write_foreign
+
+    root = tmp_path / "kamu" / "cities"
+    names = write_foreign(root, [seed(b"kamu"), set_schema(), watermark_only(None, at(5))])
+    dst = Dataset(tmp_path / "dst")
+    result = sync(dst, source_of(Dataset(root)), "dst", Options())
+    assert result.blocks == 3 and str(dst.head()) == names[-1]
+    for name in names:
+        assert (dst.layout.blocks_dir / name).read_bytes() == (root / "blocks" / name).read_bytes()
+    assert not (dst.layout.info_dir / "summary").exists()  # info/ is never transferred
