@@ -3,9 +3,11 @@
 - ``remote_refs``: the spec's remote references resolved to a dataset URL (pure);
 - ``repos``: repository aliases (``.odf/repos.json``) and each dataset's remembered pull
   and push URLs (``info/remotes.json`` in its directory);
-- ``transport``: reading (Simple Transfer Protocol) and writing a remote dataset, over
+- ``transport``: reading a remote dataset (the Simple Transfer Protocol's four keys) over
   ``file://`` (``transport_file``) and ``http(s)://`` (``transport_http``, read-only);
-- ``validation``: remote content checked before it is accepted (pure over the bytes);
-- ``transfer``: what the other side lacks, fetched in parallel and committed atomically;
-  clone, update, push.
+- ``objects``: data files and checkpoints received, hashed and size-checked as they arrive;
+- ``validation``: received blocks checked before they are accepted (pure); ``limits``;
+- ``transfer``: what the receiving side lacks, fetched in parallel and committed atomically:
+  clone, update, push to ``file://``;
+- ``serving``: the workspace's datasets served read-only by ``odf serve``.
 """
