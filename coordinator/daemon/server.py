@@ -38,6 +38,7 @@ from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.config import DaemonConfig, parse_host_port
 from coordinator.daemon import metrics as metrics_module
+from coordinator.daemon import smart_pull
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.grpc_generated import coordinator_pb2, coordinator_pb2_grpc
 from coordinator.daemon.metrics import Metrics
@@ -176,6 +177,8 @@ class Daemon:
                 elif self.path == "/healthz":
                     ok = serving.is_set()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
+                elif smart_pull.is_pull(self):
+                    smart_pull.serve_pull(self, workspace)
                 else:
                     self._send_object()
 

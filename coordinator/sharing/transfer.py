@@ -43,6 +43,7 @@ from coordinator.sharing.remote_refs import HTTP_SCHEMES, SMART_SCHEMES, RemoteL
 from coordinator.sharing.transport import DatasetSource
 from coordinator.sharing.transport_file import FileSource
 from coordinator.sharing.transport_http import HttpSource
+from coordinator.sharing.transport_smart import SmartSource
 from coordinator.sharing.validation import check_chain, check_parent, received_block
 
 log = structlog.get_logger(__name__)
@@ -75,7 +76,7 @@ def open_source(location: RemoteLocation, limits: Limits, parallel: int) -> Data
     if location.scheme in HTTP_SCHEMES:
         return HttpSource(location, limits, connections=parallel)
     if location.scheme in SMART_SCHEMES:
-        raise RemoteError(f"{location}: the Smart Transfer Protocol is not supported yet")
+        return SmartSource(location, limits, connections=parallel)
     raise RemoteError(f"{location}: unsupported scheme")
 
 

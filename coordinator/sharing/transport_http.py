@@ -50,7 +50,13 @@ class HttpSource:
     def fetch_object(
         self, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
     ) -> None:
-        with self._get(ref.key, missing_ok=True) as response:
+        self.fetch_url(f"{self.location.url}/{ref.key}", ref, into, on_bytes)
+
+    def fetch_url(
+        self, url: str, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
+    ) -> None:
+        """Receive ``ref`` from ``url`` (also a smart server's download URL)."""
+        with self._get_url(url, missing_ok=True) as response:
             if response is None:
                 raise RejectedContentError(
                     f"{self.location}: {ref.key} (named by block {ref.block}) is missing"
@@ -73,7 +79,9 @@ class HttpSource:
         self.session.close()
 
     def _get(self, key: str, *, missing_ok: bool = False) -> _Response:
-        url = f"{self.location.url}/{key}"
+        return self._get_url(f"{self.location.url}/{key}", missing_ok=missing_ok)
+
+    def _get_url(self, url: str, *, missing_ok: bool = False) -> _Response:
         try:
             response = self.session.get(url, stream=True, timeout=TIMEOUT)
         except requests.RequestException as e:

@@ -450,3 +450,20 @@ def test_pull_from_a_running_daemon(tmp_path: Path) -> None:
                 urllib.request.urlopen(f"{url}{path}", timeout=10)
             assert e.value.code == 404, path
     assert "cities: ok" in ok(b, "verify", "cities")
+
+
+def test_smart_pull_from_a_running_daemon(tmp_path: Path) -> None:
+    from tests.support.daemon import serving
+
+    a = publisher(tmp_path / "a")
+    b = workspace(tmp_path / "b")
+    with serving(a) as served:
+        url = f"odf+http://{served.info['httpAddress']}/cities"
+        out = ok(b, "pull", url)
+        assert "cities: cloned from" in out and moved(out) == (5, 1)
+        ingest(a, 2)
+        out = ok(b, "pull", "cities")
+        assert moved(out) == (1, 1)
+        assert head(b / ".odf/datasets/cities") == head(a / ".odf/datasets/cities")
+        assert "no dataset" in fails(b, "pull", f"odf+http://{served.info['httpAddress']}/nope")
+    assert "cities: ok" in ok(b, "verify", "cities")
