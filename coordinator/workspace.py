@@ -144,6 +144,36 @@ class Workspace:
             raise
         return Dataset(final, alias=name)
 
+    @contextmanager
+    def preparing_dataset(self) -> Iterator[Path]:
+        """A fresh hidden directory to build a dataset in (e.g. a clone), then ``adopt``
+        it; removed at the end unless adopted. Killed processes' ones are cleaned later."""
+        self.datasets_dir.mkdir(parents=True, exist_ok=True)
+        self.clean_leftovers()
+        staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{secrets.token_hex(6)}"
+        staging.mkdir()
+        try:
+            yield staging
+        finally:
+            remove_tree(staging)  # a no-op once adopted (renamed away)
+
+    def adopt_dataset(self, prepared: Path, name: str) -> Dataset:
+        """Make the dataset built in ``prepared`` the workspace's dataset ``name``, at once;
+        refused when the name or the dataset id is taken."""
+        name = _dataset_name(name)
+        dataset_id = Dataset(prepared).id
+        with self._lock():
+            if self._path_of_name(name) is not None:
+                raise AlreadyExistsError(f"dataset {name!r} already exists")
+            same = [d.alias for d in self.list_datasets() if _has_id(d, dataset_id)]
+            if same:
+                raise AlreadyExistsError(
+                    f"dataset {same[0]!r} already has the id {dataset_id.to_did()}"
+                )
+            final = self.datasets_dir / name
+            os.rename(prepared, final)
+        return Dataset(final, alias=name)
+
     def delete_dataset(self, ref: str) -> None:
         """Delete a dataset and its key; refused while other datasets take it as input."""
         ds = self.open_dataset(ref)
@@ -235,6 +265,13 @@ def _uses(ds: Dataset, dataset_id: DatasetID | None) -> bool:
     if transform is None or dataset_id is None:
         return False
     return any(i.dataset_ref == dataset_id.to_did() for i in transform.inputs)
+
+
+def _has_id(ds: Dataset, dataset_id: DatasetID) -> bool:
+    try:
+        return ds.state().id == dataset_id
+    except OdfError:  # a damaged dataset is not this one
+        return False
 
 
 def _write_private(path: Path, data: bytes) -> None:

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "inspect": ("log", "tail", "inspect"),
     "ingest": ("ingest", "set-watermark"),
     "pull": ("pull",),
+    "sharing": ("push",),
+    "repo": ("repo",),
     "transform": ("set-transform",),
     "verify": ("verify",),
     "sql": ("sql",),

@@ -28,13 +28,20 @@ from coordinator.app import (
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.ingest import describe
 from coordinator.cli.progress import terminal_progress
+from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
 from coordinator.ingest.progress import Progress, ProgressTask
 from coordinator.ingest.source_state import parse_rfc3339
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("pull", help="update datasets from their sources")
-    p.add_argument("names", nargs="*", metavar="NAME", help="datasets to pull")
+    p.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="datasets to pull; a URL or REPO/NAME clones or updates a remote dataset",
+    )
+    p.add_argument("--as", dest="as_name", metavar="NAME", help="the local name of a clone")
     p.add_argument("--all", action="store_true", help="pull every dataset in the workspace")
     p.add_argument(
         "-r",
@@ -65,11 +72,20 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="fetch sources that keep no state (no ETag/Last-Modified) again",
     )
+    add_transfer_arguments(p)
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_pull)
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
+    pulled = bool(args.names) or args.all
+    args.names, args.all, remote_failures = remote_pulls(args)
+    if pulled and not args.names and not args.all:
+        return 1 if remote_failures else 0
+    return max(_pull_local(args), 1 if remote_failures else 0)
+
+
+def _pull_local(args: argparse.Namespace) -> int:
     app = use_cases(args)
     system_time = parse_system_time(args.system_time)
     failures: list[PullFailed] = []

@@ -1,14 +1,15 @@
 """The daemon: the coordinator API over gRPC, HTTP for operations, the scheduler, warm engines.
 
 ``Daemon.run`` keeps the application's engines warm (``EnginePool``), binds both addresses
-(port 0 picks a free one), serves ``odf.coordinator.v1.Coordinator`` (token-authenticated),
-the standard health service and reflection over gRPC, and ``/healthz`` and ``/metrics``
-(Prometheus) over HTTP; it writes ``daemon.json`` with the addresses actually bound, starts
-the scheduler, reports SERVING, and blocks until ``stop`` is set (``odf serve`` sets it on
-SIGTERM and SIGINT). Then it takes no more work (NOT_SERVING, the scheduler stops picking),
-lets running calls and the running scheduled pull finish within ``grace`` seconds, stops the
-engines (which fails whatever still runs: a transaction is committed whole or not at all),
-and removes ``daemon.json``.
+(port 0 picks a free one), serves ``odf.coordinator.v1.Coordinator`` (token-authenticated), the
+standard health service and reflection over gRPC, and ``/healthz`` and ``/metrics``
+(Prometheus) over HTTP, with the workspace's datasets read-only there too (the Simple Transfer
+Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``); it writes ``daemon.json``
+with the addresses actually bound, starts the scheduler, reports SERVING, and blocks until
+``stop`` is set (``odf serve`` sets it on SIGTERM and SIGINT). Then it takes no more work
+(NOT_SERVING, the scheduler stops picking), lets running calls and the running scheduled pull
+finish within ``grace`` seconds, stops the engines (which fails whatever still runs: a
+transaction is committed whole or not at all), and removes ``daemon.json``.
 
 Exposure: loopback by default. Binding any other address needs TLS, or an explicit
 ``insecure`` (the token then travels in clear text).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,12 +38,14 @@ from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.config import DaemonConfig, parse_host_port
 from coordinator.daemon import metrics as metrics_module
+from coordinator.daemon import smart_pull
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.grpc_generated import coordinator_pb2, coordinator_pb2_grpc
 from coordinator.daemon.metrics import Metrics
 from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
+from coordinator.sharing.serving import open_object, parse_request_path
 
 log = get_logger(__name__)
 
@@ -164,6 +168,7 @@ class Daemon:
     def _http_server(self) -> ThreadingHTTPServer:
         serving = self.serving
         metrics = self.metrics
+        workspace = self.app.ws
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -172,8 +177,25 @@ class Daemon:
                 elif self.path == "/healthz":
                     ok = serving.is_set()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
+                elif smart_pull.is_pull(self):
+                    smart_pull.serve_pull(self, workspace)
                 else:
+                    self._send_object()
+
+            def _send_object(self) -> None:
+                """A dataset's object (Simple Transfer Protocol, ``sharing.serving``)."""
+                request = parse_request_path(self.path)
+                found = open_object(workspace, request) if request is not None else None
+                if found is None:
                     self.send_error(404, "not found")
+                    return
+                fd, size = found
+                with os.fdopen(fd, "rb") as file:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(size))
+                    self.end_headers()
+                    shutil.copyfileobj(file, self.wfile, 1 << 20)
 
             def _send(self, code: int, body: bytes, content_type: str = "text/plain") -> None:
                 self.send_response(code)

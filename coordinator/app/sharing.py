@@ -1,0 +1,146 @@
+"""Use cases of sharing: repositories, pulling remote datasets, pushing local ones.
+
+Always run in the calling process (the daemon does not take part): a transfer reads and
+writes dataset directories with the same atomic commits as any other writer, so a daemon
+serving the workspace sees a pulled head move like any other commit.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.odf.dataset_refs import DatasetName, RepoName
+from common.odf.errors import NotFoundError, OdfError, ValidationError
+from coordinator.dataset import Dataset
+from coordinator.sharing.errors import RemoteError
+from coordinator.sharing.remote_refs import RemoteLocation, looks_remote, resolve
+from coordinator.sharing.repos import RepoRegistry, read_remotes, remember
+from coordinator.sharing.transfer import Options, Outcome, SyncResult, open_source, sync
+from coordinator.sharing.transport_file import FileSource
+from coordinator.tempdirs import remove_tree
+from coordinator.workspace import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class Transferred:
+    """One dataset pulled or pushed: its local name, the remote, what moved."""
+
+    dataset: str
+    remote: RemoteLocation
+    result: SyncResult
+    cloned: bool = False
+
+
+class Sharing:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.repos = RepoRegistry(workspace)
+
+    # --- repositories ------------------------------------------------------------------------
+
+    def repo_add(self, name: str, url: str) -> tuple[RepoName, RemoteLocation]:
+        return self.repos.add(name, url)
+
+    def repo_list(self) -> dict[RepoName, RemoteLocation]:
+        return self.repos.all()
+
+    def repo_delete(self, name: str) -> None:
+        self.repos.delete(name)
+
+    # --- pull ---------------------------------------------------------------------------------
+
+    def cloned(self, ds: Dataset) -> RemoteLocation | None:
+        """Where ``ds`` was pulled from, if it was (its pull alias)."""
+        return read_remotes(ds.layout).pull
+
+    def pull_remote(self, ref: str, options: Options, *, as_name: str | None = None) -> Transferred:
+        """``odf pull URL|REPO/NAME [--as NAME]``: clone, or update the local dataset of that
+        name (which must be the same dataset: a foreign chain is refused)."""
+        resolved = resolve(ref, self.repos.all())
+        name = DatasetName.parse(as_name) if as_name is not None else resolved.default_name
+        if name is None:
+            raise ValidationError(
+                f"{ref!r}: its last segment is not a dataset name; give one with --as NAME"
+            )
+        try:
+            existing = self.workspace.open_dataset(str(name))
+        except NotFoundError:
+            existing = None
+        source = open_source(resolved.location, options.limits, options.parallel)
+        try:
+            if existing is not None:
+                result = sync(existing, source, existing.alias, options)
+                remember(existing.layout, pull=resolved.location)
+                return Transferred(existing.alias, resolved.location, result)
+            with self.workspace.preparing_dataset() as prepared:
+                result = sync(Dataset(prepared, alias=str(name)), source, str(name), options)
+                remember(Dataset(prepared).layout, pull=resolved.location)
+                ds = self.workspace.adopt_dataset(prepared, str(name))
+            return Transferred(ds.alias, resolved.location, result, cloned=True)
+        finally:
+            source.close()
+
+    def pull_cloned(self, name: str, options: Options) -> Transferred:
+        """``odf pull NAME`` of a dataset pulled from a remote: update it from there."""
+        ds = self.workspace.open_dataset(name)
+        remote = self.cloned(ds)
+        if remote is None:
+            raise OdfError(f"dataset {ds.alias!r} was not pulled from a remote")
+        source = open_source(remote, options.limits, options.parallel)
+        try:
+            return Transferred(ds.alias, remote, sync(ds, source, ds.alias, options))
+        finally:
+            source.close()
+
+    # --- push -----------------------------------------------------------------------------------
+
+    def push(self, name: str, options: Options, *, to: str | None = None) -> Transferred:
+        """``odf push NAME [--to URL|REPO/NAME] [--force]``: the target receives what it lacks;
+        its head moves by compare-and-swap. The target is remembered for the next push."""
+        ds = self.workspace.open_dataset(name)
+        if to is not None:
+            if not looks_remote(to):
+                raise ValidationError(f"{to!r}: expected a URL or REPO/NAME", path="--to")
+            target = resolve(to, self.repos.all()).location
+        else:
+            remembered = read_remotes(ds.layout).push
+            if remembered is None:
+                raise ValidationError(
+                    f"dataset {ds.alias!r} has no push target yet: give --to URL|REPO/NAME"
+                )
+            target = remembered
+        if not target.is_file:
+            raise RemoteError(f"{target}: pushing is supported to file:// only (http is read-only)")
+        if ds.head() is None:
+            raise OdfError(f"dataset {ds.alias!r} has no blocks to push")
+        source = FileSource(RemoteLocation(f"file://{ds.layout.root}"), options.limits)
+        result = _push_to_directory(Path(target.file_path()), source, str(target), options)
+        if result.outcome is Outcome.RECEIVER_AHEAD:
+            raise OdfError(
+                f"{target}: its head {result.old_head} is ahead of dataset {ds.alias!r} (head"
+                f" {ds.head()}): pull first, or --force to drop its extra blocks"
+            )
+        remember(ds.layout, push=target)
+        return Transferred(ds.alias, target, result)
+
+
+def _push_to_directory(path: Path, source: FileSource, what: str, options: Options) -> SyncResult:
+    """Into an existing dataset directory, or a new one that appears all at once."""
+    if path.is_symlink():
+        raise RemoteError(f"{what}: is a symbolic link")
+    if path.is_dir() and any(path.iterdir()):
+        return sync(Dataset(path), source, what, options)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prepared = path.parent / f".creating-{os.getpid()}-{secrets.token_hex(6)}"
+    prepared.mkdir()
+    try:
+        result = sync(Dataset(prepared), source, what, options)
+        os.rename(prepared, path)  # onto nothing or an empty directory, atomically
+    except OSError as e:
+        raise RemoteError(f"{what}: {e.strerror or e}") from None
+    finally:
+        remove_tree(prepared)
+    return result

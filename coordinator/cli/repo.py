@@ -1,0 +1,44 @@
+"""``odf repo add NAME URL | list | delete NAME``: repository aliases for ``REPO/NAME``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from coordinator.app.sharing import Sharing
+from coordinator.cli.output import add_output_format_argument, render_rows
+from coordinator.workspace import Workspace
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("repo", help="repositories that REPO/NAME references point into")
+    commands = p.add_subparsers(dest="repo_command", metavar="COMMAND", required=True)
+    add = commands.add_parser("add", help="a repository alias for a URL")
+    add.add_argument("name", metavar="NAME", help="the alias (a hostname-like name)")
+    add.add_argument("url", metavar="URL", help="file:///dir, http(s)://host/path")
+    add.set_defaults(handler=cmd_add)
+    listing = commands.add_parser("list", help="every repository alias")
+    add_output_format_argument(listing)
+    listing.set_defaults(handler=cmd_list)
+    delete = commands.add_parser("delete", help="remove a repository alias")
+    delete.add_argument("name", metavar="NAME")
+    delete.set_defaults(handler=cmd_delete)
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    name, url = Sharing(Workspace.find()).repo_add(args.name, args.url)
+    print(f"repository {name}: {url}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    repos = Sharing(Workspace.find()).repo_list()
+    rows = [{"name": str(name), "url": url.url} for name, url in sorted(repos.items())]
+    render_rows(rows, ("name", "url"), args.output_format)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    Sharing(Workspace.find()).repo_delete(args.name)
+    print(f"repository {args.name} deleted")
+    return 0

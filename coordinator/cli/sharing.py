@@ -1,0 +1,143 @@
+"""``odf push`` and the remote part of ``odf pull``: datasets to and from repositories.
+
+``odf pull URL|REPO/NAME [--as NAME]`` clones or updates; ``odf pull NAME`` of a dataset
+pulled from a remote updates it from there (``--all`` too): ``remote_pulls`` runs those and
+hands the rest of the names to the ordinary pull. ``odf push NAME [--to URL|REPO/NAME]
+[--force]``. One line per dataset; rich progress bars (objects, bytes) on a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from common.odf.errors import OdfError, ValidationError
+from coordinator.app.sharing import Sharing, Transferred
+from coordinator.cli.progress import terminal_progress
+from coordinator.dataset import Dataset
+from coordinator.sharing.limits import DEFAULT_MAX_OBJECT_BYTES, Limits
+from coordinator.sharing.remote_refs import looks_remote
+from coordinator.sharing.transfer import DEFAULT_PARALLEL, Options, Outcome
+from coordinator.workspace import Workspace
+
+
+def add_transfer_arguments(p: Any) -> None:
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_PARALLEL,
+        metavar="N",
+        help=f"objects transferred at once (default {DEFAULT_PARALLEL})",
+    )
+    p.add_argument(
+        "--max-object-size",
+        type=int,
+        default=DEFAULT_MAX_OBJECT_BYTES,
+        metavar="BYTES",
+        help="refuse a data file or checkpoint larger than this",
+    )
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("push", help="push a dataset to a repository (file://)")
+    p.add_argument("name", metavar="NAME", help="the local dataset")
+    p.add_argument(
+        "--to",
+        metavar="URL|REPO/NAME",
+        help="the target (default: where this dataset was pushed last)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite a target whose chain diverged or went ahead (its extra blocks are lost)",
+    )
+    add_transfer_arguments(p)
+    p.set_defaults(handler=cmd_push)
+
+
+def _options(args: argparse.Namespace, progress: Any, *, force: bool = False) -> Options:
+    if args.parallel < 1:
+        raise ValidationError("must be at least 1", path="--parallel")
+    if args.max_object_size < 1:
+        raise ValidationError("must be at least 1", path="--max-object-size")
+    return Options(
+        limits=Limits(max_object_bytes=args.max_object_size),
+        parallel=args.parallel,
+        progress=progress,
+        force=force,
+    )
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    sharing = Sharing(Workspace.find())
+    with terminal_progress(args) as progress:
+        done = sharing.push(args.name, _options(args, progress, force=args.force), to=args.to)
+    print(describe(done, "pushed to"))
+    return 0
+
+
+def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:
+    """Run the remote pulls among ``odf pull``'s arguments; returns the names left for the
+    ordinary pull, whether it is still to pull all datasets, and the number of failures."""
+    names: list[str] = args.names
+    if args.as_name is not None and (len(names) != 1 or not looks_remote(names[0])):
+        raise ValidationError("needs exactly one URL or REPO/NAME to pull", path="--as")
+    remote = [n for n in names if looks_remote(n)]
+    local = [n for n in names if not looks_remote(n)]
+    ws = Workspace.find()
+    sharing = Sharing(ws)
+    datasets = ws.list_datasets() if args.all else [d for n in local if (d := _open(ws, n))]
+    cloned = [d.alias for d in datasets if _cloned(sharing, d)]
+    if not remote and not cloned:
+        return local, args.all, 0
+    failures = 0
+    with terminal_progress(args) as progress:
+        options = _options(args, progress)
+        jobs = [(n, True) for n in remote] + [(n, False) for n in cloned]
+        for name, is_remote in jobs:
+            try:
+                if is_remote:
+                    done = sharing.pull_remote(name, options, as_name=args.as_name)
+                else:
+                    done = sharing.pull_cloned(name, options)
+            except OdfError as e:
+                if args.fail_fast:
+                    raise
+                print(f"error: {name}: {e}", file=sys.stderr)
+                failures += 1
+                continue
+            print(describe(done, "cloned from" if done.cloned else "pulled from"))
+    rest = [d.alias for d in datasets] if args.all else local
+    return [n for n in rest if _key(ws, n) not in {c.lower() for c in cloned}], False, failures
+
+
+def _open(ws: Workspace, name: str) -> Dataset | None:
+    try:
+        return ws.open_dataset(name)
+    except OdfError:  # the ordinary pull reports it
+        return None
+
+
+def _key(ws: Workspace, name: str) -> str:
+    ds = _open(ws, name)
+    return (ds.alias if ds is not None else name).lower()
+
+
+def _cloned(sharing: Sharing, ds: Dataset) -> bool:
+    try:
+        return sharing.cloned(ds) is not None
+    except OdfError:
+        return False
+
+
+def describe(done: Transferred, verb: str) -> str:
+    r = done.result
+    if r.outcome is Outcome.UP_TO_DATE:
+        return f"{done.dataset}: up to date with {done.remote} (head {r.new_head})"
+    if r.outcome is Outcome.RECEIVER_AHEAD:
+        return f"{done.dataset}: {done.remote} is behind (nothing to pull; head {r.old_head})"
+    return (
+        f"{done.dataset}: {verb} {done.remote}: {r.blocks} blocks, {r.objects} objects"
+        f" ({r.bytes:,} bytes), head {r.new_head}"
+    )

@@ -1,0 +1,98 @@
+"""``GET /NAME/pull`` upgraded to a WebSocket: the Smart Transfer Protocol's pull flow on the
+daemon's HTTP address (``sharing.smart_server`` holds the conversation).
+
+The stdlib HTTP server has already read the request; ``websockets``' sans-I/O server protocol
+answers the handshake and frames every message on the handler's own streams. Version
+negotiation: a client's ``X-Odf-Smtp-Version`` other than 1 is refused (the OpenAPI file's
+subprotocol name is not a valid RFC 6455 token, see ``smart_messages.SUBPROTOCOL``).
+"""
+
+from __future__ import annotations
+
+import re
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
+
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Request
+from websockets.server import ServerProtocol
+
+from common.odf.dataset_refs import DatasetName
+from common.odf.errors import OdfError, ValidationError
+from coordinator.sharing import smart_messages as msg
+from coordinator.sharing.smart_server import PullSession
+from coordinator.workspace import Workspace
+
+_PULL_PATH = re.compile(r"/([^/]+)/pull")
+MAX_MESSAGE_BYTES = 1 << 20
+
+
+def is_pull(handler: BaseHTTPRequestHandler) -> bool:
+    return (
+        _PULL_PATH.fullmatch(handler.path) is not None
+        and handler.headers.get("Upgrade", "").lower() == "websocket"
+    )
+
+
+def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
+    match = _PULL_PATH.fullmatch(handler.path)
+    assert match is not None
+    handler.close_connection = True
+    protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES)
+    # the request as received, for the protocol's own parser (it then expects frames)
+    lines = [handler.requestline, *(f"{k}: {v}" for k, v in handler.headers.items()), "", ""]
+    protocol.receive_data("\r\n".join(lines).encode("latin-1"))
+    requests = [e for e in protocol.events_received() if isinstance(e, Request)]
+    if len(requests) != 1:
+        handler.send_error(400, "not a WebSocket handshake")
+        return
+    version = handler.headers.get(msg.VERSION_HEADER)
+    try:
+        dataset = workspace.open_dataset(str(DatasetName.parse(match.group(1))))
+    except (OdfError, ValidationError):
+        response = protocol.reject(HTTPStatus.NOT_FOUND, f"no dataset {match.group(1)!r}\n")
+    else:
+        if version is not None and version != msg.VERSION:
+            why = f"unsupported protocol version {version!r} (this server: {msg.VERSION})\n"
+            response = protocol.reject(HTTPStatus.BAD_REQUEST, why)
+        else:
+            response = protocol.accept(requests[0])
+    protocol.send_response(response)
+    _flush(handler, protocol)
+    if response.status_code != HTTPStatus.SWITCHING_PROTOCOLS:
+        return
+    host = handler.headers.get("Host", "")
+    name = dataset.alias
+    session = PullSession(dataset, lambda kind, h: f"http://{host}/{name}/{kind}/{h}")
+    while True:
+        data = handler.rfile.read1(1 << 16)
+        if not data:
+            protocol.receive_eof()
+            _flush(handler, protocol)
+            return
+        protocol.receive_data(data)
+        for frame in protocol.events_received():
+            if not isinstance(frame, Frame):
+                continue
+            if frame.opcode is Opcode.CLOSE:
+                _flush(handler, protocol)
+                return
+            if frame.opcode not in (Opcode.TEXT, Opcode.BINARY):
+                continue
+            if not frame.fin:
+                protocol.send_text(msg.encode(msg.error("BadRequest", "fragmented")).encode())
+                protocol.send_close()
+                _flush(handler, protocol)
+                return
+            reply, done = session.handle(bytes(frame.data))
+            protocol.send_text(msg.encode(reply).encode())
+            if done:
+                protocol.send_close()
+        _flush(handler, protocol)
+
+
+def _flush(handler: BaseHTTPRequestHandler, protocol: ServerProtocol) -> None:
+    for chunk in protocol.data_to_send():
+        if chunk:
+            handler.wfile.write(chunk)
+    handler.wfile.flush()

@@ -1,0 +1,131 @@
+"""Repository aliases and the remote each dataset was pulled from or pushed to.
+
+- ``.odf/repos.json``: ``{"repos": {"NAME": "URL"}}``, names case-insensitive (``odf repo``);
+- ``<dataset>/info/remotes.json``: ``{"pull": URL, "push": URL}``, the dataset's pull alias
+  (where ``odf pull NAME`` updates it from) and push alias (where ``odf push NAME`` goes).
+  Kept in the dataset's own directory, so it follows a rename and goes with a delete; the
+  transfer protocols never copy ``info/``.
+
+Both are rewritten atomically and read defensively: a damaged file is a clear error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from common.odf.dataset_refs import RepoName
+from common.odf.errors import NotFoundError, OdfError, ValidationError
+from coordinator.dataset import durable
+from coordinator.dataset.layout import DatasetLayout
+from coordinator.sharing.remote_refs import RemoteLocation, parse_location
+from coordinator.workspace import Workspace
+
+REPOS_FILE = "repos.json"
+REMOTES_FILE = "remotes.json"
+
+
+class RepoRegistry:
+    """The workspace's repository aliases."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.path = workspace.odf_dir / REPOS_FILE
+
+    def all(self) -> dict[RepoName, RemoteLocation]:
+        doc = _read_json(self.path)
+        repos = doc.get("repos", {})
+        if not isinstance(repos, dict):
+            raise OdfError(f"{self.path}: 'repos' is not a mapping")
+        found = {}
+        for name, url in repos.items():
+            if not isinstance(name, str) or not isinstance(url, str):
+                raise OdfError(f"{self.path}: repository {name!r} is not NAME: URL")
+            try:
+                found[RepoName.parse(name)] = parse_location(url, where=f"{self.path}: {name}")
+            except ValidationError as e:
+                raise OdfError(f"{self.path}: {e}") from None
+        return found
+
+    def add(self, name: str, url: str) -> tuple[RepoName, RemoteLocation]:
+        repo = RepoName.parse(name)
+        location = parse_location(url, where="URL")
+        repos = self.all()
+        if repo in repos:
+            raise ValidationError(f"repository {str(repo)!r} already exists ({repos[repo]})")
+        repos[repo] = location
+        self._save(repos)
+        return repo, location
+
+    def delete(self, name: str) -> None:
+        repo = RepoName.parse(name)
+        repos = self.all()
+        if repo not in repos:
+            raise NotFoundError(f"no repository named {name!r}")
+        del repos[repo]
+        self._save(repos)
+
+    def _save(self, repos: dict[RepoName, RemoteLocation]) -> None:
+        doc = {"repos": {str(k): v.url for k, v in sorted(repos.items(), key=lambda i: i[0])}}
+        durable.write_atomic(self.path, (json.dumps(doc, indent=2) + "\n").encode())
+
+
+@dataclass(frozen=True, slots=True)
+class Remotes:
+    """A dataset's pull and push aliases."""
+
+    pull: RemoteLocation | None = None
+    push: RemoteLocation | None = None
+
+
+def read_remotes(layout: DatasetLayout) -> Remotes:
+    path = layout.info_dir / REMOTES_FILE
+    doc = _read_json(path)
+    found = {}
+    for key in ("pull", "push"):
+        value = doc.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise OdfError(f"{path}: {key!r} is not a URL")
+        try:
+            found[key] = parse_location(value, where=f"{path}: {key}")
+        except ValidationError as e:
+            raise OdfError(str(e)) from None
+    return Remotes(pull=found.get("pull"), push=found.get("push"))
+
+
+def remember(
+    layout: DatasetLayout,
+    *,
+    pull: RemoteLocation | None = None,
+    push: RemoteLocation | None = None,
+) -> None:
+    """Record the dataset's pull and/or push alias (the others are kept)."""
+    current = read_remotes(layout)
+    if pull is not None:
+        current = replace(current, pull=pull)
+    if push is not None:
+        current = replace(current, push=push)
+    doc = {
+        "pull": current.pull.url if current.pull else None,
+        "push": current.push.url if current.push else None,
+    }
+    layout.info_dir.mkdir(parents=True, exist_ok=True)
+    durable.write_atomic(
+        layout.info_dir / REMOTES_FILE, (json.dumps(doc, indent=2) + "\n").encode()
+    )
+
+
+def _read_json(path: Path) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise OdfError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise OdfError(f"{path}: not a JSON object")
+    return doc

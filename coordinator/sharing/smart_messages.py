@@ -1,0 +1,128 @@
+"""Messages of the Smart Transfer Protocol's pull flow (RFC-008; the spec's AsyncAPI file
+``smart-transfer-protocol.asyncapi.yaml``), as JSON text, and the metadata batch (pure).
+
+A batch of blocks is a tar archive (``application/tar+gzip``, base64 in the JSON) whose
+members are named by the blocks' multihashes. Reading one is hostile-input code: regular
+members only, canonical multihash names, each within the block size limit, a bounded count
+and a bounded decompressed total.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import io
+import json
+import tarfile
+from collections.abc import Sequence
+from typing import Any
+
+from common.odf.errors import DecodeError
+from common.odf.multihash import Multihash
+from coordinator.sharing.errors import RejectedContentError
+from coordinator.sharing.limits import Limits
+
+SUBPROTOCOL = "odf/smart-transfer-protocol/v1"
+"""The OpenAPI file's ``Sec-WebSocket-Protocol`` value. It is not an RFC 6455 token (``/``
+is a separator), so conforming WebSocket libraries refuse it; the version travels in
+``VERSION_HEADER`` instead, checked by the server when present."""
+VERSION_HEADER = "X-Odf-Smtp-Version"
+VERSION = "1"
+TAR_GZIP = "application/tar+gzip"
+BASE64 = "base64"
+
+
+def encode(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+def decode(text: str | bytes, where: str) -> dict[str, Any]:
+    try:
+        message = json.loads(text)
+    except ValueError as e:
+        raise RejectedContentError(f"{where}: not a JSON message: {e}") from None
+    if not isinstance(message, dict):
+        raise RejectedContentError(f"{where}: not a JSON object")
+    if "errorDetails" in message:
+        details = message["errorDetails"]
+        description = details.get("description") if isinstance(details, dict) else details
+        raise RejectedContentError(f"{where}: the server refused: {description}")
+    return message
+
+
+def error(code: str, description: str) -> dict[str, Any]:
+    return {"errorDetails": {"errorCode": code, "description": description}}
+
+
+def blocks_batch(blocks: Sequence[tuple[Multihash, bytes]]) -> dict[str, Any]:
+    """An ``ObjectsBatch`` of ``MetadataBlock`` objects."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as zipped:  # noqa: SIM117
+        with tarfile.open(fileobj=zipped, mode="w") as tar:
+            for h, data in blocks:
+                info = tarfile.TarInfo(h.to_multibase())
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return {
+        "objectsCount": len(blocks),
+        "objectType": "MetadataBlock",
+        "mediaType": TAR_GZIP,
+        "encoding": BASE64,
+        "payload": base64.b64encode(buffer.getvalue()).decode("ascii"),
+    }
+
+
+def read_blocks_batch(batch: object, where: str, limits: Limits) -> dict[Multihash, bytes]:
+    """The blocks of a received ``ObjectsBatch``, by name (their hashes are checked later)."""
+    if not isinstance(batch, dict):
+        raise RejectedContentError(f"{where}: 'blocks' is not an ObjectsBatch")
+    if batch.get("mediaType") != TAR_GZIP or batch.get("encoding") != BASE64:
+        raise RejectedContentError(
+            f"{where}: unsupported batch {batch.get('mediaType')!r}/{batch.get('encoding')!r}"
+        )
+    payload = batch.get("payload")
+    if not isinstance(payload, str):
+        raise RejectedContentError(f"{where}: the batch has no payload")
+    max_total = limits.max_block_bytes * 4 + limits.max_new_blocks * 1024
+    try:
+        raw = base64.b64decode(payload, validate=True)
+        data = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(max_total + 1)
+    except (binascii.Error, OSError, EOFError) as e:
+        raise RejectedContentError(f"{where}: the batch is not base64 tar+gzip: {e}") from None
+    if len(data) > max_total:
+        raise RejectedContentError(f"{where}: the batch unpacks to more than {max_total} bytes")
+    blocks: dict[Multihash, bytes] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar:
+                _check_member(member, where, limits)
+                file = tar.extractfile(member)
+                assert file is not None
+                blocks[Multihash.from_multibase(member.name)] = file.read()
+                if len(blocks) > limits.max_new_blocks:
+                    raise RejectedContentError(
+                        f"{where}: more than {limits.max_new_blocks} blocks in the batch"
+                    )
+    except tarfile.TarError as e:
+        raise RejectedContentError(f"{where}: the batch is not a tar archive: {e}") from None
+    if batch.get("objectsCount") != len(blocks):
+        raise RejectedContentError(
+            f"{where}: the batch says {batch.get('objectsCount')} blocks, it has {len(blocks)}"
+        )
+    return blocks
+
+
+def _check_member(member: tarfile.TarInfo, where: str, limits: Limits) -> None:
+    if not member.isreg():
+        raise RejectedContentError(f"{where}: batch member {member.name!r} is not a file")
+    try:
+        canonical = Multihash.from_multibase(member.name).to_multibase() == member.name
+    except (DecodeError, ValueError):
+        canonical = False
+    if not canonical:
+        raise RejectedContentError(f"{where}: batch member {member.name!r} is not a block name")
+    if member.size > limits.max_block_bytes:
+        raise RejectedContentError(
+            f"{where}: block {member.name} is larger than {limits.max_block_bytes} bytes"
+        )

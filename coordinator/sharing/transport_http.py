@@ -1,0 +1,127 @@
+"""``http(s)://``: the Simple Transfer Protocol over any static web server (read-only).
+
+One ``requests`` session with a connection pool as large as the parallel downloads; every
+response is streamed and cut off at its limit; redirects stay on http(s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+
+from common.odf.multihash import Multihash
+from coordinator.sharing.errors import RejectedContentError, RemoteError
+from coordinator.sharing.limits import MAX_HEAD_BYTES, Limits
+from coordinator.sharing.objects import Destination, ObjectRef
+from coordinator.sharing.remote_refs import RemoteLocation
+from coordinator.sharing.transport import CHUNK_BYTES, check_block_size, parse_head, sink_for
+
+TIMEOUT = (10.0, 60.0)
+"""Seconds to connect, and between two reads."""
+
+
+class HttpSource:
+    def __init__(self, location: RemoteLocation, limits: Limits, *, connections: int = 8) -> None:
+        self.location = location
+        self.limits = limits
+        self.session = requests.Session()
+        self.session.max_redirects = 5
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=connections, max_retries=2)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+
+    def read_head(self) -> Multihash | None:
+        with self._get("refs/head", missing_ok=True) as response:
+            if response is None:
+                return None
+            return parse_head(self._read(response, MAX_HEAD_BYTES + 1), self.location)
+
+    def read_block(self, block_hash: Multihash) -> bytes:
+        key = f"blocks/{block_hash.to_multibase()}"
+        with self._get(key) as response:
+            assert response is not None
+            data = self._read(response, self.limits.max_block_bytes + 1)
+        check_block_size(len(data), block_hash, self.location, self.limits)
+        return data
+
+    def fetch_object(
+        self, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
+    ) -> None:
+        self.fetch_url(f"{self.location.url}/{ref.key}", ref, into, on_bytes)
+
+    def fetch_url(
+        self, url: str, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
+    ) -> None:
+        """Receive ``ref`` from ``url`` (also a smart server's download URL)."""
+        with self._get_url(url, missing_ok=True) as response:
+            if response is None:
+                raise RejectedContentError(
+                    f"{self.location}: {ref.key} (named by block {ref.block}) is missing"
+                )
+            buffer = bytearray(CHUNK_BYTES)
+            view = memoryview(buffer)
+            raw = response.raw
+            raw.decode_content = True
+            try:
+                with sink_for(ref, into, self.location) as sink:
+                    # readinto one buffer: no chunk objects, the bytes hashed and written
+                    # straight from it (both release the GIL)
+                    while n := raw.readinto(buffer):
+                        sink.write(view[:n])
+                        on_bytes(n)
+            except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as e:
+                raise RemoteError(f"{response.url}: {' '.join(str(e).split())[:300]}") from None
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _get(self, key: str, *, missing_ok: bool = False) -> _Response:
+        return self._get_url(f"{self.location.url}/{key}", missing_ok=missing_ok)
+
+    def _get_url(self, url: str, *, missing_ok: bool = False) -> _Response:
+        try:
+            response = self.session.get(url, stream=True, timeout=TIMEOUT)
+        except requests.RequestException as e:
+            raise RemoteError(f"{url}: {_reason(e)}") from None
+        if response.url.split("://", 1)[0] not in ("http", "https"):
+            response.close()
+            raise RemoteError(f"{url}: redirected away from http(s)")
+        if response.status_code == 404 and missing_ok:
+            response.close()
+            return _Response(None)
+        if response.status_code != 200:
+            response.close()
+            raise RemoteError(f"{url}: HTTP {response.status_code} {response.reason}")
+        return _Response(response)
+
+    def _read(self, response: requests.Response, limit: int) -> bytes:
+        data = bytearray()
+        try:
+            for chunk in response.iter_content(64 << 10):
+                data += chunk
+                if len(data) >= limit:
+                    break
+        except requests.RequestException as e:
+            raise RemoteError(f"{response.url}: {_reason(e)}") from None
+        return bytes(data)
+
+
+class _Response:
+    """A streamed response (or ``None`` for a 404) closed at the end of a ``with``."""
+
+    def __init__(self, response: requests.Response | None) -> None:
+        self.response = response
+
+    def __enter__(self) -> requests.Response | None:
+        return self.response
+
+    def __exit__(self, *exc: object) -> None:
+        if self.response is not None:
+            self.response.close()
+
+
+def _reason(e: requests.RequestException) -> str:
+    return " ".join(str(e).split())[:300]

@@ -1,0 +1,153 @@
+"""``odf+http(s)://``: the Smart Transfer Protocol's pull flow as a ``DatasetSource``.
+
+``read_head`` runs the WebSocket conversation once: the pull request (the whole chain), the
+metadata batch (blocks by name, kept in memory; their hashes are checked by the walk like any
+other source's), and one objects-transfer request for every data file and checkpoint the
+blocks name, which yields their download URLs. The head is the batch's block that no other
+block links to. ``fetch_object`` then downloads from those URLs over plain HTTP(S), in
+parallel, through the same size- and hash-checking sink as every transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+from websockets.exceptions import InvalidStatus, WebSocketException
+from websockets.sync.client import connect
+
+from common.odf.errors import DecodeError
+from common.odf.events import AddData, ExecuteTransform
+from common.odf.multihash import Multihash
+from common.serde.flatbuffers_codec import decode_block
+from coordinator.sharing import smart_messages as msg
+from coordinator.sharing.errors import RejectedContentError, RemoteError
+from coordinator.sharing.limits import Limits
+from coordinator.sharing.objects import Destination, ObjectRef
+from coordinator.sharing.remote_refs import RemoteLocation
+from coordinator.sharing.transport_http import TIMEOUT, HttpSource
+
+_TYPES = {"data": "DataSlice", "checkpoints": "Checkpoint"}
+
+
+class SmartSource:
+    def __init__(self, location: RemoteLocation, limits: Limits, *, connections: int = 8) -> None:
+        self.location = location
+        self.limits = limits
+        self.blocks: dict[Multihash, bytes] = {}
+        self.urls: dict[tuple[str, Multihash], str] = {}
+        plain = location.url.split("+", 1)[1]  # http(s)://...
+        self.ws_url = ("ws" + plain[4:] if plain.startswith("http") else plain) + "/pull"
+        self.http = HttpSource(RemoteLocation(plain), limits, connections=connections)
+
+    def read_head(self) -> Multihash | None:
+        where = str(self.location)
+        try:
+            with connect(
+                self.ws_url,
+                additional_headers={msg.VERSION_HEADER: msg.VERSION},
+                open_timeout=TIMEOUT[0],
+                max_size=None,
+                proxy=None,
+            ) as ws:
+                self._send(ws, {})  # DatasetPullRequest: the whole chain to the head
+                estimation = self._recv(ws, where)
+                if "sizeEstimation" not in estimation:
+                    raise RejectedContentError(f"{where}: expected a DatasetPullResponse")
+                self._send(ws, {})  # DatasetPullMetadataRequest
+                batch = self._recv(ws, where).get("blocks")
+                self.blocks = msg.read_blocks_batch(batch, where, self.limits)
+                if not self.blocks:
+                    return None
+                objects = self._objects(where)
+                if objects:
+                    self._send(ws, {"objectFiles": objects})
+                    self._read_urls(self._recv(ws, where), where)
+        except InvalidStatus as e:
+            if e.response.status_code == HTTPStatus.NOT_FOUND:
+                return None
+            body = e.response.body.decode("utf-8", "replace").strip()[:300]
+            raise RemoteError(f"{self.ws_url}: HTTP {e.response.status_code} {body}") from None
+        except (OSError, WebSocketException) as e:
+            raise RemoteError(f"{self.ws_url}: {' '.join(str(e).split())[:300]}") from None
+        return self._head(where)
+
+    def read_block(self, block_hash: Multihash) -> bytes:
+        data = self.blocks.get(block_hash)
+        if data is None:
+            raise RemoteError(f"{self.location}: block {block_hash} is not in the metadata batch")
+        return data
+
+    def fetch_object(
+        self, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
+    ) -> None:
+        url = self.urls.get((ref.kind.value, ref.physical_hash))
+        if url is None:
+            raise RejectedContentError(f"{self.location}: no download URL for {ref.key}")
+        self.http.fetch_url(url, ref, into, on_bytes)
+
+    def close(self) -> None:
+        self.http.close()
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _send(self, ws: Any, message: dict[str, Any]) -> None:
+        ws.send(msg.encode(message))
+
+    def _recv(self, ws: Any, where: str) -> dict[str, Any]:
+        return msg.decode(ws.recv(timeout=TIMEOUT[1]), where)
+
+    def _objects(self, where: str) -> list[dict[str, str]]:
+        found = []
+        for name, data in self.blocks.items():
+            try:
+                event = decode_block(data).event
+            except (DecodeError, ValueError):
+                continue  # the walk refuses it with its name
+            if isinstance(event, AddData | ExecuteTransform):
+                if event.new_data is not None:
+                    found.append(("data", event.new_data.physical_hash))
+                if event.new_checkpoint is not None:
+                    found.append(("checkpoints", event.new_checkpoint.physical_hash))
+            del name
+        return [
+            {"objectType": _TYPES[kind], "physicalHash": h.to_multibase()}
+            for kind, h in dict.fromkeys(found)
+        ]
+
+    def _read_urls(self, reply: dict[str, Any], where: str) -> None:
+        strategies = reply.get("objectTransferStrategies")
+        if not isinstance(strategies, list):
+            raise RejectedContentError(f"{where}: expected a DatasetPullObjectsTransferResponse")
+        kinds = {v: k for k, v in _TYPES.items()}
+        for s in strategies:
+            try:
+                f = s["objectFile"]
+                kind = kinds[f["objectType"]]
+                h = Multihash.from_multibase(f["physicalHash"])
+                url = s["downloadFrom"]["url"]
+            except (KeyError, TypeError, DecodeError, ValueError):
+                raise RejectedContentError(f"{where}: a malformed transfer strategy") from None
+            if s.get("pullStrategy") != "HttpDownload" or not isinstance(url, str):
+                raise RejectedContentError(f"{where}: unsupported transfer strategy")
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise RejectedContentError(f"{where}: download URL {url!r} is not http(s)")
+            self.urls[(kind, h)] = url
+
+    def _head(self, where: str) -> Multihash:
+        parents = set()
+        for data in self.blocks.values():
+            try:
+                prev = decode_block(data).prev_block_hash
+            except (DecodeError, ValueError):
+                continue
+            if prev is not None:
+                parents.add(prev)
+        heads = [h for h in self.blocks if h not in parents]
+        if len(heads) != 1:
+            raise RejectedContentError(
+                f"{where}: the metadata batch has {len(heads)} heads, expected one chain"
+            )
+        return heads[0]
