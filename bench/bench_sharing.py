@@ -40,7 +40,8 @@ sys.path.insert(0, str(REPO))
 
 from coordinator.app.sharing import Sharing  # noqa: E402
 from coordinator.dataset import Dataset  # noqa: E402
-from coordinator.sharing.transfer import DEFAULT_PARALLEL, Options  # noqa: E402
+from coordinator.sharing.limits import DEFAULT_PARALLEL  # noqa: E402
+from coordinator.sharing.transfer import Options  # noqa: E402
 from coordinator.workspace import Workspace  # noqa: E402
 from tests.support.cli import odf, ok  # noqa: E402
 from tests.support.datasets import root  # noqa: E402

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.odf.dataset_refs import DatasetName, RepoName
+from common.odf.dataset_refs import DatasetName
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from coordinator.dataset import Dataset
 from coordinator.sharing.errors import RemoteError
@@ -38,17 +38,6 @@ class Sharing:
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.repos = RepoRegistry(workspace)
-
-    # --- repositories ------------------------------------------------------------------------
-
-    def repo_add(self, name: str, url: str) -> tuple[RepoName, RemoteLocation]:
-        return self.repos.add(name, url)
-
-    def repo_list(self) -> dict[RepoName, RemoteLocation]:
-        return self.repos.all()
-
-    def repo_delete(self, name: str) -> None:
-        self.repos.delete(name)
 
     # --- pull ---------------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from coordinator.app.sharing import Sharing
 from coordinator.cli.output import add_output_format_argument, render_rows
+from coordinator.sharing.repos import RepoRegistry
 from coordinator.workspace import Workspace
 
 
@@ -26,19 +26,19 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    name, url = Sharing(Workspace.find()).repo_add(args.name, args.url)
+    name, url = RepoRegistry(Workspace.find()).add(args.name, args.url)
     print(f"repository {name}: {url}")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    repos = Sharing(Workspace.find()).repo_list()
+    repos = RepoRegistry(Workspace.find()).all()
     rows = [{"name": str(name), "url": url.url} for name, url in sorted(repos.items())]
     render_rows(rows, ("name", "url"), args.output_format)
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    Sharing(Workspace.find()).repo_delete(args.name)
+    RepoRegistry(Workspace.find()).delete(args.name)
     print(f"repository {args.name} deleted")
     return 0

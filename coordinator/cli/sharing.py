@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import OdfError, ValidationError
-from coordinator.app.sharing import Sharing, Transferred
 from coordinator.cli.progress import terminal_progress
 from coordinator.dataset import Dataset
-from coordinator.sharing.limits import DEFAULT_MAX_OBJECT_BYTES, Limits
+from coordinator.sharing.limits import DEFAULT_MAX_OBJECT_BYTES, DEFAULT_PARALLEL, Limits
 from coordinator.sharing.remote_refs import looks_remote
-from coordinator.sharing.transfer import DEFAULT_PARALLEL, Options, Outcome
+from coordinator.sharing.repos import read_remotes
 from coordinator.workspace import Workspace
+
+if TYPE_CHECKING:
+    from coordinator.app.sharing import Transferred
+    from coordinator.sharing.transfer import Options
 
 
 def add_transfer_arguments(p: Any) -> None:
@@ -57,6 +60,8 @@ def register(subparsers: Any) -> None:
 
 
 def _options(args: argparse.Namespace, progress: Any, *, force: bool = False) -> Options:
+    from coordinator.sharing.transfer import Options
+
     if args.parallel < 1:
         raise ValidationError("must be at least 1", path="--parallel")
     if args.max_object_size < 1:
@@ -70,6 +75,8 @@ def _options(args: argparse.Namespace, progress: Any, *, force: bool = False) ->
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    from coordinator.app.sharing import Sharing  # the transports: only for a transfer
+
     sharing = Sharing(Workspace.find())
     with terminal_progress(args) as progress:
         done = sharing.push(args.name, _options(args, progress, force=args.force), to=args.to)
@@ -86,11 +93,13 @@ def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:
     remote = [n for n in names if looks_remote(n)]
     local = [n for n in names if not looks_remote(n)]
     ws = Workspace.find()
-    sharing = Sharing(ws)
     datasets = ws.list_datasets() if args.all else [d for n in local if (d := _open(ws, n))]
-    cloned = [d.alias for d in datasets if _cloned(sharing, d)]
+    cloned = [d.alias for d in datasets if _cloned(d)]
     if not remote and not cloned:
         return local, args.all, 0
+    from coordinator.app.sharing import Sharing  # the transports: only for a transfer
+
+    sharing = Sharing(ws)
     failures = 0
     with terminal_progress(args) as progress:
         options = _options(args, progress)
@@ -124,14 +133,16 @@ def _key(ws: Workspace, name: str) -> str:
     return (ds.alias if ds is not None else name).lower()
 
 
-def _cloned(sharing: Sharing, ds: Dataset) -> bool:
+def _cloned(ds: Dataset) -> bool:
     try:
-        return sharing.cloned(ds) is not None
+        return read_remotes(ds.layout).pull is not None
     except OdfError:
         return False
 
 
 def describe(done: Transferred, verb: str) -> str:
+    from coordinator.sharing.transfer import Outcome
+
     r = done.result
     if r.outcome is Outcome.UP_TO_DATE:
         return f"{done.dataset}: up to date with {done.remote} (head {r.new_head})"

@@ -10,6 +10,8 @@ MAX_BLOCK_BYTES = 16 << 20
 """A block manifest; real ones are a few kilobytes (a schema, a query)."""
 DEFAULT_MAX_OBJECT_BYTES = 64 << 30
 """A data file or checkpoint, unless ``--max-object-size`` says otherwise."""
+DEFAULT_PARALLEL = 8
+"""Objects transferred at once, unless ``--parallel`` says otherwise."""
 MAX_NEW_BLOCKS = 1_000_000
 """Blocks one transfer may bring: a remote that makes up an endless chain is cut off."""
 

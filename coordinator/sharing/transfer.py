@@ -37,18 +37,14 @@ from coordinator.dataset.append import ReceivedBlock, append_blocks
 from coordinator.dataset.durable import fsync_dir, remove_durably
 from coordinator.ingest.progress import NO_PROGRESS, Progress
 from coordinator.sharing.errors import DivergedError, RejectedContentError, RemoteError
-from coordinator.sharing.limits import Limits
+from coordinator.sharing.limits import DEFAULT_PARALLEL, Limits
 from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import HTTP_SCHEMES, SMART_SCHEMES, RemoteLocation
 from coordinator.sharing.transport import DatasetSource
 from coordinator.sharing.transport_file import FileSource
-from coordinator.sharing.transport_http import HttpSource
-from coordinator.sharing.transport_smart import SmartSource
 from coordinator.sharing.validation import check_chain, check_parent, received_block
 
 log = structlog.get_logger(__name__)
-
-DEFAULT_PARALLEL = 8
 
 
 class Outcome(Enum):
@@ -74,8 +70,12 @@ def open_source(location: RemoteLocation, limits: Limits, parallel: int) -> Data
     if location.is_file:
         return FileSource(location, limits)
     if location.scheme in HTTP_SCHEMES:
+        from coordinator.sharing.transport_http import HttpSource  # requests: when needed
+
         return HttpSource(location, limits, connections=parallel)
     if location.scheme in SMART_SCHEMES:
+        from coordinator.sharing.transport_smart import SmartSource  # websockets: when needed
+
         return SmartSource(location, limits, connections=parallel)
     raise RemoteError(f"{location}: unsupported scheme")
 
