@@ -6,7 +6,7 @@ stream row's event time is written as a lateral subquery that picks the newest v
     SELECT t.event_time, t.symbol, t.qty, p.price
     FROM tickers AS t
     [LEFT] JOIN LATERAL (
-        SELECT price FROM prices AS p
+        SELECT p.* FROM prices AS p
         WHERE p.symbol = t.symbol AND p.event_time <= t.event_time
         ORDER BY p.event_time DESC, p.offset DESC
         LIMIT 1
@@ -22,7 +22,9 @@ they can still need (``asof_state.py``), so N transactions give what one gives.
 The form is checked strictly, because a look-alike would need other state: the subquery's
 filter is exactly an equality per primary key column (``p.k = <expression of the stream
 row>``) plus ``p.event_time <= t.event_time`` with the stream's own event time; it orders
-by ``event_time DESC, offset DESC`` of the versioned input and takes one row; above the
+by ``event_time DESC, offset DESC`` of the versioned input, columns it selects (``p.*``:
+Spark 4 loses the order of a ``LIMIT`` whose ``ORDER BY`` columns are projected away), and
+takes one row; above the
 lateral join there are only projections and filters, and the output's ``event_time`` is the
 stream's. A lateral subquery over a temporal table in any other form is InvalidQuery.
 """
@@ -49,7 +51,7 @@ from engine_spark.jvm_plan import (
 )
 
 FORM = (
-    "write an as-of join as `[LEFT] JOIN LATERAL (SELECT ... FROM <table> AS p WHERE "
+    "write an as-of join as `[LEFT] JOIN LATERAL (SELECT p.* FROM <table> AS p WHERE "
     "p.<key> = t.<column> [AND ...one per primary key column] AND p.event_time <= "
     "t.event_time ORDER BY p.event_time DESC, p.offset DESC LIMIT 1) [ON true]`, with only "
     "projections and filters above it"
@@ -154,6 +156,13 @@ class _Recognizer:
             if kind in ("GlobalLimit", "LocalLimit"):
                 if str(node.limitExpr().toString()) != "1":
                     raise _refused("LIMIT 1")
+                if kind == "LocalLimit" and str(child(node, 0).nodeName()) != "Sort":
+                    # Spark 4 decorrelates a LIMIT whose ORDER BY is not right below it into
+                    # a row_number() without order: any version could be picked.
+                    raise _refused(
+                        "the ORDER BY columns among the subquery's columns "
+                        "(`SELECT p.*`, or select p.event_time and p.offset)"
+                    )
                 limits += 1
             elif kind == "Sort":
                 if orders:

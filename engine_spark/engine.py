@@ -52,6 +52,7 @@ from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import Staging, stages_locally, staging_area
 from engine_spark.stream_transaction import (
+    carried_stream,
     check_incremental,
     is_row_wise_query,
     prepare_views,
@@ -122,7 +123,12 @@ class SparkEngine:
         ):
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
             tables = temporal_tables(request.transform, _aliases(request.query_inputs))
-            states = _register_inputs(session, staging, request.query_inputs, tables, previous)
+            # An as-of join carried on reads its versions from its own state, not the tables'.
+            carried = carried_stream(request, previous)
+            latest = carried is None or carried.runner != cp.ASOF_JOIN
+            states = _register_inputs(
+                session, staging, request.query_inputs, tables, previous, latest=latest
+            )
             prepared = prepare_views(session, area, request, previous, set(tables))
             result = run_steps(session, request.transform)
             stream: cp.StreamState | None = None
@@ -134,7 +140,7 @@ class SparkEngine:
                 run = run_asof_transaction(session, area, request, previous, asof)
                 output, order = _Output(run.table, run.columns, RowOrder.VALUES), RowOrder.VALUES
                 stream, lag = run.state, run.lag
-                del states[asof.versioned]  # its versions are in the stream state
+                states.pop(asof.versioned, None)  # its versions are in the stream state
             elif prepared is None and is_row_wise_query(result):
                 columns = _output_columns(result, request.vocab)
                 if columns.op is None:
@@ -354,8 +360,11 @@ def _register_inputs(
     inputs: Sequence[ep.TransformRequestInput],
     tables: dict[str, TemporalTable],
     previous: cp.EngineCheckpoint,
+    *,
+    latest: bool = True,
 ) -> dict[str, cp.TemporalState]:
-    """Register every input's view: its new slice, or a temporal table's latest state.
+    """Register every input's view: its new slice, or a temporal table's latest state
+    (``latest``; else its new slice too).
 
     Returns the temporal tables' new states (for the next checkpoint).
     """
@@ -363,7 +372,7 @@ def _register_inputs(
     for inp in inputs:
         df = load_input(session, inp, staging)
         table = tables.get(inp.query_alias)
-        if table is not None:
+        if table is not None and latest:
             carried = carried_state(previous.temporal_tables, table)
             with query_errors(None, in_step=False):
                 states[table.name] = latest_state(session, df, carried, table, inp.vocab)

@@ -86,7 +86,7 @@ DERIVATIVES = {
     "as-of-page": derivative(
         "as-of-page",
         "SELECT c.event_time, c.user, c.ad, v.page FROM clicks AS c LEFT JOIN LATERAL ("
-        "SELECT page FROM views AS p WHERE p.user = c.user AND p.event_time <= c.event_time "
+        "SELECT p.* FROM views AS p WHERE p.user = c.user AND p.event_time <= c.event_time "
         "ORDER BY p.event_time DESC, p.offset DESC LIMIT 1) AS v ON true",
         ["clicks", "views"],
         temporal_tables={"views": ["user"]},

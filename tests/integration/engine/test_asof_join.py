@@ -40,11 +40,12 @@ def as_of(
     output_time: str = "t.event_time",
     key: tuple[str, ...] = ("symbol",),
     limit: int = 1,
+    columns: str = "p.*",
 ) -> TransformSql:
     on = " ON true" if join.startswith("LEFT") else ""
     query = (
         f"SELECT {output_time}, t.symbol, t.qty, v.price FROM ticks AS t "
-        f"{join} LATERAL (SELECT price FROM prices AS p WHERE p.symbol = t.symbol "
+        f"{join} LATERAL (SELECT {columns} FROM prices AS p WHERE p.symbol = t.symbol "
         f"AND {time}{where} ORDER BY {order} LIMIT {limit}) AS v{on}"
     )
     tables = (TemporalTable(name="prices", primary_key=key),)
@@ -211,6 +212,7 @@ def test_the_as_of_form_validates(spark_engine: SparkEngine) -> None:
             "the stream's event_time as the output's event_time",
         ),
         (as_of(limit=2), "LIMIT 1"),
+        (as_of(columns="price"), "the ORDER BY columns among the subquery's columns"),
     ],
 )
 def test_look_alikes_of_the_as_of_form_are_refused(
