@@ -19,12 +19,15 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+from pyspark.errors.exceptions.captured import UnknownException, convert_exception
 from pyspark.serializers import NoOpSerializer
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -45,8 +48,26 @@ def result_batches(result: DataFrame) -> Iterator[pa.RecordBatch]:
     jvm = session.sparkContext._jvm
     assert jvm is not None
     served = jvm.PythonRDD.toLocalIteratorAndServe(result._jdf.toArrowBatchRdd(), True)
-    for message in _local_iterator_from_socket(served, NoOpSerializer()):
-        yield ipc.read_record_batch(ipc.read_message(pa.py_buffer(message)), schema)
+    with _job_errors():
+        for message in _local_iterator_from_socket(served, NoOpSerializer()):
+            yield ipc.read_record_batch(ipc.read_message(pa.py_buffer(message)), schema)
+
+
+@contextmanager
+def _job_errors() -> Iterator[None]:
+    """A failed job surfaces as the serving thread's error, wrapped in ``SparkException``s:
+    raise the Spark error they wrap (e.g. DIVIDE_BY_ZERO, a query's fault), as ``toArrow``
+    raises it."""
+    try:
+        yield
+    except Py4JJavaError as e:
+        cause = e.java_exception
+        while cause is not None:
+            converted = convert_exception(cause)
+            if not isinstance(converted, UnknownException):
+                raise converted from None
+            cause = cause.getCause()
+        raise
 
 
 def stream_output(

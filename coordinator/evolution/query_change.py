@@ -73,7 +73,7 @@ def change_query(
     engines: EngineSession,
     *,
     inputs: tuple[TransformInput, ...] | None = None,
-    exchange: ExchangeFormat = ExchangeFormat.ARROW,
+    exchange: ExchangeFormat = ExchangeFormat.PARQUET,
     now: datetime | None = None,
 ) -> QueryChange:
     """Validate ``transform`` as ``dataset``'s new query and commit it (see the module doc).

@@ -165,7 +165,7 @@ def run_transaction(
     engine: EngineClient,
     *,
     policy: Policy,
-    exchange: ExchangeFormat = ExchangeFormat.ARROW,
+    exchange: ExchangeFormat = ExchangeFormat.PARQUET,
     staging: Path | None = None,
 ) -> TransactionResult:
     """Run ``plan`` on ``engine`` and settle its events with ``policy``.

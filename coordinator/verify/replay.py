@@ -65,7 +65,7 @@ class Replayer:
         dataset: Dataset,
         inputs: Mapping[DatasetID, InputHistory | str],
         engines: EngineSession,
-        exchange: ExchangeFormat = ExchangeFormat.ARROW,
+        exchange: ExchangeFormat = ExchangeFormat.PARQUET,
     ) -> None:
         self.dataset = dataset
         self.inputs = inputs

@@ -51,7 +51,7 @@ class Verifier:
         self,
         resolve: Resolver,
         engines: EngineSession | None,
-        exchange: ExchangeFormat = ExchangeFormat.ARROW,
+        exchange: ExchangeFormat = ExchangeFormat.PARQUET,
         *,
         on_replay: ReplayProgress | None = None,
         on_bytes: Callable[[int], None] | None = None,

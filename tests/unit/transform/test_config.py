@@ -30,7 +30,7 @@ def test_missing_or_empty_file_means_the_embedded_defaults(tmp_path: Path) -> No
     (tmp_path / "config.yaml").write_text("# nothing yet\n")
     config = load_config(tmp_path)
     assert config.engine.provider is EngineProviderKind.EMBEDDED
-    assert config.transform.exchange is ExchangeFormat.ARROW
+    assert config.transform.exchange is ExchangeFormat.PARQUET
 
 
 def test_every_key() -> None:
@@ -42,7 +42,7 @@ def test_every_key() -> None:
         "  driverMemory: 1g\n"
         "  startTimeout: 90\n"
         "transform:\n"
-        "  exchange: parquet\n"
+        "  exchange: arrow\n"
         "  maxInputRecords: 5000\n"
         "daemon:\n"
         "  address: 127.0.0.1:7000\n"
@@ -58,7 +58,7 @@ def test_every_key() -> None:
         "1g",
         90.0,
     )
-    assert (t.exchange, t.max_input_records) == (ExchangeFormat.PARQUET, 5000)
+    assert (t.exchange, t.max_input_records) == (ExchangeFormat.ARROW, 5000)
 
 
 def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
