@@ -26,9 +26,18 @@ REPO = Path(__file__).resolve().parents[2]
 TEST_REPOSITORY = "localhost/odf-engine-spark-repro-test"
 
 
-def _build(record_root: Path) -> BuiltImage:
+def _source_date_epoch() -> str:
+    """The last commit's time, read once: a commit between the builds must not change it."""
+    out = subprocess.run(
+        ["git", "log", "-1", "--format=%ct"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    return out.stdout.strip() or "0"
+
+
+def _build(record_root: Path, epoch: str) -> BuiltImage:
     env = {
         **os.environ,
+        "SOURCE_DATE_EPOCH": epoch,
         "ONLY": "engine",
         "FORCE_BUILD": "1",
         "NO_CACHE": "1",
@@ -52,8 +61,9 @@ def test_two_builds_from_scratch_give_one_digest(tmp_path: Path) -> None:
     reason = cannot_run_containers()
     if reason:
         pytest.skip(reason)
-    first = _build(tmp_path / "first")
-    second = _build(tmp_path / "second")
+    epoch = _source_date_epoch()
+    first = _build(tmp_path / "first", epoch)
+    second = _build(tmp_path / "second", epoch)
     try:
         assert first.ref == second.ref  # same inputs, same tag
         assert first.image_id == second.image_id
