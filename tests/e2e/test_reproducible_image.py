@@ -69,4 +69,5 @@ def test_two_builds_from_scratch_give_one_digest(tmp_path: Path) -> None:
         assert first.image_id == second.image_id
         assert first.digest == second.digest
     finally:
-        subprocess.run(["podman", "rmi", "-f", first.ref], capture_output=True, check=False)
+        for ref in (first.ref, f"{TEST_REPOSITORY}:latest"):
+            subprocess.run(["podman", "rmi", "-f", ref], capture_output=True, check=False)
