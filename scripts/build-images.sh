@@ -11,9 +11,18 @@
 #   digest  the image digest (sha256:...), for pinning transforms to the exact engine
 #   id      the image ID
 #
+# Reproducible: the engine's Python dependencies come from lock files with hashes
+# (scripts/lock-engine-deps.sh regenerates them), and every build gets SOURCE_DATE_EPOCH (default:
+# the time of the last commit) and `--timestamp` with it, so that two builds of one commit on the
+# same base image (and Debian mirror state) give the same image digest
+# (tests/e2e/test_reproducible_image.py checks it).
+#
 # Environment: BASE_IMAGE (default localhost/odf-debian-base:bookworm), ENGINE_IMAGE_REPO
 # (default localhost/odf-engine-spark), COORDINATOR_IMAGE_REPO (default
-# localhost/odf-coordinator), FORCE_BUILD=1 to rebuild even when cached.
+# localhost/odf-coordinator), FORCE_BUILD=1 to rebuild even when cached, NO_CACHE=1 to reuse no
+# layer either, ONLY=engine to build the engine image alone, RECORD_ROOT=DIR to write the
+# .built/ records under DIR/images/... instead of the tree, RECORD_RELEASE=1 to record the engine
+# image in images/engine-spark/digests.txt (see docs/scale.md), SOURCE_DATE_EPOCH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,8 +32,16 @@ COORDINATOR_REPO=${COORDINATOR_IMAGE_REPO:-localhost/odf-coordinator}
 ENGINE_DIR=images/engine-spark
 COORDINATOR_DIR=images/coordinator
 # What each image is built from; keep in step with the Containerfiles' COPY lines.
-ENGINE_INPUTS=("$ENGINE_DIR/Containerfile" "$ENGINE_DIR/requirements.py" .dockerignore pyproject.toml README.md common engine_spark)
+# The engine's list is also coordinator/engine/image_pin.py's ENGINE_IMAGE_INPUTS.
+ENGINE_INPUTS=("$ENGINE_DIR/Containerfile" "$ENGINE_DIR/jks_epoch.py" "$ENGINE_DIR"/*.lock
+  .dockerignore pyproject.toml README.md common engine_spark)
 COORDINATOR_INPUTS=("$COORDINATOR_DIR/Containerfile" "$ENGINE_DIR/requirements.py" .dockerignore pyproject.toml README.md common engine_spark coordinator)
+
+RECORD_ROOT=${RECORD_ROOT:-.}
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || echo 0)
+fi
+export SOURCE_DATE_EPOCH
 
 bash scripts/podman-service.sh install
 
@@ -79,12 +96,14 @@ build_image() {
   ref=$repo:$hash
   if [ "${FORCE_BUILD:-0}" != 1 ] && podman image exists "$ref"; then
     echo "$name image $ref present (inputs unchanged)"
-    record "$ref" "$dir/.built"
+    record "$ref" "$RECORD_ROOT/$dir/.built"
     return
   fi
   local args=(--network host --layers -f "$dir/Containerfile"
     --build-arg "$parent_arg=$parent" --build-arg "BUILD_INPUTS=$hash"
+    --build-arg "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH" --timestamp "$SOURCE_DATE_EPOCH"
     -t "$ref" -t "$repo:latest")
+  if [ "${NO_CACHE:-0}" = 1 ]; then args+=(--no-cache); fi
   ca=$(ca_bundle)
   if [ -n "$ca" ]; then args+=(--secret "id=ca_bundle,src=$ca"); fi
   echo "building $name image $ref"
@@ -97,7 +116,7 @@ build_image() {
   fi
   rm -f "$log"
   echo "built $ref in $(($(date +%s) - start)) s"
-  record "$ref" "$dir/.built"
+  record "$ref" "$RECORD_ROOT/$dir/.built"
   drop_stale_tags "$repo" "$ref"
 }
 
@@ -113,8 +132,29 @@ drop_stale_tags() {
   done
 }
 
+# The engine image's record for pinning without a runtime (coordinator/engine/image_pin.py):
+# .built/sources, the sha256 of its inputs' sha256sum listing; with RECORD_RELEASE=1 also a line
+# "<that sha256> <repo>@<digest> <image id>" in images/engine-spark/digests.txt (one line per
+# sources digest), to commit with a release.
+record_engine_sources() {
+  local built=$RECORD_ROOT/$ENGINE_DIR/.built sources pinned
+  sources=$(find "${ENGINE_INPUTS[@]}" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  echo "$sources" >"$built/sources"
+  if [ "${RECORD_RELEASE:-0}" = 1 ]; then
+    pinned="$ENGINE_REPO@$(cat "$built/digest") $(cat "$built/id")"
+    touch "$ENGINE_DIR/digests.txt"
+    { grep -v "^$sources " "$ENGINE_DIR/digests.txt" || true; } >"$ENGINE_DIR/digests.txt.new"
+    echo "$sources $pinned" >>"$ENGINE_DIR/digests.txt.new"
+    mv "$ENGINE_DIR/digests.txt.new" "$ENGINE_DIR/digests.txt"
+  fi
+}
+
 build_image engine "$ENGINE_REPO" "$ENGINE_DIR" BASE_IMAGE "$BASE_IMAGE" "${ENGINE_INPUTS[@]}"
-echo "engine image: $(cat "$ENGINE_DIR/.built/image") $(cat "$ENGINE_DIR/.built/digest")"
+record_engine_sources
+echo "engine image: $(cat "$RECORD_ROOT/$ENGINE_DIR/.built/image")" \
+  "$(cat "$RECORD_ROOT/$ENGINE_DIR/.built/digest")"
+if [ "${ONLY:-}" = engine ]; then exit 0; fi
 build_image coordinator "$COORDINATOR_REPO" "$COORDINATOR_DIR" ENGINE_IMAGE \
-  "$(cat "$ENGINE_DIR/.built/image")" "${COORDINATOR_INPUTS[@]}"
-echo "coordinator image: $(cat "$COORDINATOR_DIR/.built/image")"
+  "$(cat "$RECORD_ROOT/$ENGINE_DIR/.built/image")" "${COORDINATOR_INPUTS[@]}"
+echo "coordinator image: $(cat "$RECORD_ROOT/$COORDINATOR_DIR/.built/image")"

@@ -133,9 +133,11 @@ def _problem_row(dataset: str, p: Problem) -> dict[str, Any]:
 def summary_line(report: DatasetReport) -> str:
     replayed = sum(1 for t in report.transactions if t.replay.value in ("ok", "FAILED"))
     what = f"{report.blocks} blocks, {len(report.transactions)} transactions, {replayed} replayed"
+    engines = sorted({t.engine for t in report.transactions if t.engine})
+    with_engines = f", with engine {'; '.join(engines)}" if engines else ""
     if report.ok:
-        return f"{report.dataset}: ok ({what})"
-    return f"{report.dataset}: FAILED, {len(report.problems)} problem(s) ({what})"
+        return f"{report.dataset}: ok ({what}){with_engines}"
+    return f"{report.dataset}: FAILED, {len(report.problems)} problem(s) ({what}){with_engines}"
 
 
 def report_document(report: DatasetReport) -> dict[str, Any]:
@@ -156,6 +158,7 @@ def report_document(report: DatasetReport) -> dict[str, Any]:
                 ),
                 "integrity": t.integrity.value,
                 "replay": t.replay.value,
+                "engine": t.engine,
                 "problems": [_problem_document(p) for p in t.problems],
             }
             for t in report.transactions

@@ -280,6 +280,7 @@ def replayed(dataset: str, r: ReplayResult) -> pb.VerifyEvent:
             differences=list(r.differences),
             error=r.error or "",
             seconds=r.seconds,
+            engine=r.engine or "",
         )
     )
 
@@ -293,6 +294,7 @@ def from_replayed(m: pb.Replayed) -> tuple[str, ReplayResult]:
         differences=tuple(m.differences),
         error=m.error or None,
         seconds=m.seconds,
+        engine=m.engine or None,
     )
     return m.dataset, result
 
@@ -314,6 +316,7 @@ def report(r: DatasetReport) -> pb.VerifyEvent:
                     integrity=t.integrity.value,
                     replay=t.replay.value,
                     problems=[index[id(p)] for p in t.problems],
+                    engine=t.engine or "",
                 )
                 for t in r.transactions
             ],
@@ -344,6 +347,7 @@ def from_report(m: pb.DatasetReport) -> DatasetReport:
                 integrity=Outcome(t.integrity),
                 replay=Outcome(t.replay),
                 problems=tuple(problems[i] for i in t.problems),
+                engine=t.engine or None,
             )
         )
     return DatasetReport(

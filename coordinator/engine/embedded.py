@@ -29,7 +29,11 @@ from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts, jvm_environment
-from coordinator.engine.version import embedded_engine_version, engine_package_dir
+from coordinator.engine.version import (
+    embedded_engine_version,
+    embedded_engine_versions,
+    engine_package_dir,
+)
 from coordinator.tempdirs import owned_temp_dir
 
 log = get_logger(__name__)
@@ -68,12 +72,12 @@ class EmbeddedEngineProvider:
     def check_version(self, version: str | None) -> None:
         if version is None:
             return
-        own = embedded_engine_version()
-        if version != own:
+        own = embedded_engine_versions()
+        if version not in own:
             raise EngineVersionError(
                 f"the transform is pinned to engine {version!r}, but the embedded engine is"
-                f" {own!r}; run it with the engine it was pinned to (provider: container for"
-                " an image digest)"
+                f" {' = '.join(sorted(own))!r}; run it with the engine it was pinned to"
+                " (provider: container for an image digest)"
             )
 
     @contextmanager

@@ -1,9 +1,14 @@
 """The exact version of the embedded engine, for pinning transforms without containers.
 
-The embedded engine is ``python -m engine_spark`` from this installation, so its version is
-what that process runs: the project's release, a digest of the engine package's source files
-(a changed line changes the version) and the versions of the libraries that compute the data.
-Nothing is imported: reading ``engine_spark`` files and package metadata is enough.
+The embedded engine is ``python -m engine_spark`` from this installation. When it is the
+engine of an image built from the same sources and lock files (a checkout whose
+``images/engine-spark/digests.txt`` records that image, see ``image_pin``), its version is
+that image's reference, ``repository@sha256:...``: a version another machine can pull or
+rebuild, and that a container provider runs as is. Otherwise its version is what the process
+runs: the project's release, a digest of the engine package's source files (a changed line
+changes the version) and the versions of the libraries that compute the data
+(``build_version``); transforms pinned so before keep running and verifying.
+Nothing is imported: reading files and package metadata is enough.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from coordinator.engine.errors import EngineUnavailableError
+from coordinator.engine.image_pin import recorded_image
 
 ENGINE_PACKAGE = "engine_spark"
 ENGINE_NAME = "odf-engine-spark"
@@ -56,6 +62,23 @@ def _installed_version(distribution: str) -> str:
 
 @cache
 def embedded_engine_version() -> str:
+    """The recorded image's reference when there is one, else ``build_version()``."""
+    return image_version() or build_version()
+
+
+@cache
+def image_version() -> str | None:
+    """``repository@sha256:...`` of the image this embedded engine equals, if recorded."""
+    return recorded_image(engine_package_dir().parent)
+
+
+def embedded_engine_versions() -> frozenset[str]:
+    """Every version the embedded engine runs as: its image's (if any) and its build's."""
+    return frozenset(v for v in (image_version(), build_version()) if v)
+
+
+@cache
+def build_version() -> str:
     """E.g. ``odf-engine-spark/0.1.0+src.0123456789abcdef pyspark/4.0.0 pyarrow/26.0.1``."""
     digest = source_digest(engine_package_dir())
     if _installed_version("pyspark") == "unknown":

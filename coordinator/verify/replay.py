@@ -51,6 +51,8 @@ class ReplayResult:
     error: str | None = None
     """Why the transaction could not be replayed."""
     seconds: float = 0.0
+    engine: str | None = None
+    """The engine it was replayed with: the provider and the pinned version."""
 
     @property
     def ok(self) -> bool:
@@ -90,10 +92,12 @@ class Replayer:
         started = time.perf_counter()
         migration = is_migration(event, replaced)
         kind = MIGRATION if migration else TRANSACTION
+        version = _transform_of(stored.state_before).version
+        label = f"{self.engines.provider.kind} {version or '(unpinned)'}"
         try:
             plan = self._plan(stored, event, replaced if migration else None)
             inputs = self._datasets(plan.inputs)
-            engine = self._engine(_transform_of(stored.state_before).version)
+            engine = self._engine(version)
             result = run_transaction(
                 plan,
                 self.dataset,
@@ -114,6 +118,7 @@ class Replayer:
             kind=kind,
             differences=tuple(differences),
             seconds=time.perf_counter() - started,
+            engine=label,
         )
 
     def _plan(

@@ -85,6 +85,8 @@ class TransactionResult:
     integrity: Outcome
     replay: Outcome
     problems: tuple[Problem, ...] = ()
+    engine: str | None = None
+    """The engine the transaction was replayed with (provider and pinned version)."""
 
     @property
     def ok(self) -> bool:

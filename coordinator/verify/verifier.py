@@ -214,6 +214,7 @@ def _transactions(
             integrity=Outcome.FAILED if integrity_failed else Outcome.OK,
             replay=replay_outcome,
             problems=mine,
+            engine=replay.engine if replay is not None else None,
         )
 
 

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_BUILT_DIR = REPO / "images" / "engine-spark" / ".built"
 
 
-def _cannot_run_containers() -> str | None:
+def cannot_run_containers() -> str | None:
     """Why this machine cannot run containers, or None when it can (or can be set up to)."""
     if shutil.which("podman") or os.environ.get("DOCKER_HOST"):
         return None
@@ -39,7 +39,7 @@ def _cannot_run_containers() -> str | None:
 @pytest.fixture(scope="session")
 def engine_image() -> BuiltImage:
     """The Spark engine image for the current sources (a cached image when inputs are unchanged)."""
-    reason = _cannot_run_containers()
+    reason = cannot_run_containers()
     if reason:
         pytest.skip(reason)
     result = subprocess.run(

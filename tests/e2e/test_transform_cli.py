@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.dataset import Dataset
+from coordinator.engine.version import embedded_engine_version
 from coordinator.workspace import Workspace
 from tests.integration.transform.pipeline import (
     DERIVATIVES,
@@ -105,7 +106,7 @@ def test_pipeline_rounds_in_embedded_mode(embedded_run: PipelineRun) -> None:
     assert last.new_watermark == areas.state().last_watermark  # the slower input holds it
 
     log = ok(run.workspace, "log", "big-cities-x10")
-    assert "version=odf-engine-spark/" in log and "ExecuteTransform" in log
+    assert f"version={embedded_engine_version()}" in log and "ExecuteTransform" in log
     tail = ok(run.workspace, "tail", "big-cities-x10", "-n", "1")
     assert "Cairo" in tail and "102300000" in tail
     assert "big-cities: up to date" in ok(run.workspace, "pull", "big-cities")

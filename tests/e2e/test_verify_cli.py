@@ -24,6 +24,7 @@ from common.odf.events import AddData, ExecuteTransform
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import block_hash, decode_block, encode_block
 from coordinator.dataset import Dataset
+from coordinator.engine.version import embedded_engine_version
 from coordinator.workspace import Workspace
 from tests.support.cli import odf, ok
 from tests.support.datasets import derivative, root
@@ -104,9 +105,15 @@ def test_a_clean_workspace_verifies_with_replay(built: Built, tmp_path: Path) ->
         ["ExecuteTransform", "2..2", "ok", "ok"],
     ]
     assert "cities: ok (5 blocks, 2 transactions, 0 replayed)" in out
-    assert "big-cities: ok (5 blocks, 2 transactions, 2 replayed)" in out
+    # It says which engine replayed: the provider and the version the transform is pinned to.
+    pinned = embedded_engine_version()
+    assert (
+        f"big-cities: ok (5 blocks, 2 transactions, 2 replayed), with engine embedded {pinned}"
+        in out
+    )
     doc = json.loads(ok(ws, "verify", "--integrity", "-o", "json", "big-cities"))
     assert doc[0]["ok"] is True and doc[0]["replayed"] is False
+    assert {t["engine"] for t in doc[0]["transactions"]} == {None}
 
 
 def flip_middle_byte(path: Path) -> None:

@@ -908,11 +908,14 @@ class Replayed(_message.Message):
     DIFFERENCES_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     SECONDS_FIELD_NUMBER: _builtins.int
+    ENGINE_FIELD_NUMBER: _builtins.int
     dataset: _builtins.str
     kind: _builtins.str
     """`transaction` or `migration`."""
     error: _builtins.str
     seconds: _builtins.float
+    engine: _builtins.str
+    """The engine it was replayed with: the provider and the pinned version ("" if none)."""
     @_builtins.property
     def block(self) -> Global___BlockRef: ...
     @_builtins.property
@@ -926,10 +929,11 @@ class Replayed(_message.Message):
         differences: _abc.Iterable[_builtins.str] | None = ...,
         error: _builtins.str = ...,
         seconds: _builtins.float = ...,
+        engine: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["block", b"block"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["block", b"block", "dataset", b"dataset", "differences", b"differences", "error", b"error", "kind", b"kind", "seconds", b"seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["block", b"block", "dataset", b"dataset", "differences", b"differences", "engine", b"engine", "error", b"error", "kind", b"kind", "seconds", b"seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -999,6 +1003,7 @@ class VerifiedTransaction(_message.Message):
     INTEGRITY_FIELD_NUMBER: _builtins.int
     REPLAY_FIELD_NUMBER: _builtins.int
     PROBLEMS_FIELD_NUMBER: _builtins.int
+    ENGINE_FIELD_NUMBER: _builtins.int
     event: _builtins.str
     """AddData or ExecuteTransform."""
     offset_start: _builtins.int
@@ -1006,6 +1011,8 @@ class VerifiedTransaction(_message.Message):
     integrity: _builtins.str
     """ok, FAILED, skipped, -"""
     replay: _builtins.str
+    engine: _builtins.str
+    """The engine it was replayed with ("" if not replayed)."""
     @_builtins.property
     def block(self) -> Global___BlockRef: ...
     @_builtins.property
@@ -1022,10 +1029,11 @@ class VerifiedTransaction(_message.Message):
         integrity: _builtins.str = ...,
         replay: _builtins.str = ...,
         problems: _abc.Iterable[_builtins.int] | None = ...,
+        engine: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_offset_end", b"_offset_end", "_offset_start", b"_offset_start", "block", b"block", "offset_end", b"offset_end", "offset_start", b"offset_start"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_offset_end", b"_offset_end", "_offset_start", b"_offset_start", "block", b"block", "event", b"event", "integrity", b"integrity", "offset_end", b"offset_end", "offset_start", b"offset_start", "problems", b"problems", "replay", b"replay"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_offset_end", b"_offset_end", "_offset_start", b"_offset_start", "block", b"block", "engine", b"engine", "event", b"event", "integrity", b"integrity", "offset_end", b"offset_end", "offset_start", b"offset_start", "problems", b"problems", "replay", b"replay"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__offset_end: _TypeAlias = _typing.Literal["offset_end"]  # noqa: Y015
     _WhichOneofArgType__offset_end: _TypeAlias = _typing.Literal["_offset_end", b"_offset_end"]  # noqa: Y015

@@ -86,6 +86,7 @@ def test_a_report_keeps_which_problems_belong_to_which_transaction() -> None:
                 offsets=None,
                 integrity=Outcome.OK,
                 replay=Outcome.OK,
+                engine="container localhost/odf-engine-spark@sha256:" + "ab" * 32,
             ),
         ),
         problems=(head, shared),
@@ -97,7 +98,13 @@ def test_a_report_keeps_which_problems_belong_to_which_transaction() -> None:
 
 
 def test_replays() -> None:
-    r = ReplayResult(block=BlockRef(H1, 2), kind="migration", differences=("x",), seconds=1.5)
+    r = ReplayResult(
+        block=BlockRef(H1, 2),
+        kind="migration",
+        differences=("x",),
+        seconds=1.5,
+        engine="embedded odf-engine-spark/0.1.0+src.0123456789abcdef pyspark/4.3.0",
+    )
     event = wire(convert.replayed("b", r))
     assert convert.from_replayed(event.replayed) == ("b", r)  # type: ignore[attr-defined]
 

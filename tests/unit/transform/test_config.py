@@ -20,7 +20,12 @@ from coordinator.engine.embedded import EmbeddedEngineProvider
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.factory import provider_from_config
 from coordinator.engine.remote import RemoteEngineProvider, grpc_target
-from coordinator.engine.version import embedded_engine_version, source_digest
+from coordinator.engine.version import (
+    build_version,
+    embedded_engine_version,
+    image_version,
+    source_digest,
+)
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -175,11 +180,14 @@ def test_tags_resolve_to_the_repository_digest() -> None:
 
 
 def test_embedded_version_names_the_build_and_refuses_other_pins(tmp_path: Path) -> None:
-    version = embedded_engine_version()
+    version = build_version()
     assert version.startswith("odf-engine-spark/") and "+src." in version and "pyspark/" in version
+    # The image built from these sources, when one is recorded here (docs/scale.md), else this.
+    assert embedded_engine_version() in {image_version(), version}
     provider = EmbeddedEngineProvider()
     provider.check_version(None)
     provider.check_version(version)
+    provider.check_version(embedded_engine_version())
     with pytest.raises(EngineVersionError, match="pinned to engine"):
         provider.check_version(f"localhost/odf-engine-spark@{DIGEST}")
 
