@@ -15,9 +15,10 @@ only up to ``--old-max`` records per transaction. Both pipelines' outputs are co
 byte. Reported: median seconds per transaction (the first, which compiles, skipped), the
 ratio old/new, and how the new path grows from the smallest to the largest size.
 
-Targets: at every size both run, the new path at least 2x faster than the old; the new path's
-median grows at most 2x faster than the records (e.g. at most 200x from 1k to 100k). Exit 1
-when a target is missed or the outputs differ.
+Targets: from 10k records on (at 1k both are dominated by the transaction's fixed cost), the
+new path at least 5x faster than the old wherever both run; the new path's median grows at
+most 2x faster than the records (e.g. at most 200x from 1k to 100k). Exit 1 when a target is
+missed or the outputs differ (at any size).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ QUERY = (
     "AS v ON true"
 )
 KEYS = 1000
-SPEEDUP_TARGET = 2.0
+SPEEDUP_TARGET = 5.0
+SPEEDUP_FROM = 10_000
 GROWTH_SLACK = 2.0
 
 
@@ -120,7 +122,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="records per transaction")
     parser.add_argument("--transactions", type=int, default=10)
-    parser.add_argument("--old-max", type=int, default=1000, help="largest size for the old path")
+    parser.add_argument("--old-max", type=int, default=10_000, help="largest size for the old path")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
     session = build_session(SessionSettings(master=args.master, driver_memory="4g"))
@@ -145,8 +147,11 @@ def main() -> int:
                 ratio = before / medians[size]
                 same = old.outputs == new.outputs
                 line += f", old {before:.2f}s, old/new {ratio:.1f}x, outputs identical: {same}"
-                if ratio < SPEEDUP_TARGET or not same:
-                    line += f"\n   MISSED: speed-up below {SPEEDUP_TARGET}x or outputs differ"
+                if not same:
+                    line += "\n   MISSED: the outputs differ"
+                    failed = True
+                if size >= SPEEDUP_FROM and ratio < SPEEDUP_TARGET:
+                    line += f"\n   MISSED: speed-up below {SPEEDUP_TARGET}x"
                     failed = True
             print(line, flush=True)
     smallest, largest = min(medians), max(medians)
