@@ -71,6 +71,9 @@ from engine_spark.watermark import input_watermark, output_watermark
 
 log = structlog.get_logger("engine_spark.engine")
 
+_CANCEL_REPEAT_S = 0.2
+"""How often a cancelled call cancels its tag again, until the call ends."""
+
 RAW_QUERY_INPUT_VIEW = "input"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -307,7 +310,10 @@ class SparkEngine:
 
     @contextmanager
     def _jobs_tagged(self, control: calls.CallControl | None) -> Iterator[None]:
-        """Tag this thread's Spark jobs; a cancelled call cancels (interrupts) them."""
+        """Tag this thread's Spark jobs; a cancelled call cancels (interrupts) them, also the
+        jobs it starts after the cancellation (a call cancelled while Spark still analyzes or
+        compiles its query has no job yet): until the call ends, its tag is cancelled again
+        every ``_CANCEL_REPEAT_S``."""
         if control is None:
             yield
             return
@@ -315,11 +321,23 @@ class SparkEngine:
         tag = f"odf-call-{uuid.uuid4().hex}"
         context.addJobTag(tag)
         context.setInterruptOnCancel(True)
-        remove = control.on_cancel(lambda: context.cancelJobsWithTag(tag))
+        ended = threading.Event()
+
+        def cancel_until_ended() -> None:
+            while not ended.is_set():
+                context.cancelJobsWithTag(tag)
+                ended.wait(_CANCEL_REPEAT_S)
+
+        remove = control.on_cancel(
+            lambda: threading.Thread(
+                target=cancel_until_ended, name="odf-cancel", daemon=True
+            ).start()
+        )
         try:
             yield
             control.raise_if_cancelled()
         finally:
+            ended.set()
             remove()
             context.removeJobTag(tag)
 
