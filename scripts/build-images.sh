@@ -102,7 +102,7 @@ build_image() {
   local args=(--network host --layers -f "$dir/Containerfile"
     --build-arg "$parent_arg=$parent" --build-arg "BUILD_INPUTS=$hash"
     --build-arg "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH" --timestamp "$SOURCE_DATE_EPOCH"
-    -t "$ref" -t "$repo:latest")
+    -t "$ref" -t "$repo:latest" "${EXTRA_BUILD_ARGS[@]}")
   if [ "${NO_CACHE:-0}" = 1 ]; then args+=(--no-cache); fi
   ca=$(ca_bundle)
   if [ -n "$ca" ]; then args+=(--secret "id=ca_bundle,src=$ca"); fi
@@ -150,11 +150,15 @@ record_engine_sources() {
   fi
 }
 
+EXTRA_BUILD_ARGS=()
 build_image engine "$ENGINE_REPO" "$ENGINE_DIR" BASE_IMAGE "$BASE_IMAGE" "${ENGINE_INPUTS[@]}"
 record_engine_sources
 echo "engine image: $(cat "$RECORD_ROOT/$ENGINE_DIR/.built/image")" \
   "$(cat "$RECORD_ROOT/$ENGINE_DIR/.built/digest")"
 if [ "${ONLY:-}" = engine ]; then exit 0; fi
+# The coordinator image's embedded engine is the engine image's: it pins transforms to that
+# image's digest, as the host's embedded engine does (coordinator/engine/version.py).
+EXTRA_BUILD_ARGS=(--build-arg "ENGINE_IMAGE_PIN=$ENGINE_REPO@$(cat "$RECORD_ROOT/$ENGINE_DIR/.built/digest")")
 build_image coordinator "$COORDINATOR_REPO" "$COORDINATOR_DIR" ENGINE_IMAGE \
   "$(cat "$RECORD_ROOT/$ENGINE_DIR/.built/image")" "${COORDINATOR_INPUTS[@]}"
 echo "coordinator image: $(cat "$RECORD_ROOT/$COORDINATOR_DIR/.built/image")"

@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
+import re
 from functools import cache
 from pathlib import Path
 
@@ -66,9 +68,23 @@ def embedded_engine_version() -> str:
     return image_version() or build_version()
 
 
+IMAGE_ENV = "ODF_EMBEDDED_ENGINE_IMAGE"
+"""Set by an image whose embedded engine is an engine image's (the coordinator image, built
+on the engine image): that image's ``repository@sha256:...``."""
+_PINNED_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
+
+
 @cache
 def image_version() -> str | None:
-    """``repository@sha256:...`` of the image this embedded engine equals, if recorded."""
+    """``repository@sha256:...`` of the image this embedded engine equals: the one its own
+    image declares (``ODF_EMBEDDED_ENGINE_IMAGE``), else the one recorded for this checkout."""
+    declared = os.environ.get(IMAGE_ENV, "")
+    if declared:
+        if not _PINNED_REF.match(declared):
+            raise EngineUnavailableError(
+                f"{IMAGE_ENV}={declared!r}: expected an image reference repository@sha256:<64 hex>"
+            )
+        return declared
     return recorded_image(engine_package_dir().parent)
 
 

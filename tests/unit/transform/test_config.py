@@ -224,3 +224,26 @@ def test_one_shot_embedded_engines_skip_the_warm_up_and_the_daemon_pool_keeps_it
         assert pool.provider.warm_up is True
     finally:
         pool.close()
+
+
+def test_an_image_declares_the_engine_image_its_embedded_engine_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The coordinator image sets ODF_EMBEDDED_ENGINE_IMAGE to the engine image it is built on:
+    its embedded engine then runs transforms the host pinned to that image's digest."""
+    ref = "localhost/odf-engine-spark@sha256:" + "ab" * 32
+    monkeypatch.setenv("ODF_EMBEDDED_ENGINE_IMAGE", ref)
+    image_version.cache_clear()
+    embedded_engine_version.cache_clear()
+    try:
+        assert image_version() == ref
+        assert embedded_engine_version() == ref
+        EmbeddedEngineProvider().check_version(ref)
+        monkeypatch.setenv("ODF_EMBEDDED_ENGINE_IMAGE", "localhost/odf-engine-spark:latest")
+        image_version.cache_clear()
+        with pytest.raises(EngineUnavailableError, match="ODF_EMBEDDED_ENGINE_IMAGE="):
+            image_version()
+    finally:
+        monkeypatch.delenv("ODF_EMBEDDED_ENGINE_IMAGE")
+        image_version.cache_clear()
+        embedded_engine_version.cache_clear()
