@@ -32,40 +32,15 @@ import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
     StructType,
-    TimestampType,
 )
 
 from common.odf.fragments import DatasetVocabulary
 from engine_spark.exchange import FILE_MODE, PARQUET_COMPRESSION, DataFormat, output_format
 from engine_spark.inputs import quote_identifier, stable_literal
 from engine_spark.outputs import Op, OutputColumns
+from engine_spark.staging import PLAIN_TYPES
 
-_FLAT_TYPES = (
-    BooleanType,
-    ByteType,
-    ShortType,
-    IntegerType,
-    LongType,
-    FloatType,
-    DoubleType,
-    DecimalType,
-    StringType,
-    BinaryType,
-    DateType,
-    TimestampType,
-)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -75,7 +50,7 @@ def spark_writable(schema: StructType, columns: OutputColumns, path: str) -> boo
         output_format(path) is DataFormat.PARQUET
         and columns.op is None
         # Exact classes: a collated StringType or TimestampNTZType is not promised the same.
-        and all(type(f.dataType) in _FLAT_TYPES for f in schema.fields)
+        and all(type(f.dataType) in PLAIN_TYPES for f in schema.fields)
     )
 
 

@@ -139,7 +139,7 @@ def spark_values(table: pa.Table, schema: StructType) -> pa.Table:
     return pa.Table.from_arrays(values.columns, schema=nullable)
 
 
-_PLAIN_TYPES = (
+PLAIN_TYPES = (
     BooleanType,
     ByteType,
     ShortType,
@@ -153,6 +153,7 @@ _PLAIN_TYPES = (
     DateType,
     TimestampType,
 )
+"""Spark's flat types that a Parquet file written by pyarrow (or by Spark) keeps exactly."""
 
 
 def stageable(schema: StructType) -> bool:
@@ -174,4 +175,4 @@ def _type_stageable(t: DataType) -> bool:
         return _type_stageable(t.keyType) and _type_stageable(t.valueType)
     # Exact classes: StringType with a collation, TimestampNTZType etc. are subclasses or
     # siblings that the round trip does not promise to keep.
-    return type(t) in _PLAIN_TYPES
+    return type(t) in PLAIN_TYPES
