@@ -89,7 +89,7 @@ class _Version(argparse.Action):
         from importlib.metadata import PackageNotFoundError, version
 
         from common.odf import ODF_SPEC_VERSION
-        from coordinator.engine.version import embedded_engine_version
+        from coordinator.engine.version import build_version, image_version
 
         try:
             package = version("odf-py")
@@ -97,7 +97,8 @@ class _Version(argparse.Action):
             package = "unknown (not installed)"
         print(f"odf {package}")
         print(f"ODF spec {ODF_SPEC_VERSION}")
-        print(f"embedded engine {embedded_engine_version()}")
+        image = image_version()
+        print(f"embedded engine {build_version()}" + (f" = {image}" if image else ""))
         parser.exit()
 
 
