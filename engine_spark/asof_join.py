@@ -31,7 +31,7 @@ stream's. A lateral subquery over a temporal table in any other form is InvalidQ
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ from engine_spark.errors import InvalidQueryError
 from engine_spark.jvm_plan import (
     analyzed,
     child,
+    conjuncts,
     expr_id,
     query_nodes,
     same_node,
@@ -169,7 +170,7 @@ class _Recognizer:
                     raise _refused("one ORDER BY")
                 orders = list(seq(node.order()))
             elif kind == "Filter":
-                filters.extend(_conjuncts(node.condition()))
+                filters.extend(conjuncts(node.condition()))
             node = child(node, 0)
         if view_name(node) not in self.tables:
             raise _refused(f"a temporal table in the subquery, not {view_name(node)!r}")
@@ -239,14 +240,6 @@ def _reads(plan: Any, tables: frozenset[str]) -> bool:
 
 def _true_or_none(condition: Any) -> bool:
     return not bool(condition.isDefined()) or str(condition.get().sql()).lower() == "true"
-
-
-def _conjuncts(condition: Any) -> Iterator[Any]:
-    if str(condition.nodeName()) == "And":
-        yield from _conjuncts(condition.left())
-        yield from _conjuncts(condition.right())
-    else:
-        yield condition
 
 
 def _column(view: Any, name: str) -> Any:

@@ -24,6 +24,7 @@ from common.odf.fragments import DatasetVocabulary
 from engine_spark.jvm_plan import (
     analyzed,
     child,
+    conjuncts,
     expr_id,
     frame,
     path_to,
@@ -95,7 +96,7 @@ def _view_and_filters(subquery: Any) -> tuple[Any | None, list[Any]]:
         if node.children().size() != 1:
             return None, []
         if str(node.nodeName()) == "Filter":
-            conditions.extend(_conjuncts(node.condition()))
+            conditions.extend(conjuncts(node.condition()))
         node = child(node, 0)
     return node, conditions
 
@@ -138,12 +139,6 @@ def _join_condition(
     for term in terms[1:]:
         on = on & term
     return on
-
-
-def _conjuncts(condition: Any) -> list[Any]:
-    if str(condition.nodeName()) == "And":
-        return _conjuncts(condition.left()) + _conjuncts(condition.right())
-    return [condition]
 
 
 def _names(attributes: Any) -> dict[int, str] | None:

@@ -80,6 +80,15 @@ def unalias(expression: Any) -> Any:
     return expression.child() if str(expression.nodeName()) == "Alias" else expression
 
 
+def conjuncts(condition: Any) -> Iterator[Any]:
+    """The terms of a condition's top-level ``AND``s, left to right."""
+    if str(condition.nodeName()) == "And":
+        yield from conjuncts(condition.left())
+        yield from conjuncts(condition.right())
+    else:
+        yield condition
+
+
 def is_attribute(expression: Any) -> bool:
     return str(expression.nodeName()) == "AttributeReference"
 
