@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import structlog
-
+from common.logs import get_logger
 from coordinator.engine.client import EngineClient
 from coordinator.engine.embedded import EmbeddedEngineProvider
 from coordinator.engine.errors import EngineUnavailableError
 from coordinator.engine.provider import EngineMounts
 from coordinator.engine.remote import RemoteEngineProvider
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 ENGINE_IN = "/opt/engine/in"
 ENGINE_OUT = "/opt/engine/out"

@@ -21,8 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
-import structlog
 
+from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.fragments import (
     DatasetVocabulary,
@@ -54,7 +54,7 @@ from coordinator.conformance.engines import EngineUnderTest
 from coordinator.conformance.values import arrow_type, parse_op, parse_time, to_arrow_value
 from coordinator.engine.errors import EngineError, EngineInternalError, EngineInvalidQueryError
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_SYSTEM_TIME = "2030-01-01T00:00:00Z"
 """Transaction ``i`` runs at this time plus ``i`` hours unless the case says otherwise."""

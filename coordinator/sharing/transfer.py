@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-import structlog
-
+from common.logs import get_logger
 from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 from coordinator.dataset.append import ReceivedBlock, append_blocks
@@ -44,7 +43,7 @@ from coordinator.sharing.transport import DatasetSource
 from coordinator.sharing.transport_file import FileSource
 from coordinator.sharing.validation import check_chain, check_parent, received_block
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class Outcome(Enum):

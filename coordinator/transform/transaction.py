@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
-import structlog
 
+from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.events import ExecuteTransform, SetDataSchema
 from common.odf.multihash import Multihash
@@ -42,7 +42,7 @@ from coordinator.transform.exchange import prepare_input
 from coordinator.transform.output import collect_output, commit_items
 from coordinator.transform.plan import InputPlan, MigrationPlan, TransformPlan
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DATA_FILE = "data"
 CHECKPOINT_FILE = "checkpoint"
