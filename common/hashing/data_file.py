@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.hashing.logical import PARQUET_BATCH_ROWS
+from common.hashing.logical import PARQUET_BATCH_ROWS, parquet_reader_plan
 from common.hashing.record_digest import LogicalHasher
 from common.odf.errors import DecodeError, NotFoundError, ValidationError
 from common.odf.multihash import SHA3_256, Multihash
@@ -48,7 +48,7 @@ def digest_data_file(path: str | Path) -> DataFileDigest:
             with ThreadPoolExecutor(1) as pool:
                 physical = pool.submit(_sha3, data)
                 parquet = pq.ParquetFile(pa.BufferReader(data))
-                hasher = LogicalHasher(parquet.schema_arrow)
+                hasher = LogicalHasher(parquet.schema_arrow, parquet_reader_plan(parquet))
                 for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
                     hasher.update(batch)
                 return DataFileDigest(

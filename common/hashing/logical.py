@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.hashing.reader_plan import ReaderPlan
 from common.hashing.record_digest import LogicalHasher
 from common.odf.errors import DecodeError, NotFoundError, ValidationError
 from common.odf.multihash import Multihash
@@ -52,13 +53,19 @@ def logical_hash_parquet(path: str | Path) -> Multihash:
     """The logical hash of the records of a Parquet file, read batch by batch."""
     parquet = open_parquet(path)
     with parquet:
-        hasher = LogicalHasher(parquet.schema_arrow)
+        hasher = LogicalHasher(parquet.schema_arrow, parquet_reader_plan(parquet))
         try:
             for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
                 hasher.update(batch)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
             raise DecodeError(f"cannot read Parquet data: {e}", path=str(path)) from None
     return hasher.multihash()
+
+
+def parquet_reader_plan(parquet: pq.ParquetFile) -> ReaderPlan:
+    """How the reference reads this file (its row groups, ``reader_plan``)."""
+    metadata = parquet.metadata
+    return ReaderPlan(tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)))
 
 
 def open_parquet(path: str | Path) -> pq.ParquetFile:

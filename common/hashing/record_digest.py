@@ -10,7 +10,9 @@
 
 Columns are hashed incrementally, so the result does not depend on how rows are split into
 batches. With structs, validity is decided over whole reference batches (``validity``): rows
-are held back until their 10,000-row window is complete.
+are held back until their batch of the reference reader is complete (``reader_plan``). When
+the records are read from a Parquet file whose row groups the plan knows, the rows a struct
+quirk exposes are hashed with the values arrow-rs's reader leaves in their slots.
 """
 
 from __future__ import annotations
@@ -27,13 +29,9 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from common.hashing.data_types import data_type_bytes
-from common.hashing.validity import (
-    REFERENCE_BATCH_ROWS,
-    Mask,
-    combine_with_parent,
-    own_validity,
-)
-from common.hashing.value_stream import emit_values
+from common.hashing.reader_plan import ReaderPlan, reader_leftovers
+from common.hashing.validity import Mask, combine_with_parent, own_validity
+from common.hashing.value_stream import emit_values, with_rows_from
 from common.odf.errors import ValidationError
 from common.odf.multihash import ARROW0_SHA3_256, Multihash
 
@@ -45,12 +43,21 @@ class _ColumnDigest:
         self.path = path
         self._hasher = hashlib.sha3_256(data_type_bytes(data_type, path))
 
-    def update(self, pieces: Sequence[pa.Array], parent: Mask, first_row: int) -> None:
-        """Hash consecutive ``pieces`` of the column; ``parent`` covers all their rows."""
+    def update(
+        self, pieces: Sequence[pa.Array], parent: Mask, first_row: int, plan: ReaderPlan
+    ) -> None:
+        """Hash consecutive ``pieces`` of the column, whole reference batches from
+        ``first_row`` on; ``parent`` covers all their rows."""
         decoded = [p.dictionary_decode() if pa.types.is_dictionary(p.type) else p for p in pieces]
         own = _concat_validity(decoded)
-        valid = combine_with_parent(parent, own, first_row)
+        length = sum(len(p) for p in decoded)
+        valid = combine_with_parent(parent, own, plan.batch_starts(first_row, length))
         blank = None if own is None or parent is None else _blank_rows(valid, own)
+        if blank is not None and own is not None and plan.reads_known:
+            # The slots arrow-rs's reader left in those rows (``reader_plan``).
+            source = reader_leftovers(own, blank, plan.read_starts(first_row, length))
+            decoded = [with_rows_from(_concat(decoded), source, blank)]
+            blank = None
         start = 0
         for piece in decoded:
             stop = start + len(piece)
@@ -67,6 +74,10 @@ def _blank_rows(valid: Mask, own: npt.NDArray[np.bool_]) -> Mask:
     """Rows that hash as valid although the array marks them null (struct quirk)."""
     blank = ~own if valid is None else valid & ~own
     return blank if bool(blank.any()) else None
+
+
+def _concat(pieces: Sequence[pa.Array]) -> pa.Array:
+    return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
 
 def _concat_validity(pieces: Sequence[pa.Array]) -> Mask:
@@ -101,11 +112,14 @@ def walk_fields(
 class LogicalHasher:
     """Incremental logical hash of record batches that share one schema.
 
-    ``digest()`` ends the stream: no batch can be added after it.
+    ``digest()`` ends the stream: no batch can be added after it. ``plan`` is how the
+    reference reads the same records (``reader_plan``): give the file's row groups when they
+    are read from a Parquet file.
     """
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, plan: ReaderPlan | None = None) -> None:
         self._schema = schema
+        self._plan = plan or ReaderPlan()
         self._names = hashlib.sha3_256()
         self._columns: list[_ColumnDigest] = []
         for field, level, path in walk_fields(schema):
@@ -150,20 +164,22 @@ class LogicalHasher:
         return Multihash(ARROW0_SHA3_256, self.digest())
 
     def _add_by_windows(self, batch: pa.RecordBatch) -> None:
-        """Hash whole reference windows; hold back the rows of an incomplete one."""
+        """Hash whole reference batches; hold back the rows of an incomplete one."""
         start, rows = 0, batch.num_rows
         while start < rows:
             position = self._rows + self._pending_rows
-            if not self._pending and rows - start >= REFERENCE_BATCH_ROWS:
-                whole = (rows - start) // REFERENCE_BATCH_ROWS * REFERENCE_BATCH_ROWS
-                self._hash([batch.slice(start, whole)])
-                start += whole
-                continue
-            take = min(REFERENCE_BATCH_ROWS - position % REFERENCE_BATCH_ROWS, rows - start)
+            if not self._pending:
+                whole = self._plan.last_batch_end(position, position + rows - start) - position
+                if whole > 0:
+                    self._hash([batch.slice(start, whole)])
+                    start += whole
+                    continue
+            end = self._plan.batch_end(position)
+            take = min(end - position, rows - start)
             self._pending.append(batch.slice(start, take))
             self._pending_rows += take
             start += take
-            if (position + take) % REFERENCE_BATCH_ROWS == 0:
+            if position + take == end:
                 self._flush()
 
     def _flush(self) -> None:
@@ -180,15 +196,16 @@ class LogicalHasher:
         """
         columns = [[b.column(i) for b in batches] for i in range(len(self._schema))]
         work: list[tuple[_ColumnDigest, list[pa.Array], Mask]] = []
-        self._collect_fields(self._schema, columns, None, iter(self._columns), work)
         rows = sum(b.num_rows for b in batches)
+        starts = self._plan.batch_starts(self._rows, rows)
+        self._collect_fields(self._schema, columns, None, starts, iter(self._columns), work)
         if rows >= _PARALLEL_MIN_ROWS and len(work) > 1:
-            futures = [_pool().submit(c.update, p, m, self._rows) for c, p, m in work]
+            futures = [_pool().submit(c.update, p, m, self._rows, self._plan) for c, p, m in work]
             for future in futures:
                 future.result()
         else:
             for column, pieces, parent in work:
-                column.update(pieces, parent, self._rows)
+                column.update(pieces, parent, self._rows, self._plan)
         self._rows += rows
 
     def _collect_fields(
@@ -196,14 +213,15 @@ class LogicalHasher:
         fields: Iterable[pa.Field],
         columns: list[list[pa.Array]],
         parent: Mask,
+        starts: npt.NDArray[np.int64],
         leaves: Iterator[_ColumnDigest],
         work: list[tuple[_ColumnDigest, list[pa.Array], Mask]],
     ) -> None:
         for field, pieces in zip(fields, columns, strict=True):
             if pa.types.is_struct(field.type):
-                combined = combine_with_parent(parent, _concat_validity(pieces), self._rows)
+                combined = combine_with_parent(parent, _concat_validity(pieces), starts)
                 children = [[p.field(i) for p in pieces] for i in range(field.type.num_fields)]
-                self._collect_fields(field.type.fields, children, combined, leaves, work)
+                self._collect_fields(field.type.fields, children, combined, starts, leaves, work)
             else:
                 work.append((next(leaves), pieces, parent))
 

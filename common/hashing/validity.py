@@ -12,10 +12,10 @@ included, is what decides which rows of a leaf hash as null:
   valid when *either* the parent or the child is valid.
 
 Because "has nulls" is evaluated per record batch, the result depends on batch boundaries.
-kamu computes stored logical hashes with ``get_parquet_logical_hash``, reading Parquet with
-arrow-rs in batches of exactly ``REFERENCE_BATCH_ROWS`` rows (batches span row groups). We
-evaluate the rule over those same fixed windows of the row stream, whatever batches we are
-given, which reproduces the reference and keeps our hash independent of batching.
+kamu computes stored logical hashes reading Parquet with arrow-rs in batches of 10,000 rows
+(``reader_plan``). We evaluate the rule over those same batches of the row stream, whatever
+batches we are given, which reproduces the reference and keeps our hash independent of
+batching.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 Mask = npt.NDArray[np.bool_] | None
-
-REFERENCE_BATCH_ROWS = 10_000
+Starts = npt.NDArray[np.int64]
 
 
 def unpack_bits(buffer: pa.Buffer, offset: int, length: int) -> npt.NDArray[np.bool_]:
@@ -57,41 +56,31 @@ def normalized(mask: Mask) -> Mask:
     return None if mask is None or bool(mask.all()) else mask
 
 
-def combine_with_parent(parent: Mask, own: Mask, first_row: int) -> Mask:
+def combine_with_parent(parent: Mask, own: Mask, batch_starts: Starts) -> Mask:
     """The reference's ``maybe_combine_null_buffers(parent, own)`` over reference batches.
 
-    ``first_row`` is the position of the mask's first row in the whole row stream.
+    ``batch_starts`` are the indexes within the masks where a reference batch begins (the
+    first one 0, see ``ReaderPlan.batch_starts``).
     """
     if parent is None:
         return own
     if own is None:
         return parent
-    both = _window_flags(~parent, first_row) & _window_flags(~own, first_row)
-    rows_in_both = _expand(both, len(parent), first_row)
+    both = _window_flags(~parent, batch_starts) & _window_flags(~own, batch_starts)
+    rows_in_both = _expand(both, len(parent), batch_starts)
     combined = np.where(rows_in_both, parent | own, parent & own)
     return normalized(combined)
 
 
-def _window_starts(length: int, first_row: int) -> npt.NDArray[np.intp]:
-    """Indexes (within the mask) where a reference batch begins, the first one at 0."""
-    first_boundary = -first_row % REFERENCE_BATCH_ROWS
-    boundaries = np.arange(first_boundary, length, REFERENCE_BATCH_ROWS, dtype=np.intp)
-    if first_boundary != 0:
-        boundaries = np.concatenate([np.zeros(1, dtype=np.intp), boundaries])
-    return boundaries
-
-
-def _window_flags(nulls: npt.NDArray[np.bool_], first_row: int) -> npt.NDArray[np.bool_]:
+def _window_flags(nulls: npt.NDArray[np.bool_], starts: Starts) -> npt.NDArray[np.bool_]:
     """Per reference batch: does it contain any null?"""
     if len(nulls) == 0:
         return np.zeros(0, dtype=np.bool_)
-    starts = _window_starts(len(nulls), first_row)
     return np.logical_or.reduceat(nulls, starts)
 
 
-def _expand(flags: npt.NDArray[np.bool_], length: int, first_row: int) -> npt.NDArray[np.bool_]:
+def _expand(flags: npt.NDArray[np.bool_], length: int, starts: Starts) -> npt.NDArray[np.bool_]:
     if length == 0:
         return np.zeros(0, dtype=np.bool_)
-    starts = _window_starts(length, first_row)
     sizes = np.diff(np.append(starts, length))
     return np.repeat(flags, sizes)

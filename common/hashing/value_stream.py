@@ -129,6 +129,43 @@ def _present(valid: Mask, blank: Mask) -> Mask:
     return ~blank if valid is None else valid & ~blank
 
 
+def with_rows_from(
+    array: pa.Array, source: npt.NDArray[np.int64], blank: npt.NDArray[np.bool_]
+) -> pa.Array:
+    """``array`` with each ``blank`` row made valid and holding what arrow-rs's reader leaves
+    in its slot: the value of row ``source[i]``, or the zero value where it is -1.
+
+    Variable-size slots (binary, utf8, lists) are always left empty by arrow-rs (it fills
+    the offsets of null rows), so they hold the empty value whatever ``source`` says.
+    """
+    n = len(array)
+    if leaf_layout(array.type).layout in (Layout.BINARY, Layout.LIST) and not (
+        pa.types.is_fixed_size_binary(array.type)
+    ):
+        source = np.where(blank, -1, source)
+    index = np.where(source < 0, n, source)
+    extended = pa.concat_arrays([array, _zero_value(array.type)])
+    return extended.take(pa.array(index, pa.int64()))
+
+
+def _zero_value(data_type: pa.DataType) -> pa.Array:
+    """One valid row of the type's zero value (zero bytes; empty for variable sizes)."""
+    t = pa.types
+    layout = leaf_layout(data_type)
+    if layout.layout is Layout.FIXED:
+        return pa.Array.from_buffers(data_type, 1, [None, pa.py_buffer(bytes(layout.width))])
+    if layout.layout is Layout.BOOL:
+        return pa.Array.from_buffers(data_type, 1, [None, pa.py_buffer(b"\x00")])
+    if t.is_fixed_size_binary(data_type):
+        zero = pa.py_buffer(bytes(data_type.byte_width))
+        return pa.Array.from_buffers(data_type, 1, [None, zero])
+    if layout.layout is Layout.LIST:
+        return pa.array([[]], data_type)
+    if layout.layout is Layout.NULL:
+        return pa.nulls(1, data_type)
+    return pa.array([b""], pa.binary()).cast(data_type)
+
+
 # -- fixed-size values ------------------------------------------------------------------
 
 

@@ -102,12 +102,12 @@ class ArrayDigest:
         nulls = maybe_combine(parent, bits_of(array))
         t = array.type
         h = self.hasher
+        bools = array.buffers()[1].to_pybytes() if pa.types.is_boolean(t) else b""
         for i in range(len(array)):
             if (nulls is not None and not nulls[i]) or pa.types.is_null(t):
                 h.update(NULL_MARKER)
             elif pa.types.is_boolean(t):
-                buf = array.buffers()[1].to_pybytes()
-                bit = buf[(array.offset + i) // 8] >> ((array.offset + i) % 8) & 1
+                bit = bools[(array.offset + i) // 8] >> ((array.offset + i) % 8) & 1
                 h.update(bytes([bit + 1]))
             elif pa.types.is_fixed_size_binary(t) and not pa.types.is_decimal(t):
                 h.update(u64(t.byte_width))

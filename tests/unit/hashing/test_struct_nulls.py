@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from common.hashing import LogicalHasher, logical_hash
-from common.hashing.validity import REFERENCE_BATCH_ROWS
+from common.hashing.reader_plan import REFERENCE_BATCH_ROWS
 from common.odf.errors import ValidationError
 
 from .reference_model import reference_digest
