@@ -42,6 +42,7 @@ class _ColumnDigest:
     def __init__(self, path: str, data_type: pa.DataType) -> None:
         self.path = path
         self._hasher = hashlib.sha3_256(data_type_bytes(data_type, path))
+        self.depends_on_reads = False
 
     def update(
         self, pieces: Sequence[pa.Array], parent: Mask, first_row: int, plan: ReaderPlan
@@ -58,6 +59,8 @@ class _ColumnDigest:
             source = reader_leftovers(own, blank, plan.read_starts(first_row, length))
             decoded = [with_rows_from(_concat(decoded), source, blank)]
             blank = None
+        elif blank is not None:
+            self.depends_on_reads = True
         start = 0
         for piece in decoded:
             stop = start + len(piece)
@@ -162,6 +165,16 @@ class LogicalHasher:
 
     def multihash(self) -> Multihash:
         return Multihash(ARROW0_SHA3_256, self.digest())
+
+    @property
+    def depends_on_reads(self) -> bool:
+        """Did a struct quirk expose null slots while the plan knows no reads?
+
+        Those slots were hashed as zero values; the reference hashes what its reader leaves
+        there. A writer that hashes the records it writes must then hash the written file
+        (``logical_hash_parquet``) to record the reference's hash.
+        """
+        return any(column.depends_on_reads for column in self._columns)
 
     def _add_by_windows(self, batch: pa.RecordBatch) -> None:
         """Hash whole reference batches; hold back the rows of an incomplete one."""

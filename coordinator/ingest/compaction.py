@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from common.hashing import LogicalHasher, physical_hash_file
+from common.hashing import LogicalHasher, logical_hash_parquet, physical_hash_file
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError
 from common.odf.events import AddData, Seed
@@ -201,8 +201,11 @@ def _write_merged(old: Dataset, slices: list[DataSlice], path: Path) -> DataSlic
             for batch in table.to_batches():
                 hasher.update(batch)
             writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+    logical_hash = hasher.multihash()
+    if hasher.depends_on_reads:  # struct nulls: the reference reads the file
+        logical_hash = logical_hash_parquet(path)
     return DataSlice(
-        logical_hash=hasher.multihash(),
+        logical_hash=logical_hash,
         physical_hash=physical_hash_file(path),
         offset_interval=OffsetInterval(
             start=slices[0].offset_interval.start, end=slices[-1].offset_interval.end

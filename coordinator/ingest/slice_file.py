@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.hashing import LogicalHasher
+from common.hashing import LogicalHasher, logical_hash_parquet
 from common.odf.fragments import DatasetVocabulary
 from common.odf.multihash import SHA3_256, Multihash
 from coordinator.ingest.system_columns import OFFSET_TYPE, TIME_TYPE
@@ -166,8 +166,11 @@ class SliceFile:
         if self._rows == 0 or sink is None:
             self.path.unlink(missing_ok=True)
             return None
+        logical_hash = self._hasher.multihash()
+        if self._hasher.depends_on_reads:  # struct nulls: the reference reads the file
+            logical_hash = logical_hash_parquet(self.path)
         return SliceStats(
-            logical_hash=self._hasher.multihash(),
+            logical_hash=logical_hash,
             physical_hash=sink.physical_hash(),
             size=self.path.stat().st_size,
             num_records=self._rows,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.hashing import physical_hash_file
+from common.hashing import logical_hash, logical_hash_parquet, physical_hash_file
 from common.odf.fragments import DatasetVocabulary
 from coordinator.ingest.slice_file import HashingFile, SliceFile
 from coordinator.ingest.system_columns import OP_TYPE, output_schema
@@ -78,3 +78,29 @@ def test_a_slice_written_again_after_take_back_hashes_only_the_new_file(tmp_path
 def test_an_empty_slice_leaves_no_file(tmp_path: Path) -> None:
     assert new_slice(tmp_path / "slice").close() is None
     assert not (tmp_path / "slice").exists()
+
+
+def test_struct_nulls_inside_valid_rows_record_the_hash_of_the_file(tmp_path: Path) -> None:
+    """Such rows hash what the reference's reader leaves in their slots, which only a read
+    of the file tells: the slice records the file's logical hash, not a guess."""
+    n = 2_000
+    values = pa.array([None if i % 3 == 0 else i for i in range(n)], pa.int64())
+    place = pa.StructArray.from_arrays(
+        [values], names=["zip"], mask=pa.array([i % 7 == 0 for i in range(n)])
+    )
+    merged = pa.schema([*MERGED, pa.field("place", place.type)])
+    slice_file = SliceFile(
+        tmp_path / "slice",
+        merged=merged,
+        output=output_schema(merged, VOCAB, EVENT_TIME),
+        vocab=VOCAB,
+        start_offset=0,
+        system_time=datetime(2030, 1, 1, tzinfo=UTC),
+    )
+    batch = merged_batch(0, n)
+    slice_file.write(pa.RecordBatch.from_arrays([*batch.columns, place], schema=merged))
+    stats = slice_file.close()
+    assert stats is not None
+    assert stats.logical_hash == logical_hash_parquet(tmp_path / "slice")
+    written = pq.read_table(tmp_path / "slice")
+    assert stats.logical_hash != logical_hash(written)  # the in-memory hash guesses zeros
