@@ -51,6 +51,12 @@ def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[
 
 def logical_hash_parquet(path: str | Path) -> Multihash:
     """The logical hash of the records of a Parquet file, read batch by batch."""
+    return hash_parquet_records(path).multihash()
+
+
+def hash_parquet_records(path: str | Path) -> LogicalHasher:
+    """The finished logical hasher of a Parquet file's records (the hash and how many
+    struct slots it exposed)."""
     parquet = open_parquet(path)
     with parquet:
         hasher = LogicalHasher(parquet.schema_arrow, parquet_reader_plan(parquet))
@@ -59,7 +65,8 @@ def logical_hash_parquet(path: str | Path) -> Multihash:
                 hasher.update(batch)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
             raise DecodeError(f"cannot read Parquet data: {e}", path=str(path)) from None
-    return hasher.multihash()
+    hasher.digest()
+    return hasher
 
 
 def parquet_reader_plan(parquet: pq.ParquetFile) -> ReaderPlan:

@@ -43,6 +43,7 @@ class _ColumnDigest:
         self.path = path
         self._hasher = hashlib.sha3_256(data_type_bytes(data_type, path))
         self.depends_on_reads = False
+        self.exposed_slots = 0
 
     def update(
         self, pieces: Sequence[pa.Array], parent: Mask, first_row: int, plan: ReaderPlan
@@ -54,6 +55,8 @@ class _ColumnDigest:
         length = sum(len(p) for p in decoded)
         valid = combine_with_parent(parent, own, plan.batch_starts(first_row, length))
         blank = None if own is None or parent is None else _blank_rows(valid, own)
+        if blank is not None:
+            self.exposed_slots += int(np.count_nonzero(blank))
         if blank is not None and own is not None and plan.reads_known:
             # The slots arrow-rs's reader left in those rows (``reader_plan``).
             source = reader_leftovers(own, blank, plan.read_starts(first_row, length))
@@ -175,6 +178,11 @@ class LogicalHasher:
         (``logical_hash_parquet``) to record the reference's hash.
         """
         return any(column.depends_on_reads for column in self._columns)
+
+    @property
+    def exposed_slots(self) -> int:
+        """How many null slots of struct fields were hashed as values (the OR quirk)."""
+        return sum(column.exposed_slots for column in self._columns)
 
     def _add_by_windows(self, batch: pa.RecordBatch) -> None:
         """Hash whole reference batches; hold back the rows of an incomplete one."""

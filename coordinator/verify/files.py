@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.hashing import logical_hash_parquet, physical_hash_file
-from common.hashing.logical import open_parquet
+from common.hashing import physical_hash_file
+from common.hashing.logical import hash_parquet_records, open_parquet
 from common.odf.errors import OdfError
 from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
@@ -38,6 +38,8 @@ class FileFacts:
     """Why the records could not be read (data files only)."""
     invalid_utf8: str | None = None
     """The first string column holding invalid UTF-8 (data files only)."""
+    exposed_slots: int = 0
+    """Null struct-field slots the logical hash reads as values (the struct-null quirk)."""
 
 
 def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
@@ -51,7 +53,7 @@ def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
             records = parquet.metadata.num_rows
             columns = column_types(parquet.schema_arrow)
             invalid_utf8 = _invalid_utf8_column(parquet)
-        logical = logical_hash_parquet(root / rel)
+        hasher = hash_parquet_records(root / rel)
     except OdfError as e:
         return FileFacts(
             path=rel,
@@ -63,10 +65,11 @@ def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
         path=rel,
         size=facts.size,
         physical_hash=facts.physical_hash,
-        logical_hash=logical,
+        logical_hash=hasher.multihash(),
         records=records,
         columns=columns,
         invalid_utf8=invalid_utf8,
+        exposed_slots=hasher.exposed_slots,
     )
 
 
@@ -114,10 +117,7 @@ def data_slice_problems(
     if facts.unreadable is not None:
         return [*problems, f"{what} cannot be read as Parquet: {facts.unreadable}"]
     if facts.logical_hash != expected.logical_hash:
-        problems.append(
-            f"{what} has logical hash {facts.logical_hash}, the block says"
-            f" {expected.logical_hash}: its records differ"
-        )
+        problems.append(_logical_mismatch(what, expected, facts))
     if facts.invalid_utf8 is not None:
         problems.append(f"{what} has invalid UTF-8 in string column {facts.invalid_utf8!r}")
     wanted = o.end - o.start + 1
@@ -128,6 +128,23 @@ def data_slice_problems(
             f"{what} has columns {_names(facts.columns)}, the dataset's schema {_names(schema)}"
         )
     return problems
+
+
+def _logical_mismatch(what: str, expected: DataSlice, facts: FileFacts) -> str:
+    mismatch = (
+        f"{what} has logical hash {facts.logical_hash}, the block says {expected.logical_hash}"
+    )
+    if facts.physical_hash != expected.physical_hash:
+        return f"{mismatch}: its records differ"
+    same_file = f"{mismatch}, although it is the very file the block names (physical hash)"
+    if facts.exposed_slots == 0:
+        return f"{same_file}: the block's writer computed the logical hash of these records wrongly"
+    return (
+        f"{same_file}: {facts.exposed_slots} null slots of struct fields inside non-null rows"
+        " hash as values, as the reference's arrow-digest does, holding what arrow-rs's Parquet"
+        " reader leaves there (reproduced for 10,000-row batches); the block's writer hashed"
+        " those slots otherwise (another reader or batch size, see docs/sharing.md)"
+    )
 
 
 def _names(columns: tuple[tuple[str, str], ...]) -> str:

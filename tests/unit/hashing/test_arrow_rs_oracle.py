@@ -4,8 +4,8 @@ For a struct column with null fields inside non-null struct rows, the reference 
 slots as values (arrow-digest's OR of validities) and arrow-rs's Parquet reader decides what
 they hold (``common.hashing.reader_plan``). The ``datafusion`` package reads Parquet with
 arrow-rs and hands its batches to pyarrow through the C data interface, leftover slots
-included, so the literal model of arrow-digest (``reference_model``) over those batches is the
-reference's hash. DataFusion's scan cuts batches at row groups where kamu's reader spans
+included, so the literal model of arrow-digest over those batches is the reference's hash
+(``arrow_rs_oracle``). DataFusion's scan cuts batches at row groups where kamu's reader spans
 them: the hash under test is computed with the same cut (``batches_cut_at_row_groups``).
 """
 
@@ -23,40 +23,7 @@ import pytest
 from common.hashing import LogicalHasher, logical_hash_parquet
 from common.hashing.reader_plan import ReaderPlan
 
-from .reference_model import RecordDigest
-
-datafusion = pytest.importorskip(
-    "datafusion", reason="datafusion (the dev extra) reads Parquet with arrow-rs: the oracle"
-)
-
-BATCH_ROWS = 10_000
-
-
-def arrow_rs_batches(path: Path) -> list[pa.RecordBatch]:
-    """The file's batches as arrow-rs's reader leaves them (one partition, no view types)."""
-    config = datafusion.SessionConfig(
-        {
-            "datafusion.execution.batch_size": str(BATCH_ROWS),
-            "datafusion.execution.target_partitions": "1",
-            "datafusion.optimizer.repartition_file_scans": "false",
-            "datafusion.execution.parquet.schema_force_view_types": "false",
-            "datafusion.execution.parquet.pushdown_filters": "false",
-        }
-    )
-    context = datafusion.SessionContext(config)
-    context.register_parquet("t", str(path))
-    batches: list[pa.RecordBatch] = context.sql("SELECT * FROM t").collect()
-    return batches
-
-
-def reference_hash(path: Path) -> bytes:
-    batches = arrow_rs_batches(path)
-    schema = pq.read_schema(path).remove_metadata()
-    digest = RecordDigest(schema)
-    for batch in batches:
-        assert batch.schema.remove_metadata() == schema  # same types: same type bytes
-        digest.update(batch)
-    return digest.digest()
+from .arrow_rs_oracle import arrow_rs_batches, reference_hash
 
 
 def our_hash(path: Path, *, cut_at_row_groups: bool, reads_known: bool = True) -> bytes:
@@ -194,6 +161,10 @@ def test_every_type_across_batches_row_groups_and_pages(
         row_group_rows=7_000,
         decimals_as_integers=decimals_as_integers,
     )
+    # The oracle's batches are those the plan says (cut at row groups).
+    plan = ReaderPlan((7_000, 7_000, 7_000, 2_457), batches_cut_at_row_groups=True)
+    sizes = np.diff(np.append(plan.batch_starts(0, 23_457), 23_457)).tolist()
+    assert [b.num_rows for b in arrow_rs_batches(path)] == sizes == [7_000] * 3 + [2_457]
     expected = reference_hash(path)
     assert our_hash(path, cut_at_row_groups=True) == expected
     # The quirk is exercised: hashing those slots as zeros would differ.

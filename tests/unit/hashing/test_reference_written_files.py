@@ -10,7 +10,7 @@ import pytest
 
 from common.hashing import digest_data_file, physical_hash_file
 
-from .test_arrow_rs_oracle import reference_hash
+from .arrow_rs_oracle import reference_hash
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "reference-written"
 
