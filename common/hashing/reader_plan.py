@@ -114,19 +114,21 @@ def reader_leftovers(
     ``own`` is the column's own validity (its non-null values), ``read_starts`` where its
     reads begin (``ReaderPlan.read_starts`` over the same rows).
     """
-    rows = np.arange(len(own), dtype=np.int64)
-    if not blank.any():
-        return rows
+    source = np.arange(len(own), dtype=np.int64)
+    blank_rows = np.flatnonzero(blank).astype(np.int64)
     valid_rows = np.flatnonzero(own).astype(np.int64)
+    if len(blank_rows) == 0:
+        return source
     if len(valid_rows) == 0:
-        return np.where(blank, -1, rows)
-    read_of = np.searchsorted(read_starts, rows, side="right") - 1
+        source[blank_rows] = -1
+        return source
+    read_of = np.searchsorted(read_starts, blank_rows, side="right") - 1
     read_stops = np.append(read_starts[1:], len(own))
-    valid_before = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(own, dtype=np.int64)])
-    first_rank = valid_before[read_starts]
-    values_read = valid_before[read_stops] - first_rank
-    j = rows - read_starts[read_of]
+    # Non-null values before each read's start and within each read.
+    first_rank = np.searchsorted(valid_rows, read_starts)
+    values_read = np.searchsorted(valid_rows, read_stops) - first_rank
+    j = blank_rows - read_starts[read_of]
     kept = j < values_read[read_of]
     rank = np.where(kept, first_rank[read_of] + j, 0)
-    source = np.where(kept, valid_rows[rank], -1)
-    return np.where(blank, source, rows)
+    source[blank_rows] = np.where(kept, valid_rows[rank], -1)
+    return source

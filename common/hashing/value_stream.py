@@ -142,10 +142,23 @@ def with_rows_from(
     if leaf_layout(array.type).layout in (Layout.BINARY, Layout.LIST) and not (
         pa.types.is_fixed_size_binary(array.type)
     ):
+        if _all_empty(array, blank):
+            return array  # what pyarrow's reader leaves too: nothing to change
         source = np.where(blank, -1, source)
     index = np.where(source < 0, n, source)
     extended = pa.concat_arrays([array, _zero_value(array.type)])
     return extended.take(pa.array(index, pa.int64()))
+
+
+def _all_empty(array: pa.Array, rows: npt.NDArray[np.bool_]) -> bool:
+    """Are these slots of a variable-size array empty (by its offsets)?"""
+    t = pa.types
+    if t.is_string_view(array.type) or t.is_binary_view(array.type):
+        return False
+    if t.is_fixed_size_list(array.type):
+        return bool(array.type.list_size == 0)
+    offsets = _offsets(array, array.buffers()[1])
+    return not bool(np.diff(offsets)[rows].any())
 
 
 def _zero_value(data_type: pa.DataType) -> pa.Array:
