@@ -12,10 +12,11 @@ Row by row, in order:
 - every row of a ``null``-typed column is null.
 
 A row the reference treats as valid although the array marks it null (a struct quirk, see
-``validity``) is hashed from the slot's contents, as the reference does: for binary, utf8 and
-lists the offsets define them. A fixed-size or boolean slot holds memory that Arrow leaves
-undefined; such a *blank* row is hashed as the zero value (zero bytes, false), which is what
-Arrow writers usually leave there.
+``validity``) is hashed from the slot's contents, as the reference does. Records read from a
+Parquet file get the contents arrow-rs's reader leaves there (``with_rows_from``, see
+``reader_plan``); otherwise, for binary, utf8 and lists the offsets define them, and a
+fixed-size or boolean slot (memory Arrow leaves undefined) is a *blank* row hashed as the
+zero value (zero bytes, false).
 
 Nothing loops over values in Python: fixed-size values are hashed straight from the Arrow
 buffer, and the length-prefixed layout of variable-size values is built by Arrow compute
