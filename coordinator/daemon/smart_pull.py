@@ -10,11 +10,13 @@ subprotocol name is not a valid RFC 6455 token, see ``smart_messages.SUBPROTOCOL
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from websockets.frames import Frame, Opcode
-from websockets.http11 import Request
+from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from common.odf.dataset_refs import DatasetName
@@ -37,6 +39,27 @@ def is_pull(handler: BaseHTTPRequestHandler) -> bool:
 def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
     match = _PULL_PATH.fullmatch(handler.path)
     assert match is not None
+    opened = open_protocol(handler)
+    if opened is None:
+        return
+    protocol, request = opened
+    try:
+        dataset = workspace.open_dataset(str(DatasetName.parse(match.group(1))))
+    except (OdfError, ValidationError):
+        response = protocol.reject(HTTPStatus.NOT_FOUND, f"no dataset {match.group(1)!r}\n")
+    else:
+        response = check_version(handler, protocol) or protocol.accept(request)
+    if not send_response(handler, protocol, response):
+        return
+    host = handler.headers.get("Host", "")
+    name = dataset.alias
+    session = PullSession(dataset, lambda kind, h: f"http://{host}/{name}/{kind}/{h}")
+    run_session(handler, protocol, session.handle)
+
+
+def open_protocol(handler: BaseHTTPRequestHandler) -> tuple[ServerProtocol, Request] | None:
+    """The WebSocket protocol of a handshake the stdlib server has read; ``None`` (answered
+    400) when it is not one."""
     handler.close_connection = True
     protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES)
     # the request as received, for the protocol's own parser (it then expects frames)
@@ -45,25 +68,35 @@ def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
     requests = [e for e in protocol.events_received() if isinstance(e, Request)]
     if len(requests) != 1:
         handler.send_error(400, "not a WebSocket handshake")
-        return
+        return None
+    return protocol, requests[0]
+
+
+def check_version(handler: BaseHTTPRequestHandler, protocol: ServerProtocol) -> Response | None:
+    """The refusal of a protocol version other than ours, if the client asked for one."""
     version = handler.headers.get(msg.VERSION_HEADER)
-    try:
-        dataset = workspace.open_dataset(str(DatasetName.parse(match.group(1))))
-    except (OdfError, ValidationError):
-        response = protocol.reject(HTTPStatus.NOT_FOUND, f"no dataset {match.group(1)!r}\n")
-    else:
-        if version is not None and version != msg.VERSION:
-            why = f"unsupported protocol version {version!r} (this server: {msg.VERSION})\n"
-            response = protocol.reject(HTTPStatus.BAD_REQUEST, why)
-        else:
-            response = protocol.accept(requests[0])
+    if version is not None and version != msg.VERSION:
+        why = f"unsupported protocol version {version!r} (this server: {msg.VERSION})\n"
+        return protocol.reject(HTTPStatus.BAD_REQUEST, why)
+    return None
+
+
+def send_response(
+    handler: BaseHTTPRequestHandler, protocol: ServerProtocol, response: Response
+) -> bool:
+    """Send the handshake's answer; whether the connection is now a WebSocket."""
     protocol.send_response(response)
     _flush(handler, protocol)
-    if response.status_code != HTTPStatus.SWITCHING_PROTOCOLS:
-        return
-    host = handler.headers.get("Host", "")
-    name = dataset.alias
-    session = PullSession(dataset, lambda kind, h: f"http://{host}/{name}/{kind}/{h}")
+    return response.status_code == HTTPStatus.SWITCHING_PROTOCOLS
+
+
+def run_session(
+    handler: BaseHTTPRequestHandler,
+    protocol: ServerProtocol,
+    handle: Callable[[bytes], tuple[dict[str, Any], bool]],
+) -> None:
+    """Answer each text message with ``handle``'s reply until it says the session is over,
+    the client closes, or the connection ends."""
     while True:
         data = handler.rfile.read1(1 << 16)
         if not data:
@@ -84,7 +117,7 @@ def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
                 protocol.send_close()
                 _flush(handler, protocol)
                 return
-            reply, done = session.handle(bytes(frame.data))
+            reply, done = handle(bytes(frame.data))
             protocol.send_text(msg.encode(reply).encode())
             if done:
                 protocol.send_close()
