@@ -1,7 +1,8 @@
 """``odf push NAME --to odf+http://HOST:PORT/NAME``: the Smart Transfer Protocol's push flow
 between real processes, into workspace A served by a real ``odf serve``, from workspace B that
 cloned from it. Authenticated with A's daemon's token; a push without it or with a wrong one,
-a push onto a head that moved (the compare-and-swap, then ``--force``) and a tampered object
+a push onto a head that moved (refused, then ``--force``d through a repository alias) and a
+tampered object
 are refused with A's dataset exactly as it was.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_sharing_cli import (
-    _flip_byte,
+    flip_byte,
     head,
     ingest,
     moved,
@@ -66,25 +67,27 @@ def test_push_to_a_daemon_with_its_token(served_a: Served, tmp_path: Path) -> No
         assert r.read().decode().strip() == head(b_ds)
     assert "up to date" in ok(b, "push", "cities", env={"ODF_TOKEN": served_a.token})
 
+    token = {"ODF_TOKEN": served_a.token}
     # A moved since (an ingest through its daemon), B too: refused naming both heads and the
     # last common block; accepted with --force, A then at B's head
     common = head(b_ds)
     ingest(served_a.ws, 3)
     ingest(b, 4)
     before = snapshot(a_ds)
-    error = fails(b, "push", "cities", env={"ODF_TOKEN": served_a.token})
+    error = fails(b, "push", "cities", env=token)
     assert "diverged" in error and head(a_ds) in error and head(b_ds) in error, error
     assert common in error
     assert snapshot(a_ds) == before
-    out = ok(b, "push", "cities", "--force", env={"ODF_TOKEN": served_a.token})
+    ok(b, "repo", "add", "daemon-a", f"odf+http://{served_a.info['httpAddress']}")
+    out = ok(b, "push", "cities", "--to", "daemon-a/cities", "--force", env=token)
     assert moved(out) == (1, 1) and head(a_ds) == head(b_ds)
 
     # a data file whose bytes no longer match its hash: refused by the server, A unchanged
     ingest(b, 5)
     before = snapshot(a_ds)
     (tampered,) = new_objects(a_ds, b_ds, "data")
-    _flip_byte(tampered)
-    error = fails(b, "push", "cities", env={"ODF_TOKEN": served_a.token})
+    flip_byte(tampered)
+    error = fails(b, "push", "cities", env=token)
     assert "physical hash" in error and "content was changed" in error, error
     assert snapshot(a_ds) == before
     assert not any((served_a.ws / ".odf/run/push").iterdir())  # the session's staging is gone
