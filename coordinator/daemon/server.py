@@ -3,8 +3,10 @@
 ``Daemon.run`` keeps the application's engines warm (``EnginePool``), binds both addresses
 (port 0 picks a free one), serves ``odf.coordinator.v1.Coordinator`` (token-authenticated), the
 standard health service and reflection over gRPC, and ``/healthz`` and ``/metrics``
-(Prometheus) over HTTP, with the workspace's datasets read-only there too (the Simple Transfer
-Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``); it writes ``daemon.json``
+(Prometheus) over HTTP, with the workspace's datasets there too (the Simple Transfer
+Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``; the Smart Transfer
+Protocol's pull, ``smart_pull``, and its push authenticated with the token, ``smart_push``,
+committed under the same dataset locks as the gRPC calls); it writes ``daemon.json``
 with the addresses actually bound, starts the scheduler, reports SERVING, and blocks until
 ``stop`` is set (``odf serve`` sets it on SIGTERM and SIGINT). Then it takes no more work
 (NOT_SERVING, the scheduler stops picking), lets running calls and the running scheduled pull

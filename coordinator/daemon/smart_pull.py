@@ -37,16 +37,14 @@ def is_pull(handler: BaseHTTPRequestHandler) -> bool:
 
 
 def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
-    match = _PULL_PATH.fullmatch(handler.path)
-    assert match is not None
-    opened = open_protocol(handler)
+    opened = open_protocol(handler, _PULL_PATH)
     if opened is None:
         return
-    protocol, request = opened
+    segment, protocol, request = opened
     try:
-        dataset = workspace.open_dataset(str(DatasetName.parse(match.group(1))))
+        dataset = workspace.open_dataset(str(DatasetName.parse(segment)))
     except (OdfError, ValidationError):
-        response = protocol.reject(HTTPStatus.NOT_FOUND, f"no dataset {match.group(1)!r}\n")
+        response = protocol.reject(HTTPStatus.NOT_FOUND, f"no dataset {segment!r}\n")
     else:
         response = check_version(handler, protocol) or protocol.accept(request)
     if not send_response(handler, protocol, response):
@@ -57,9 +55,14 @@ def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
     run_session(handler, protocol, session.handle)
 
 
-def open_protocol(handler: BaseHTTPRequestHandler) -> tuple[ServerProtocol, Request] | None:
-    """The WebSocket protocol of a handshake the stdlib server has read; ``None`` (answered
-    400) when it is not one."""
+def open_protocol(
+    handler: BaseHTTPRequestHandler, path: re.Pattern[str]
+) -> tuple[str, ServerProtocol, Request] | None:
+    """The dataset segment of the request path (``path`` matched it), and the WebSocket
+    protocol of the handshake the stdlib server has read; ``None`` (answered 400) when it is
+    not one."""
+    match = path.fullmatch(handler.path)
+    assert match is not None
     handler.close_connection = True
     protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES)
     # the request as received, for the protocol's own parser (it then expects frames)
@@ -69,7 +72,7 @@ def open_protocol(handler: BaseHTTPRequestHandler) -> tuple[ServerProtocol, Requ
     if len(requests) != 1:
         handler.send_error(400, "not a WebSocket handshake")
         return None
-    return protocol, requests[0]
+    return match.group(1), protocol, requests[0]
 
 
 def check_version(handler: BaseHTTPRequestHandler, protocol: ServerProtocol) -> Response | None:

@@ -87,12 +87,10 @@ class PushServer:
 
     def serve(self, handler: BaseHTTPRequestHandler) -> None:
         """One push session over the WebSocket of this handshake."""
-        match = _PUSH_PATH.fullmatch(handler.path)
-        assert match is not None
-        opened = open_protocol(handler)
+        opened = open_protocol(handler, _PUSH_PATH)
         if opened is None:
             return
-        protocol, request = opened
+        segment, protocol, request = opened
         name = None
         if not self.authorized(handler):
             log.info("push.unauthorized", path=handler.path)
@@ -102,10 +100,10 @@ class PushServer:
             response.headers["WWW-Authenticate"] = "Bearer"
         else:
             try:
-                name = str(DatasetName.parse(match.group(1)))
+                name = str(DatasetName.parse(segment))
             except ValidationError:
                 response = protocol.reject(
-                    HTTPStatus.BAD_REQUEST, f"{match.group(1)[:100]!r} is not a dataset name\n"
+                    HTTPStatus.BAD_REQUEST, f"{segment[:100]!r} is not a dataset name\n"
                 )
             else:
                 response = check_version(handler, protocol) or protocol.accept(request)
