@@ -91,7 +91,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     sharing = Sharing(Workspace.find())
     with terminal_progress(args) as progress:
         options = _options(args, progress, force=args.force)
-        done = sharing.push(args.name, options, to=args.to, token=_token(args.token_file))
+        done = sharing.push(args.name, options, to=args.to, token=push_token(args.token_file))
     print(describe(done, "pushed to"))
     return 0
 
@@ -99,7 +99,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 MAX_TOKEN_BYTES = 4096
 
 
-def _token(token_file: str | None) -> str | None:
+def push_token(token_file: str | None) -> str | None:
     """The token of ``--token-file``, else of ``ODF_TOKEN``; ``None`` when neither is given."""
     if token_file is None:
         text = os.environ.get(TOKEN_ENV, "").strip()

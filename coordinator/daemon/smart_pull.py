@@ -56,15 +56,15 @@ def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
 
 
 def open_protocol(
-    handler: BaseHTTPRequestHandler, path: re.Pattern[str]
+    handler: BaseHTTPRequestHandler, path: re.Pattern[str], max_size: int = MAX_MESSAGE_BYTES
 ) -> tuple[str, ServerProtocol, Request] | None:
     """The dataset segment of the request path (``path`` matched it), and the WebSocket
-    protocol of the handshake the stdlib server has read; ``None`` (answered 400) when it is
-    not one."""
+    protocol of the handshake the stdlib server has read (messages up to ``max_size``
+    bytes); ``None`` (answered 400) when it is not one."""
     match = path.fullmatch(handler.path)
     assert match is not None
     handler.close_connection = True
-    protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES)
+    protocol = ServerProtocol(max_size=max_size)
     # the request as received, for the protocol's own parser (it then expects frames)
     lines = [handler.requestline, *(f"{k}: {v}" for k, v in handler.headers.items()), "", ""]
     protocol.receive_data("\r\n".join(lines).encode("latin-1"))

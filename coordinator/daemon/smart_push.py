@@ -51,6 +51,9 @@ _UPLOAD_PATH = re.compile(r"/([^/]+)/push/([A-Za-z0-9_-]{43})/(data|checkpoints)
 IDLE_S = 300.0
 """A push connection (the WebSocket or an upload) silent this long is closed."""
 STAGE_DIR = "push"
+MAX_PUSH_MESSAGE_BYTES = 256 << 20
+"""A pushed message: the metadata batch of a long chain is one (base64 of tar+gzip); only a
+client holding the token gets to send one."""
 
 
 class PushServer:
@@ -87,7 +90,7 @@ class PushServer:
 
     def serve(self, handler: BaseHTTPRequestHandler) -> None:
         """One push session over the WebSocket of this handshake."""
-        opened = open_protocol(handler, _PUSH_PATH)
+        opened = open_protocol(handler, _PUSH_PATH, MAX_PUSH_MESSAGE_BYTES)
         if opened is None:
             return
         segment, protocol, request = opened
