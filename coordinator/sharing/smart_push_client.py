@@ -44,6 +44,9 @@ from coordinator.sharing.transport_http import TIMEOUT, HttpSource
 from coordinator.sharing.validation import objects_of
 
 Key = tuple[ObjectKind, Multihash]
+COMMIT_TIMEOUT_S = 3600.0
+"""How long the server may take to confirm the commit (it waits for its own work on the
+dataset to finish first)."""
 
 
 def push_smart(
@@ -85,6 +88,10 @@ def push_smart(
             open_timeout=TIMEOUT[0],
             max_size=None,
             proxy=None,
+            # pings keep the server's idle timeout away while the uploads run; their pongs
+            # wait while the server plans or commits, which may take longer than a ping's
+            # timeout: the replies' own timeouts bound the wait instead
+            ping_timeout=None,
         ) as ws:
             conversation = _Conversation(ws, where)
             conversation.ask(request.to_json())  # DatasetPushRequestAccepted
@@ -95,7 +102,9 @@ def push_smart(
                 urls = _upload_urls(reply, set(objects), where)
                 uploaded = [objects[k] for k in urls]
                 _upload_all(dataset, uploaded, urls, options)
-            conversation.ask({})  # DatasetPushComplete -> DatasetPushCompleteConfirmed
+            # DatasetPushComplete -> DatasetPushCompleteConfirmed: the server commits once the
+            # daemon's work on the dataset (a transform, an ingest) is done
+            conversation.ask({}, timeout=COMMIT_TIMEOUT_S)
     except InvalidStatus as e:
         status = e.response.status_code
         body = e.response.body.decode("utf-8", "replace").strip()[:300]
@@ -156,10 +165,10 @@ class _Conversation:
         self.ws = ws
         self.where = where
 
-    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+    def ask(self, message: dict[str, Any], timeout: float = TIMEOUT[1]) -> dict[str, Any]:
         """Send one message; the server's reply (its ``DatasetError`` raised)."""
         self.ws.send(msg.encode(message))
-        return msg.decode(self.ws.recv(timeout=TIMEOUT[1]), self.where)
+        return msg.decode(self.ws.recv(timeout=timeout), self.where)
 
 
 def _upload_urls(reply: dict[str, Any], asked: set[Key], where: str) -> dict[Key, str]:
