@@ -203,7 +203,7 @@ class PushSession:
                 f" pushed head {e.remote}, last common block {e.common}: push --force to"
                 " overwrite"
             ) from None
-        if not isinstance(planned, Plan):
+        if not isinstance(planned, Plan) or not planned.new_blocks:
             raise RejectedContentError(
                 f"{self.where}: nothing to push, the server has every pushed block"
             )

@@ -267,3 +267,17 @@ def test_a_forced_push_replaces_a_diverged_head(tmp_path: Path, ws: Workspace) -
         server.upload(src, s)
     assert server.ask({}) == {}
     assert ds.head() == src.head() and files_of(ds) == files_of(src)
+
+
+def test_a_forced_push_of_blocks_the_server_has_changes_nothing(
+    tmp_path: Path, ws: Workspace
+) -> None:
+    src = source_dataset(tmp_path / "src", 1)
+    ds = served(ws, src)
+    older = src.head()
+    append_slices(ds, 1, 1)  # the server is ahead of what is pushed
+    before = (ds.head(), files_of(ds))
+    server = Server(ws)
+    server.ask(request(src, ds.head(), force=True))
+    assert "the server has every pushed block" in server.refused(batch(src))
+    assert (ds.head(), files_of(ds)) == before and older != ds.head()
