@@ -192,7 +192,7 @@ class PushSession:
         blocks = msg.read_blocks_batch(message.get("newBlocks"), self.where, self.ctx.limits)
         if not blocks:
             raise RejectedContentError(f"{self.where}: no blocks pushed")
-        source = BatchSource(RemoteLocation(f"file:///{self.ctx.name}"), blocks)
+        source = BatchSource(RemoteLocation(self.where), blocks)
         receiver = self.target or Dataset(self.ctx.stage / "empty", alias=self.ctx.name)
         options = Options(limits=self.ctx.limits, force=self.request.force)
         try:

@@ -281,3 +281,19 @@ def test_a_forced_push_of_blocks_the_server_has_changes_nothing(
     server.ask(request(src, ds.head(), force=True))
     assert "the server has every pushed block" in server.refused(batch(src))
     assert (ds.head(), files_of(ds)) == before and older != ds.head()
+
+
+def test_a_changed_block_in_the_pushed_batch_is_refused(tmp_path: Path, ws: Workspace) -> None:
+    src = source_dataset(tmp_path / "src", 1)
+    ds = served(ws, src)
+    base = src.head()
+    append_slices(src, 1, 1)
+    before = (ds.head(), files_of(ds))
+    (new,) = [(h, src.get_block_bytes(h)) for h, _ in src.iter_blocks() if h != base][:1]
+    changed = bytearray(new[1])
+    changed[len(changed) // 2] ^= 0xFF
+    server = Server(ws)
+    server.ask(request(src, base))
+    error = server.refused({"newBlocks": msg.blocks_batch([(new[0], bytes(changed))])})
+    assert f"blocks/{new[0]}: its bytes hash to" in error and "the block was changed" in error
+    assert (ds.head(), files_of(ds)) == before and not server.stage.exists()
