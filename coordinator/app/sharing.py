@@ -16,8 +16,9 @@ from common.odf.dataset_refs import DatasetName
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from coordinator.dataset import Dataset
 from coordinator.sharing.errors import RemoteError
-from coordinator.sharing.remote_refs import RemoteLocation, looks_remote, resolve
+from coordinator.sharing.remote_refs import SMART_SCHEMES, RemoteLocation, looks_remote, resolve
 from coordinator.sharing.repos import RepoRegistry, read_remotes, remember
+from coordinator.sharing.smart_push_messages import TOKEN_HINT
 from coordinator.sharing.transfer import Options, Outcome, SyncResult, open_source, sync
 from coordinator.sharing.transport_file import FileSource
 from coordinator.tempdirs import remove_tree
@@ -86,9 +87,12 @@ class Sharing:
 
     # --- push -----------------------------------------------------------------------------------
 
-    def push(self, name: str, options: Options, *, to: str | None = None) -> Transferred:
+    def push(
+        self, name: str, options: Options, *, to: str | None = None, token: str | None = None
+    ) -> Transferred:
         """``odf push NAME [--to URL|REPO/NAME] [--force]``: the target receives what it lacks;
-        its head moves by compare-and-swap. The target is remembered for the next push."""
+        its head moves by compare-and-swap. The target is remembered for the next push.
+        ``token``: the smart server's token (a push to ``odf+http(s)://`` needs it)."""
         ds = self.workspace.open_dataset(name)
         if to is not None:
             if not looks_remote(to):
@@ -101,10 +105,22 @@ class Sharing:
                     f"dataset {ds.alias!r} has no push target yet: give --to URL|REPO/NAME"
                 )
             target = remembered
-        if not target.is_file:
-            raise RemoteError(f"{target}: pushing is supported to file:// only (http is read-only)")
         if ds.head() is None:
             raise OdfError(f"dataset {ds.alias!r} has no blocks to push")
+        if target.scheme in SMART_SCHEMES:
+            if token is None:
+                raise ValidationError(
+                    f"{target}: a push to a smart server needs its token: {TOKEN_HINT}"
+                )
+            from coordinator.sharing.smart_push_client import push_smart  # websockets: when needed
+
+            smart = push_smart(ds, target, token, options)
+            remember(ds.layout, push=target)
+            return Transferred(ds.alias, target, smart)
+        if not target.is_file:
+            raise RemoteError(
+                f"{target}: pushing is supported to file:// and odf+http(s):// (http is read-only)"
+            )
         source = FileSource(RemoteLocation(f"file://{ds.layout.root}"), options.limits)
         result = _push_to_directory(Path(target.file_path()), source, str(target), options)
         if result.outcome is Outcome.RECEIVER_AHEAD:

@@ -9,6 +9,7 @@ hands the rest of the names to the ordinary pull. ``odf push NAME [--to URL|REPO
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,9 @@ from coordinator.workspace import Workspace
 if TYPE_CHECKING:
     from coordinator.app.sharing import Transferred
     from coordinator.sharing.transfer import Options
+
+
+TOKEN_ENV = "ODF_TOKEN"
 
 
 def add_transfer_arguments(p: Any) -> None:
@@ -43,7 +47,9 @@ def add_transfer_arguments(p: Any) -> None:
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("push", help="push a dataset to a repository (file://)")
+    p = subparsers.add_parser(
+        "push", help="push a dataset to a repository (file://) or an odf serve (odf+http://)"
+    )
     p.add_argument("name", metavar="NAME", help="the local dataset")
     p.add_argument(
         "--to",
@@ -54,6 +60,11 @@ def register(subparsers: Any) -> None:
         "--force",
         action="store_true",
         help="overwrite a target whose chain diverged or went ahead (its extra blocks are lost)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="the smart server's token, for odf+http(s):// targets (default: $ODF_TOKEN)",
     )
     add_transfer_arguments(p)
     p.set_defaults(handler=cmd_push)
@@ -79,9 +90,35 @@ def cmd_push(args: argparse.Namespace) -> int:
 
     sharing = Sharing(Workspace.find())
     with terminal_progress(args) as progress:
-        done = sharing.push(args.name, _options(args, progress, force=args.force), to=args.to)
+        options = _options(args, progress, force=args.force)
+        done = sharing.push(args.name, options, to=args.to, token=push_token(args.token_file))
     print(describe(done, "pushed to"))
     return 0
+
+
+MAX_TOKEN_BYTES = 4096
+
+
+def push_token(token_file: str | None) -> str | None:
+    """The token of ``--token-file``, else of ``ODF_TOKEN``; ``None`` when neither is given."""
+    if token_file is None:
+        text = os.environ.get(TOKEN_ENV, "").strip()
+        where = TOKEN_ENV
+    else:
+        try:
+            with open(token_file, "rb") as f:
+                raw = f.read(MAX_TOKEN_BYTES + 1)
+        except OSError as e:
+            raise ValidationError(f"{token_file}: {e.strerror}", path="--token-file") from None
+        if len(raw) > MAX_TOKEN_BYTES:
+            raise ValidationError(f"{token_file}: larger than a token", path="--token-file")
+        text = raw.decode("ascii", "replace").strip()
+        where = token_file
+        if not text:
+            raise ValidationError(f"{token_file}: empty", path="--token-file")
+    if text and not (text.isascii() and text.isprintable() and " " not in text):
+        raise ValidationError(f"{where}: not a token (printable ASCII without spaces)")
+    return text or None
 
 
 def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:

@@ -3,8 +3,10 @@
 ``Daemon.run`` keeps the application's engines warm (``EnginePool``), binds both addresses
 (port 0 picks a free one), serves ``odf.coordinator.v1.Coordinator`` (token-authenticated), the
 standard health service and reflection over gRPC, and ``/healthz`` and ``/metrics``
-(Prometheus) over HTTP, with the workspace's datasets read-only there too (the Simple Transfer
-Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``); it writes ``daemon.json``
+(Prometheus) over HTTP, with the workspace's datasets there too (the Simple Transfer
+Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``; the Smart Transfer
+Protocol's pull, ``smart_pull``, and its push authenticated with the token, ``smart_push``,
+committed under the same dataset locks as the gRPC calls); it writes ``daemon.json``
 with the addresses actually bound, starts the scheduler, reports SERVING, and blocks until
 ``stop`` is set (``odf serve`` sets it on SIGTERM and SIGINT). Then it takes no more work
 (NOT_SERVING, the scheduler stops picking), lets running calls and the running scheduled pull
@@ -45,6 +47,7 @@ from coordinator.daemon.metrics import Metrics
 from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
+from coordinator.daemon.smart_push import PushServer
 from coordinator.sharing.serving import open_object, parse_request_path
 
 log = get_logger(__name__)
@@ -111,7 +114,14 @@ class Daemon:
                 (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
             )
             address = self._bind_grpc(server)
-            http = self._http_server()
+            pushes = PushServer(
+                self.app.ws,
+                token,
+                self.rundir.path,
+                lambda name: self.locks.hold([name]),
+                scheduler.notify,
+            )
+            http = self._http_server(pushes)
             pool = self.app.keep_engines_warm(
                 idle_timeout=self.app.config.daemon.engine_idle_timeout
             )
@@ -165,7 +175,7 @@ class Daemon:
             raise DaemonBindError(f"cannot listen on {self.address} (in use?)")
         return _join(self.grpc_host, port)
 
-    def _http_server(self) -> ThreadingHTTPServer:
+    def _http_server(self, pushes: PushServer) -> ThreadingHTTPServer:
         serving = self.serving
         metrics = self.metrics
         workspace = self.app.ws
@@ -179,8 +189,16 @@ class Daemon:
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
                 elif smart_pull.is_pull(self):
                     smart_pull.serve_pull(self, workspace)
+                elif pushes.is_push(self):
+                    pushes.serve(self)
                 else:
                     self._send_object()
+
+            def do_PUT(self) -> None:
+                if pushes.is_upload(self.path):
+                    pushes.upload(self)
+                else:
+                    self.send_error(404, "not found")
 
             def _send_object(self) -> None:
                 """A dataset's object (Simple Transfer Protocol, ``sharing.serving``)."""

@@ -10,11 +10,13 @@ subprotocol name is not a valid RFC 6455 token, see ``smart_messages.SUBPROTOCOL
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from websockets.frames import Frame, Opcode
-from websockets.http11 import Request
+from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from common.odf.dataset_refs import DatasetName
@@ -35,35 +37,69 @@ def is_pull(handler: BaseHTTPRequestHandler) -> bool:
 
 
 def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
-    match = _PULL_PATH.fullmatch(handler.path)
+    opened = open_protocol(handler, _PULL_PATH)
+    if opened is None:
+        return
+    segment, protocol, request = opened
+    try:
+        dataset = workspace.open_dataset(str(DatasetName.parse(segment)))
+    except (OdfError, ValidationError):
+        response = protocol.reject(HTTPStatus.NOT_FOUND, f"no dataset {segment!r}\n")
+    else:
+        response = check_version(handler, protocol) or protocol.accept(request)
+    if not send_response(handler, protocol, response):
+        return
+    host = handler.headers.get("Host", "")
+    name = dataset.alias
+    session = PullSession(dataset, lambda kind, h: f"http://{host}/{name}/{kind}/{h}")
+    run_session(handler, protocol, session.handle)
+
+
+def open_protocol(
+    handler: BaseHTTPRequestHandler, path: re.Pattern[str], max_size: int = MAX_MESSAGE_BYTES
+) -> tuple[str, ServerProtocol, Request] | None:
+    """The dataset segment of the request path (``path`` matched it), and the WebSocket
+    protocol of the handshake the stdlib server has read (messages up to ``max_size``
+    bytes); ``None`` (answered 400) when it is not one."""
+    match = path.fullmatch(handler.path)
     assert match is not None
     handler.close_connection = True
-    protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES)
+    protocol = ServerProtocol(max_size=max_size)
     # the request as received, for the protocol's own parser (it then expects frames)
     lines = [handler.requestline, *(f"{k}: {v}" for k, v in handler.headers.items()), "", ""]
     protocol.receive_data("\r\n".join(lines).encode("latin-1"))
     requests = [e for e in protocol.events_received() if isinstance(e, Request)]
     if len(requests) != 1:
         handler.send_error(400, "not a WebSocket handshake")
-        return
+        return None
+    return match.group(1), protocol, requests[0]
+
+
+def check_version(handler: BaseHTTPRequestHandler, protocol: ServerProtocol) -> Response | None:
+    """The refusal of a protocol version other than ours, if the client asked for one."""
     version = handler.headers.get(msg.VERSION_HEADER)
-    try:
-        dataset = workspace.open_dataset(str(DatasetName.parse(match.group(1))))
-    except (OdfError, ValidationError):
-        response = protocol.reject(HTTPStatus.NOT_FOUND, f"no dataset {match.group(1)!r}\n")
-    else:
-        if version is not None and version != msg.VERSION:
-            why = f"unsupported protocol version {version!r} (this server: {msg.VERSION})\n"
-            response = protocol.reject(HTTPStatus.BAD_REQUEST, why)
-        else:
-            response = protocol.accept(requests[0])
+    if version is not None and version != msg.VERSION:
+        why = f"unsupported protocol version {version!r} (this server: {msg.VERSION})\n"
+        return protocol.reject(HTTPStatus.BAD_REQUEST, why)
+    return None
+
+
+def send_response(
+    handler: BaseHTTPRequestHandler, protocol: ServerProtocol, response: Response
+) -> bool:
+    """Send the handshake's answer; whether the connection is now a WebSocket."""
     protocol.send_response(response)
     _flush(handler, protocol)
-    if response.status_code != HTTPStatus.SWITCHING_PROTOCOLS:
-        return
-    host = handler.headers.get("Host", "")
-    name = dataset.alias
-    session = PullSession(dataset, lambda kind, h: f"http://{host}/{name}/{kind}/{h}")
+    return response.status_code == HTTPStatus.SWITCHING_PROTOCOLS
+
+
+def run_session(
+    handler: BaseHTTPRequestHandler,
+    protocol: ServerProtocol,
+    handle: Callable[[bytes], tuple[dict[str, Any], bool]],
+) -> None:
+    """Answer each text message with ``handle``'s reply until it says the session is over,
+    the client closes, or the connection ends."""
     while True:
         data = handler.rfile.read1(1 << 16)
         if not data:
@@ -84,7 +120,7 @@ def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
                 protocol.send_close()
                 _flush(handler, protocol)
                 return
-            reply, done = session.handle(bytes(frame.data))
+            reply, done = handle(bytes(frame.data))
             protocol.send_text(msg.encode(reply).encode())
             if done:
                 protocol.send_close()

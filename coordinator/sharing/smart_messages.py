@@ -20,6 +20,7 @@ from typing import Any
 
 from common.odf.errors import DecodeError
 from common.odf.multihash import Multihash
+from common.serde.flatbuffers_codec import decode_block
 from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
 
@@ -111,6 +112,25 @@ def read_blocks_batch(batch: object, where: str, limits: Limits) -> dict[Multiha
             f"{where}: the batch says {batch.get('objectsCount')} blocks, it has {len(blocks)}"
         )
     return blocks
+
+
+def batch_head(blocks: dict[Multihash, bytes], where: str) -> Multihash:
+    """The block of a batch no other block of it links to (a batch holds one chain's blocks;
+    their hashes and links are checked by the walk that reads them)."""
+    parents = set()
+    for data in blocks.values():
+        try:
+            prev = decode_block(data).prev_block_hash
+        except (DecodeError, ValueError):
+            continue
+        if prev is not None:
+            parents.add(prev)
+    heads = [h for h in blocks if h not in parents]
+    if len(heads) != 1:
+        raise RejectedContentError(
+            f"{where}: the metadata batch has {len(heads)} heads, expected one chain"
+        )
+    return heads[0]
 
 
 def _check_member(member: tarfile.TarInfo, where: str, limits: Limits) -> None:

@@ -31,9 +31,10 @@ from pathlib import Path
 
 from common.logs import get_logger
 from common.odf.multihash import Multihash
-from coordinator.dataset import Dataset
+from coordinator.dataset import Dataset, state_cache
 from coordinator.dataset.append import ReceivedBlock, append_blocks
 from coordinator.dataset.durable import fsync_dir, remove_durably
+from coordinator.dataset.state import DatasetState
 from coordinator.ingest.progress import NO_PROGRESS, Progress
 from coordinator.sharing.errors import DivergedError, RejectedContentError, RemoteError
 from coordinator.sharing.limits import DEFAULT_PARALLEL, Limits
@@ -89,8 +90,32 @@ class Options:
     to the last common block first."""
 
 
-def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) -> SyncResult:
-    """Bring ``receiver`` to ``source``'s head; see the module docstring."""
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a receiver lacks of a source, validated: the new blocks (oldest first, every chain
+    rule checked on the state they extend), the objects they name, where the walk met the
+    receiver's chain."""
+
+    old_head: Multihash | None
+    remote_head: Multihash
+    new_blocks: list[ReceivedBlock]
+    objects: list[ObjectRef]
+    """Every data file and checkpoint the new blocks name (each once)."""
+    reset_to: Multihash | None = None
+    """A forced transfer onto a receiver that diverged or is ahead: its last common block,
+    the head is moved back there before the new blocks are appended."""
+
+    @property
+    def expected_head(self) -> Multihash | None:
+        """The receiver's head the new blocks extend."""
+        return self.reset_to if self.reset_to is not None else self.old_head
+
+
+def plan(
+    receiver: Dataset, source: DatasetSource, what: str, options: Options
+) -> Plan | SyncResult:
+    """Steps 1-3 of the module docstring, reading the receiver only: a ``Plan``, or the
+    result when there is nothing to transfer."""
     where = str(source.location)
     old_head = receiver.head()
     remote_head = source.read_head()
@@ -99,30 +124,47 @@ def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) 
     if remote_head == old_head:
         return SyncResult(Outcome.UP_TO_DATE, old_head, old_head)
     known = {h for h, _ in receiver.iter_blocks()} if old_head is not None else set()
-    new_blocks, meet = _walk(source, remote_head, known, where, options.limits.max_new_blocks)
+    new_blocks, meet = walk(source, remote_head, known, where, options.limits.max_new_blocks)
     if old_head is not None and meet is None:
         raise RejectedContentError(
             f"{where}: refs/head {remote_head} is the head of another dataset's chain (no block"
             f" in common with {what}, whose head is {old_head})"
         )
-    expected = old_head
+    reset_to = None
     if meet is not None and meet != old_head:
         if not options.force:
             if not new_blocks:
                 return SyncResult(Outcome.RECEIVER_AHEAD, old_head, old_head)
             raise DivergedError(what, local=old_head, remote=remote_head, common=meet)
-        log.info("resetting to the last common block", dataset=what, block=str(meet))
-        receiver.reset(meet, expected_head=old_head)
-        expected = meet
-        if not new_blocks:
-            return SyncResult(Outcome.UPDATED, old_head, meet)
-    _, objects = check_chain(receiver.state(), new_blocks, where, options.limits)
-    missing = [o for o in objects if not o.path_in(receiver.layout).exists()]
+        reset_to = meet
+    base = receiver.state() if reset_to is None else state_at(receiver, reset_to)
+    _, objects = check_chain(base, new_blocks, where, options.limits)
+    return Plan(old_head, remote_head, new_blocks, objects, reset_to)
+
+
+def state_at(dataset: Dataset, block: Multihash) -> DatasetState:
+    """The dataset's state as of one of its blocks."""
+    return state_cache.compute(dataset.chain, block)[0]
+
+
+def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) -> SyncResult:
+    """Bring ``receiver`` to ``source``'s head; see the module docstring."""
+    planned = plan(receiver, source, what, options)
+    if isinstance(planned, SyncResult):
+        return planned
+    old_head, expected = planned.old_head, planned.old_head
+    if planned.reset_to is not None:
+        log.info("resetting to the last common block", dataset=what, block=str(planned.reset_to))
+        receiver.reset(planned.reset_to, expected_head=old_head)
+        expected = planned.reset_to
+        if not planned.new_blocks:
+            return SyncResult(Outcome.UPDATED, old_head, planned.reset_to)
+    missing = [o for o in planned.objects if not o.path_in(receiver.layout).exists()]
     receiver.layout.root.mkdir(parents=True, exist_ok=True)
     with receiver.staging_dir() as staging:
         stored = _fetch_all(source, missing, Destination(receiver.layout, staging), what, options)
     try:
-        new_head = append_blocks(receiver, new_blocks, expected_head=expected)
+        new_head = append_blocks(receiver, planned.new_blocks, expected_head=expected)
     except BaseException:
         remove_durably(stored)
         raise
@@ -130,13 +172,13 @@ def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) 
         Outcome.UPDATED,
         old_head,
         new_head,
-        blocks=len(new_blocks),
+        blocks=len(planned.new_blocks),
         objects=len(missing),
         bytes=sum(o.size for o in missing),
     )
 
 
-def _walk(
+def walk(
     source: DatasetSource, head: Multihash, known: set[Multihash], where: str, limit: int
 ) -> tuple[list[ReceivedBlock], Multihash | None]:
     """The source's blocks the receiver lacks (oldest first) and the receiver's block where

@@ -72,7 +72,7 @@ class SmartSource:
             raise RemoteError(f"{self.ws_url}: HTTP {e.response.status_code} {body}") from None
         except (OSError, WebSocketException) as e:
             raise RemoteError(f"{self.ws_url}: {' '.join(str(e).split())[:300]}") from None
-        return self._head(where)
+        return msg.batch_head(self.blocks, where)
 
     def read_block(self, block_hash: Multihash) -> bytes:
         data = self.blocks.get(block_hash)
@@ -135,19 +135,3 @@ class SmartSource:
             if urlsplit(url).scheme not in ("http", "https"):
                 raise RejectedContentError(f"{where}: download URL {url!r} is not http(s)")
             self.urls[(kind, h)] = url
-
-    def _head(self, where: str) -> Multihash:
-        parents = set()
-        for data in self.blocks.values():
-            try:
-                prev = decode_block(data).prev_block_hash
-            except (DecodeError, ValueError):
-                continue
-            if prev is not None:
-                parents.add(prev)
-        heads = [h for h in self.blocks if h not in parents]
-        if len(heads) != 1:
-            raise RejectedContentError(
-                f"{where}: the metadata batch has {len(heads)} heads, expected one chain"
-            )
-        return heads[0]

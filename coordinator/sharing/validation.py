@@ -62,7 +62,7 @@ def check_chain(
                 f"{source}/blocks/{b.name} (sequence number {b.block.sequence_number}) breaks a"
                 f" chain rule: {e}"
             ) from None
-        for ref in _objects_of(b):
+        for ref in objects_of(b):
             if ref.size > limits.max_object_bytes:
                 raise RejectedContentError(
                     f"{source}: {ref.key} (named by block {b.name}) has {ref.size} bytes, over"
@@ -73,7 +73,7 @@ def check_chain(
     return state, list(objects.values())
 
 
-def _objects_of(b: ReceivedBlock) -> list[ObjectRef]:
+def objects_of(b: ReceivedBlock) -> list[ObjectRef]:
     event = b.block.event
     refs = []
     if isinstance(event, AddData | ExecuteTransform):

@@ -183,7 +183,7 @@ def test_clone_and_update_over_http(
 # --- tampering -----------------------------------------------------------------------------
 
 
-def _flip_byte(p: Path) -> None:
+def flip_byte(p: Path) -> None:
     data = bytearray(p.read_bytes())
     data[len(data) // 2] ^= 0xFF
     p.write_bytes(bytes(data))
@@ -194,9 +194,9 @@ def _tamper(case: str, v1: Path, remote: Path, other: Path) -> None:
     block = remote / "blocks" / head(remote)
     match case:
         case "data byte flipped":
-            _flip_byte(data)
+            flip_byte(data)
         case "block edited":
-            _flip_byte(block)
+            flip_byte(block)
         case "block of another dataset":
             block.write_bytes((other / "blocks" / head(other)).read_bytes())
         case "missing data file":

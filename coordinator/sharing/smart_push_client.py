@@ -1,0 +1,261 @@
+"""``odf push NAME --to odf+http(s)://HOST:PORT/NAME``: the client side of the Smart Transfer
+Protocol's push flow, authenticated with the server's token.
+
+1. Read the server's head (``GET refs/head``, the Simple Transfer Protocol's, unauthenticated)
+   and decide what to send, as a push to ``file://`` does: the local blocks after the server's
+   head; when that head is not in the local chain, the server's chain is walked back (its
+   blocks checked like any pulled block) to the last common block: the server is ahead
+   (refused: pull first), or the chains diverged (refused naming both heads and that block,
+   unless ``--force``: then the blocks after it), or it is another dataset (refused).
+2. Over the WebSocket ``/NAME/push`` (``Authorization: Bearer TOKEN``): ``DatasetPushRequest``
+   with the server's head read in 1 as ``currentHead`` (the server refuses the push if its head
+   moved since: the compare-and-swap), the new blocks as an ``ObjectsBatch``, one
+   ``DatasetPushObjectsTransferRequest`` for every object they name; the objects the server
+   answers ``HttpUpload`` for (those it lacks) are uploaded in parallel (``PUT``, streamed from
+   the local file with its size), then ``DatasetPushComplete``; the server's confirmation
+   means its head moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from requests.adapters import HTTPAdapter
+from websockets.exceptions import InvalidStatus, WebSocketException
+from websockets.sync.client import connect
+
+from common.odf.errors import OdfError
+from common.odf.multihash import Multihash
+from coordinator.dataset import Dataset
+from coordinator.dataset.append import ReceivedBlock
+from coordinator.sharing import smart_messages as msg
+from coordinator.sharing import smart_push_messages as push_msg
+from coordinator.sharing.errors import DivergedError, RejectedContentError, RemoteError
+from coordinator.sharing.objects import ObjectKind, ObjectRef
+from coordinator.sharing.remote_refs import RemoteLocation
+from coordinator.sharing.smart_push_messages import TOKEN_HINT
+from coordinator.sharing.transfer import Options, Outcome, SyncResult, walk
+from coordinator.sharing.transport_http import TIMEOUT, HttpSource
+from coordinator.sharing.validation import objects_of
+
+Key = tuple[ObjectKind, Multihash]
+COMMIT_TIMEOUT_S = 3600.0
+"""How long the server may take to confirm the commit (it waits for its own work on the
+dataset to finish first)."""
+
+
+def push_smart(
+    dataset: Dataset, location: RemoteLocation, token: str, options: Options
+) -> SyncResult:
+    """Push ``dataset`` to the smart server at ``location``; see the module docstring."""
+    plain = location.url.split("+", 1)[1]  # http(s)://host:port/NAME
+    http = HttpSource(RemoteLocation(plain), options.limits, connections=options.parallel)
+    try:
+        server_head = http.read_head()
+        local_head = dataset.head()
+        if server_head == local_head:
+            return SyncResult(Outcome.UP_TO_DATE, server_head, local_head)
+        blocks = _blocks_to_push(dataset, http, server_head, str(location), options)
+    finally:
+        http.close()
+    objects = {(o.kind, o.physical_hash): o for b in blocks for o in objects_of(b)}
+    ws_url = ("ws" + plain[4:]) + "/push"
+    request = push_msg.PushRequest(
+        dataset.id,
+        server_head,
+        push_msg.SizeEstimation(
+            len(blocks),
+            len(objects),
+            sum(len(b.data) for b in blocks),
+            sum(o.size for o in objects.values()),
+        ),
+        options.force,
+    )
+    where = str(location)
+    uploaded: list[ObjectRef] = []
+    try:
+        with connect(
+            ws_url,
+            additional_headers={
+                msg.VERSION_HEADER: msg.VERSION,
+                "Authorization": f"Bearer {token}",
+            },
+            open_timeout=TIMEOUT[0],
+            max_size=None,
+            proxy=None,
+            # pings keep the server's idle timeout away while the uploads run; their pongs
+            # wait while the server plans or commits, which may take longer than a ping's
+            # timeout: the replies' own timeouts bound the wait instead
+            ping_timeout=None,
+        ) as ws:
+            conversation = _Conversation(ws, where)
+            conversation.ask(request.to_json())  # DatasetPushRequestAccepted
+            conversation.ask({"newBlocks": msg.blocks_batch([(b.name, b.data) for b in blocks])})
+            if objects:
+                files = [push_msg.object_file(*k) for k in objects]
+                reply = conversation.ask({"objectFiles": files})
+                urls = _upload_urls(reply, set(objects), where)
+                uploaded = [objects[k] for k in urls]
+                _upload_all(dataset, uploaded, urls, options)
+            # DatasetPushComplete -> DatasetPushCompleteConfirmed: the server commits once the
+            # daemon's work on the dataset (a transform, an ingest) is done
+            conversation.ask({}, timeout=COMMIT_TIMEOUT_S)
+    except InvalidStatus as e:
+        status = e.response.status_code
+        body = e.response.body.decode("utf-8", "replace").strip()[:300]
+        if status == HTTPStatus.UNAUTHORIZED:
+            raise RemoteError(
+                f"{where}: the server refused the token (HTTP 401): {TOKEN_HINT}"
+            ) from None
+        raise RemoteError(f"{ws_url}: HTTP {status} {body}") from None
+    except (OSError, WebSocketException) as e:
+        raise RemoteError(f"{ws_url}: {' '.join(str(e).split())[:300]}") from None
+    return SyncResult(
+        Outcome.UPDATED,
+        server_head,
+        local_head,
+        blocks=len(blocks),
+        objects=len(uploaded),
+        bytes=sum(o.size for o in uploaded),
+    )
+
+
+def _blocks_to_push(
+    dataset: Dataset,
+    server: HttpSource,
+    server_head: Multihash | None,
+    where: str,
+    options: Options,
+) -> list[ReceivedBlock]:
+    """The local blocks the server lacks, oldest first (see the module docstring)."""
+    local = [h for h, _ in dataset.iter_blocks()]
+    base = server_head
+    if server_head is not None and server_head not in set(local):
+        _, meet = walk(server, server_head, set(local), where, options.limits.max_new_blocks)
+        if meet is None:
+            raise RejectedContentError(
+                f"{where}: its head {server_head} is the head of another dataset's chain (no"
+                f" block in common with {dataset.alias!r})"
+            )
+        if meet == local[0]:
+            raise OdfError(
+                f"{where}: its head {server_head} is ahead of dataset {dataset.alias!r} (head"
+                f" {local[0]}): pull first (a forced push cannot drop the server's blocks over"
+                " the smart protocol)"
+            )
+        if not options.force:
+            raise DivergedError(where, local=local[0], remote=server_head, common=meet)
+        base = meet
+    new = []
+    for h in local:
+        if h == base:
+            break
+        new.append(h)
+    new.reverse()
+    return [ReceivedBlock(h, dataset.get_block_bytes(h), dataset.get_block(h)) for h in new]
+
+
+class _Conversation:
+    def __init__(self, ws: Any, where: str) -> None:
+        self.ws = ws
+        self.where = where
+
+    def ask(self, message: dict[str, Any], timeout: float = TIMEOUT[1]) -> dict[str, Any]:
+        """Send one message; the server's reply (its ``DatasetError`` raised)."""
+        self.ws.send(msg.encode(message))
+        return msg.decode(self.ws.recv(timeout=timeout), self.where)
+
+
+def _upload_urls(reply: dict[str, Any], asked: set[Key], where: str) -> dict[Key, str]:
+    """The objects to upload and where, from a ``DatasetPushObjectsTransferResponse``."""
+    strategies = reply.get("objectTransferStrategies")
+    if not isinstance(strategies, list) or len(strategies) != len(asked):
+        raise RejectedContentError(f"{where}: expected a DatasetPushObjectsTransferResponse")
+    urls: dict[Key, str] = {}
+    answered = set()
+    for s in strategies:
+        if not isinstance(s, dict):
+            raise RejectedContentError(f"{where}: a malformed transfer strategy")
+        key = push_msg.parse_object_files({"objectFiles": [s.get("objectFile")]}, where, 1)[0]
+        if key not in asked or key in answered:
+            raise RejectedContentError(f"{where}: a transfer strategy for an object not asked for")
+        answered.add(key)
+        strategy = s.get("pushStrategy")
+        if strategy == "SkipUpload":
+            continue
+        target = s.get("uploadTo")
+        url = target.get("url") if isinstance(target, dict) else None
+        if strategy != "HttpUpload" or not isinstance(url, str):
+            raise RejectedContentError(f"{where}: unsupported transfer strategy {strategy!r}")
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise RejectedContentError(f"{where}: upload URL {url[:200]!r} is not http(s)")
+        urls[key] = url
+    return urls
+
+
+class _Reading:
+    """A local object file read for an upload, counting the bytes sent."""
+
+    def __init__(self, path: str, size: int, on_bytes: Callable[[int], None]) -> None:
+        self.file = open(path, "rb")  # noqa: SIM115 (closed by _upload)
+        self.size = size
+        self.on_bytes = on_bytes
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.file.read(max(n, 1 << 16) if n > 0 else -1)
+        self.on_bytes(len(data))
+        return data
+
+
+def _upload_all(
+    dataset: Dataset, objects: list[ObjectRef], urls: dict[Key, str], options: Options
+) -> None:
+    """``PUT`` each object to its URL, in parallel; the first failure is raised."""
+    if not objects:
+        return
+    progress = options.progress
+    count = progress.task(f"{dataset.alias}: objects", total=len(objects), unit="objects")
+    volume = progress.task(f"{dataset.alias}: bytes", total=sum(o.size for o in objects), unit="B")
+    session = requests.Session()
+    adapter = HTTPAdapter(pool_connections=1, pool_maxsize=options.parallel, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+
+    def one(ref: ObjectRef) -> None:
+        url = urls[(ref.kind, ref.physical_hash)]
+        body = _Reading(str(ref.path_in(dataset.layout)), ref.size, volume.advance)
+        try:
+            response = session.put(
+                url,
+                data=body,
+                headers={"Content-Type": "application/octet-stream"},
+                timeout=TIMEOUT,
+                allow_redirects=False,
+            )
+        except requests.RequestException as e:
+            raise RemoteError(f"{url}: {' '.join(str(e).split())[:300]}") from None
+        finally:
+            body.file.close()
+        if not 200 <= response.status_code < 300:
+            reason = " ".join(response.text.split())[:500]
+            raise RemoteError(
+                f"upload of {ref.key} refused (HTTP {response.status_code}): {reason}"
+            )
+        count.advance(1)
+
+    try:
+        with ThreadPoolExecutor(max(1, options.parallel), thread_name_prefix="upload") as pool:
+            for future in [pool.submit(one, o) for o in objects]:
+                future.result()
+    finally:
+        session.close()
+        count.close()
+        volume.close()

@@ -1,0 +1,377 @@
+"""The server side of the Smart Transfer Protocol's push flow, one session per WebSocket.
+
+For the server a push is a pull whose source is the client: everything it sends is untrusted
+and goes through the same checks as a pull (``transfer.plan``: block hashes, links, every
+chain rule, the Seed's id, object sizes and limits; ``objects.ObjectSink``: each uploaded
+object's size and physical hash as it arrives). In order:
+
+1. ``DatasetPushRequest`` (``smart_push_messages``): the dataset id must be the server's
+   dataset's, and ``currentHead`` its head (``null``: the server has no such dataset yet);
+   otherwise refused as a conflict, unless forced. Answered ``{}`` (accepted).
+2. ``DatasetPushMetadata``: the new blocks as an ``ObjectsBatch``, walked from their head to a
+   block the server has and planned (divergence refused unless forced; another dataset's chain
+   always). Answered ``{}``.
+3. ``DatasetPushObjectsTransferRequest`` (any number): for each object the new blocks name,
+   ``SkipUpload`` when the server has it, else ``HttpUpload`` to a URL of this session
+   (``upload_url``); ``receive`` takes the uploads into the session's own staging directory,
+   outside the dataset.
+4. ``DatasetPushComplete``: every announced upload must have arrived; then, holding the
+   daemon's lock of the dataset (``hold``), the head is checked to be the one planned from, the
+   staged objects are moved in and the blocks appended with a compare-and-swap of the head
+   (``dataset.append``); a new dataset is built in a hidden directory and adopted at once.
+   Answered ``{}`` (confirmed); the session ends.
+
+Anything out of order, malformed or refused ends the session with a ``DatasetError``; the
+server's dataset is then exactly as it was (nothing was written to it) and ``close`` removes
+the staging directory.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from common.logs import get_logger
+from common.odf.errors import NotFoundError, OdfError
+from common.odf.events import Seed
+from common.odf.multihash import Multihash
+from coordinator.dataset import AlreadyExistsError, ConflictError, Dataset, DatasetLayout
+from coordinator.dataset.append import append_blocks
+from coordinator.dataset.durable import fsync_dir, remove_durably
+from coordinator.sharing import smart_messages as msg
+from coordinator.sharing import smart_push_messages as push_msg
+from coordinator.sharing.errors import DivergedError, RejectedContentError, RemoteError
+from coordinator.sharing.limits import Limits
+from coordinator.sharing.objects import Destination, ObjectKind, ObjectRef, ObjectSink
+from coordinator.sharing.remote_refs import RemoteLocation
+from coordinator.sharing.transfer import Options, Plan, plan
+from coordinator.tempdirs import remove_tree
+from coordinator.workspace import Workspace
+
+log = get_logger(__name__)
+
+Key = tuple[ObjectKind, Multihash]
+CHUNK_BYTES = 1 << 20
+
+
+class PushConflictError(OdfError):
+    """The server's dataset is not where the pusher expected it."""
+
+
+class UploadRefusedError(OdfError):
+    """An upload that this session did not ask for, or asked for once already."""
+
+
+@dataclass(frozen=True, slots=True)
+class PushContext:
+    """What the daemon gives a session."""
+
+    workspace: Workspace
+    name: str
+    """The dataset's name, from the request path (already parsed)."""
+    stage: Path
+    """A new private directory for this session, outside the dataset, on its filesystem."""
+    upload_url: Callable[[ObjectKind, Multihash], str]
+    hold: Callable[[str], AbstractContextManager[Any]]
+    """The daemon's lock of a dataset: taken to commit, so a push never races its work."""
+    on_commit: Callable[[str], None]
+    limits: Limits
+
+
+class BatchSource:
+    """The pushed blocks as a ``DatasetSource`` for the planning walk."""
+
+    def __init__(self, location: RemoteLocation, blocks: dict[Multihash, bytes]) -> None:
+        self.location = location
+        self.blocks = blocks
+
+    def read_head(self) -> Multihash | None:
+        return msg.batch_head(self.blocks, str(self.location)) if self.blocks else None
+
+    def read_block(self, block_hash: Multihash) -> bytes:
+        data = self.blocks.get(block_hash)
+        if data is None:
+            raise RejectedContentError(
+                f"{self.location}: block {block_hash} is neither pushed nor on the server"
+            )
+        return data
+
+    def fetch_object(
+        self, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
+    ) -> None:
+        raise RemoteError(f"{self.location}: objects are uploaded, not fetched")
+
+    def close(self) -> None:
+        pass
+
+
+class PushSession:
+    def __init__(self, ctx: PushContext) -> None:
+        self.ctx = ctx
+        self.where = f"push of {ctx.name}"
+        self.step = "request"
+        self.request: push_msg.PushRequest | None = None
+        self.target: Dataset | None = None
+        self.old_head: Multihash | None = None
+        self.plan: Plan | None = None
+        self.named: dict[Key, ObjectRef] = {}
+        self.wanted: dict[Key, ObjectRef] = {}
+        self.announced: set[Key] = set()
+        self.receiving: set[Key] = set()
+        self.staged: set[Key] = set()
+        self.lock = threading.Lock()
+        self.objects = DatasetLayout(ctx.stage / "objects")
+        self.pending = ctx.stage / "pending"
+        self.pending.mkdir(parents=True)
+
+    # --- the conversation -----------------------------------------------------------------
+
+    def handle(self, text: str | bytes) -> tuple[dict[str, Any], bool]:
+        """The reply to one client message, and whether the session is over."""
+        try:
+            message = msg.decode(text, self.where)
+            with self.lock:
+                step = self.step
+            if step == "request":
+                reply = self._request(message)
+                self._to("metadata")
+            elif step == "metadata":
+                reply = self._metadata(message)
+                self._to("objects")
+            elif step == "objects" and "objectFiles" in message:
+                reply = self._transfers(message)
+            elif step == "objects" and not message:
+                self._to("committing")
+                reply = self._complete()
+                self._to("done")
+                return reply, True
+            else:
+                raise RejectedContentError(f"{self.where}: unexpected message in step {step}")
+            return reply, False
+        except (OdfError, ValueError, KeyError, TypeError) as e:
+            self._to("failed")
+            code = "Conflict" if isinstance(e, PushConflictError) else "BadRequest"
+            log.info("push.refused", dataset=self.ctx.name, error=str(e))
+            return msg.error(code, " ".join(str(e).split())[:1000]), True
+
+    def _to(self, step: str) -> None:
+        with self.lock:
+            self.step = step
+
+    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+        request = push_msg.parse_push_request(message, self.where, self.ctx.limits)
+        self.request = request
+        try:
+            self.target = self.ctx.workspace.open_dataset(self.ctx.name)
+        except NotFoundError:
+            self.target = None
+        if self.target is None:
+            if request.current_head is not None and not request.force:
+                raise PushConflictError(
+                    f"{self.where}: there is no dataset {self.ctx.name!r} on the server, the"
+                    f" push expected its head to be {request.current_head}"
+                )
+            return {}
+        if self.target.id != request.dataset_id:
+            raise PushConflictError(
+                f"{self.where}: dataset {self.target.alias!r} on the server is"
+                f" {self.target.id.to_did()}, not {request.dataset_id.to_did()}"
+            )
+        self.old_head = self.target.head()
+        if request.current_head != self.old_head and not request.force:
+            raise PushConflictError(_moved(self.where, request.current_head, self.old_head))
+        return {}
+
+    def _metadata(self, message: dict[str, Any]) -> dict[str, Any]:
+        assert self.request is not None
+        blocks = msg.read_blocks_batch(message.get("newBlocks"), self.where, self.ctx.limits)
+        if not blocks:
+            raise RejectedContentError(f"{self.where}: no blocks pushed")
+        source = BatchSource(RemoteLocation(self.where), blocks)
+        receiver = self.target or Dataset(self.ctx.stage / "empty", alias=self.ctx.name)
+        options = Options(limits=self.ctx.limits, force=self.request.force)
+        try:
+            planned = plan(receiver, source, self.where, options)
+        except DivergedError as e:
+            raise PushConflictError(
+                f"{self.where}: the chains have diverged: the server's head {e.local}, the"
+                f" pushed head {e.remote}, last common block {e.common}: push --force to"
+                " overwrite"
+            ) from None
+        if not isinstance(planned, Plan) or not planned.new_blocks:
+            raise RejectedContentError(
+                f"{self.where}: nothing to push, the server has every pushed block"
+            )
+        if planned.old_head != self.old_head:
+            raise PushConflictError(_moved(self.where, self.old_head, planned.old_head))
+        if planned.old_head is None:
+            seed = planned.new_blocks[0].block.event
+            assert isinstance(seed, Seed)  # the chain rules: the Seed comes first
+            if seed.dataset_id != self.request.dataset_id:
+                raise RejectedContentError(
+                    f"{self.where}: the pushed Seed is {seed.dataset_id.to_did()}, the request"
+                    f" says {self.request.dataset_id.to_did()}"
+                )
+        self.plan = planned
+        kept = self._kept_objects(planned)
+        self.named = {(o.kind, o.physical_hash): o for o in planned.objects}
+        self.wanted = {k: o for k, o in self.named.items() if not kept(o)}
+        return {}
+
+    def _kept_objects(self, planned: Plan) -> Callable[[ObjectRef], bool]:
+        """Whether the server keeps an object after the commit (no need to upload it)."""
+        target = self.target
+        if target is None:
+            return lambda _: False
+        if planned.reset_to is None:
+            return lambda o: o.path_in(target.layout).is_file()
+        named = set()
+        for _, block in target.iter_blocks(planned.reset_to):
+            event = block.event
+            for slot in ("new_data", "new_checkpoint"):
+                ref = getattr(event, slot, None)
+                if ref is not None:
+                    named.add(ref.physical_hash)
+        return lambda o: o.physical_hash in named and o.path_in(target.layout).is_file()
+
+    def _transfers(self, message: dict[str, Any]) -> dict[str, Any]:
+        files = push_msg.parse_object_files(message, self.where, len(self.named))
+        strategies = []
+        for key in files:
+            if key not in self.named:
+                raise RejectedContentError(
+                    f"{self.where}: {key[0].value}/{key[1]} is not named by the pushed blocks"
+                )
+            entry: dict[str, Any] = {"objectFile": push_msg.object_file(*key)}
+            if key in self.wanted:
+                with self.lock:
+                    self.announced.add(key)
+                entry["pushStrategy"] = "HttpUpload"
+                entry["uploadTo"] = {"url": self.ctx.upload_url(*key)}
+            else:
+                entry["pushStrategy"] = "SkipUpload"
+            strategies.append(entry)
+        return {"objectTransferStrategies": strategies}
+
+    # --- uploads (other threads) ------------------------------------------------------------
+
+    def receive(
+        self, kind: ObjectKind, physical_hash: Multihash, length: int, read: Callable[[int], bytes]
+    ) -> None:
+        """One object's bytes (``length`` of them from ``read``), checked as they arrive and
+        staged; ``UploadRefusedError`` for an object this session did not ask for."""
+        key = (kind, physical_hash)
+        where = f"{self.where}: {kind.value}/{physical_hash}"
+        with self.lock:
+            if self.step != "objects" or key not in self.announced:
+                raise UploadRefusedError(f"{where}: not asked for by this session")
+            if key in self.staged or key in self.receiving:
+                raise UploadRefusedError(f"{where}: uploaded already")
+            self.receiving.add(key)
+        try:
+            ref = self.wanted[key]
+            if length != ref.size:
+                raise RejectedContentError(
+                    f"{where}: {length} bytes sent, its block {ref.block} names {ref.size}"
+                )
+            with ObjectSink(ref, Destination(self.objects, self.pending), self.where) as sink:
+                remaining = length
+                while remaining:
+                    chunk = read(min(CHUNK_BYTES, remaining))
+                    if not chunk:
+                        raise RejectedContentError(f"{where}: the upload ended early")
+                    sink.write(chunk)
+                    remaining -= len(chunk)
+            with self.lock:
+                self.staged.add(key)
+        finally:
+            with self.lock:
+                self.receiving.discard(key)
+
+    # --- the commit ---------------------------------------------------------------------------
+
+    def _complete(self) -> dict[str, Any]:
+        assert self.plan is not None
+        with self.lock:
+            missing = [k for k in self.wanted if k not in self.staged]
+        if missing:
+            names = ", ".join(f"{k.value}/{h}" for k, h in missing[:3])
+            raise RejectedContentError(
+                f"{self.where}: {len(missing)} objects were not uploaded ({names})"
+            )
+        with self.ctx.hold(self.ctx.name):
+            if self.target is not None:
+                self._commit_existing(self.target, self.plan)
+            else:
+                self._commit_new(self.plan)
+        self.ctx.on_commit(self.ctx.name)
+        log.info("push.committed", dataset=self.ctx.name, head=str(self.plan.remote_head))
+        return {}
+
+    def _commit_existing(self, target: Dataset, planned: Plan) -> None:
+        head = target.head()
+        if head != planned.old_head:
+            raise PushConflictError(_moved(self.where, planned.old_head, head))
+        if planned.reset_to is not None:
+            log.info("push.reset", dataset=self.ctx.name, block=str(planned.reset_to))
+            target.reset(planned.reset_to, expected_head=planned.old_head)
+        moved = self._move_objects(target.layout)
+        try:
+            append_blocks(target, planned.new_blocks, expected_head=planned.expected_head)
+        except ConflictError as e:
+            remove_durably(moved)
+            raise PushConflictError(f"{self.where}: {e}") from None
+        except BaseException:
+            remove_durably(moved)
+            raise
+
+    def _commit_new(self, planned: Plan) -> None:
+        workspace = self.ctx.workspace
+        with workspace.preparing_dataset() as prepared:
+            dataset = Dataset(prepared, alias=self.ctx.name)
+            self._move_objects(dataset.layout)
+            append_blocks(dataset, planned.new_blocks, expected_head=None)
+            try:
+                workspace.adopt_dataset(prepared, self.ctx.name)
+            except AlreadyExistsError as e:
+                raise PushConflictError(f"{self.where}: {e}") from None
+
+    def _move_objects(self, layout: DatasetLayout) -> list[Path]:
+        """The staged objects into ``layout`` (those it lacks); returns the files moved."""
+        moved = []
+        try:
+            for key in self.staged:
+                ref = self.wanted[key]
+                final = ref.path_in(layout)
+                if final.exists():
+                    continue
+                final.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(ref.path_in(self.objects), final)
+                moved.append(final)
+        except BaseException:
+            remove_durably(moved)
+            raise
+        for directory in {p.parent for p in moved}:
+            fsync_dir(directory)
+        return moved
+
+    def close(self) -> None:
+        """The session ended: its staging directory goes (a committed push moved its objects
+        out of it already)."""
+        with self.lock:
+            if self.step != "done":
+                self.step = "failed"
+        remove_tree(self.ctx.stage)
+
+
+def _moved(where: str, expected: Multihash | None, actual: Multihash | None) -> str:
+    return (
+        f"{where}: the server's head is {actual or '(none)'}, the push expected"
+        f" {expected or '(none)'} (it moved since the client read it): pull first, or push"
+        " --force"
+    )

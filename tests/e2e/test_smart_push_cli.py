@@ -1,0 +1,93 @@
+"""``odf push NAME --to odf+http://HOST:PORT/NAME``: the Smart Transfer Protocol's push flow
+between real processes, into workspace A served by a real ``odf serve``, from workspace B that
+cloned from it. Authenticated with A's daemon's token; a push without it or with a wrong one,
+a push onto a head that moved (refused, then ``--force``d through a repository alias) and a
+tampered data file
+are refused with A's dataset exactly as it was.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_sharing_cli import (
+    flip_byte,
+    head,
+    ingest,
+    moved,
+    new_objects,
+    publisher,
+    snapshot,
+    workspace,
+)
+from tests.support.cli import fails, ok
+from tests.support.daemon import Served, serving
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def served_a(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """Workspace A (dataset ``cities``, one ingest) served by its daemon."""
+    a = publisher(tmp_path_factory.mktemp("smart-push") / "a")
+    with serving(a) as served:
+        yield served
+
+
+def test_push_to_a_daemon_with_its_token(served_a: Served, tmp_path: Path) -> None:
+    a_ds = served_a.ws / ".odf/datasets/cities"
+    url = f"odf+http://{served_a.info['httpAddress']}/cities"
+    token_file = served_a.ws / ".odf/run/token"
+    b = workspace(tmp_path / "b")
+    b_ds = b / ".odf/datasets/cities"
+    ok(b, "pull", url)
+    ingest(b, 2)
+
+    # without the token, with a wrong one: refused, A unchanged
+    before = snapshot(a_ds)
+    assert "needs its token" in fails(b, "push", "cities", "--to", url)
+    wrong = {"ODF_TOKEN": "not-the-token"}
+    assert "refused the token (HTTP 401)" in fails(b, "push", "cities", "--to", url, env=wrong)
+    assert snapshot(a_ds) == before
+
+    # with the token: only the new block and its data file go; A's daemon serves the new head
+    out = ok(b, "push", "cities", "--to", url, "--token-file", str(token_file))
+    assert "cities: pushed to" in out and moved(out) == (1, 1), out
+    assert snapshot(a_ds) == snapshot(b_ds)
+    http = f"http://{served_a.info['httpAddress']}"
+    with urllib.request.urlopen(f"{http}/cities/refs/head", timeout=10) as r:
+        assert r.read().decode().strip() == head(b_ds)
+    token = {"ODF_TOKEN": served_a.token}
+    assert "up to date" in ok(b, "push", "cities", env=token)
+
+    # A moved since (an ingest through its daemon), B too: refused naming both heads and the
+    # last common block
+    common = head(b_ds)
+    ingest(served_a.ws, 3)
+    ingest(b, 4)
+    before = snapshot(a_ds)
+    error = fails(b, "push", "cities", env=token)
+    assert "diverged" in error and head(a_ds) in error and head(b_ds) in error, error
+    assert common in error
+    assert snapshot(a_ds) == before
+
+    # --force (through a repository alias) with B's new data file changed after its block
+    # named it: the server refuses its bytes, A unchanged, no staging left
+    ok(b, "repo", "add", "daemon-a", f"odf+http://{served_a.info['httpAddress']}")
+    (tampered,) = new_objects(a_ds, b_ds, "data")
+    flip_byte(tampered)
+    force = ("push", "cities", "--to", "daemon-a/cities", "--force")
+    error = fails(b, *force, env=token)
+    assert "physical hash" in error and "content was changed" in error, error
+    assert snapshot(a_ds) == before
+    assert not any((served_a.ws / ".odf/run/push").iterdir())
+
+    # the file restored: the forced push replaces A's block, A then at B's head
+    flip_byte(tampered)
+    out = ok(b, *force, env=token)
+    assert moved(out) == (1, 1) and snapshot(a_ds) == snapshot(b_ds)
+    assert "cities: ok" in ok(served_a.ws, "verify", "cities")
