@@ -304,8 +304,14 @@ def write_transaction(
     layout: DatasetLayout,
     blocks: list[tuple[Multihash, bytes]],
     moves: list[_Move],
+    removed: Sequence[Path] = (),
 ) -> None:
-    """Steps 4-8 of a commit: journal, objects, blocks, head, journal removal."""
+    """Steps 4-8 of a commit: journal, objects, blocks, head, journal removal.
+
+    ``removed``: files the new head no longer reaches (the blocks of a branch the new blocks
+    replace, and the objects only they named), deleted once the head has moved; the journal
+    names them, so ``recover`` completes their removal after a crash past the commit point
+    and keeps them after a crash before it (the old head still names them)."""
     for d in layout.public_dirs():
         d.mkdir(parents=True, exist_ok=True)
     for m in moves:
@@ -314,7 +320,7 @@ def write_transaction(
     new_head = blocks[-1][0]
     created = {m.dst for m in moves if m.src is not None and not m.dst.exists()}
     created |= {layout.block_path(h) for h, _ in blocks if not layout.block_path(h).exists()}
-    _write_journal(layout, new_head, sorted(created))
+    _write_journal(layout, new_head, sorted(created), removed)
     for m in moves:
         if m.src is not None:
             durable.move_in(m.src, m.dst)
@@ -323,6 +329,7 @@ def write_transaction(
     reached("stored")
     durable.write_atomic(layout.head_ref_path, new_head.to_multibase().encode("ascii"))
     reached("head_replaced")
+    durable.remove_durably(list(removed))
     _drop_journal(layout)
 
 

@@ -169,19 +169,33 @@ class Dataset:
         with tx.commit_lock(self.layout):
             tx.recover(self.layout, self.chain)
             tx.check_expected_head(self.alias, self.chain, expected_head)
-            dropped: list[tuple[Multihash, MetadataBlock]] = []
-            for h, block in self.iter_blocks():
-                if h == target:
-                    break
-                dropped.append((h, block))
-            else:
-                raise NotFoundError(f"block {target} is not in the chain of dataset {self.alias!r}")
-            kept = {p for _, b in self.iter_blocks(target) for p in self._objects(b.event)}
-            removed = [self.layout.block_path(h) for h, _ in dropped]
-            removed += [p for _, b in dropped for p in self._objects(b.event) if p not in kept]
+            dropped, removed = self.dropped_after(target)
             tx.write_reset(self.layout, target, removed)
         self._state = None
-        return [h for h, _ in dropped]
+        return dropped
+
+    def dropped_after(
+        self, target: Multihash, *, still_named: frozenset[Path] = frozenset()
+    ) -> tuple[list[Multihash], list[Path]]:
+        """What moving the head back to ``target`` drops: the blocks after it (newest first),
+        and the files to delete: those blocks and the objects only they name (except
+        ``still_named``, e.g. objects of blocks that replace them)."""
+        dropped: list[tuple[Multihash, MetadataBlock]] = []
+        for h, block in self.iter_blocks():
+            if h == target:
+                break
+            dropped.append((h, block))
+        else:
+            raise NotFoundError(f"block {target} is not in the chain of dataset {self.alias!r}")
+        kept = {p for _, b in self.iter_blocks(target) for p in self._objects(b.event)}
+        kept |= still_named
+        removed = [self.layout.block_path(h) for h, _ in dropped]
+        removed += [p for _, b in dropped for p in self._objects(b.event) if p not in kept]
+        return [h for h, _ in dropped], list(dict.fromkeys(removed))
+
+    def objects_of(self, event: MetadataEvent) -> list[Path]:
+        """The data and checkpoint files an event names, in this dataset's layout."""
+        return self._objects(event)
 
     def _objects(self, event: MetadataEvent) -> list[Path]:
         """The data and checkpoint files an event names."""

@@ -318,16 +318,21 @@ class PushSession:
         if head != planned.old_head:
             raise PushConflictError(_moved(self.where, planned.old_head, head))
         if planned.reset_to is not None:
-            log.info("push.reset", dataset=self.ctx.name, block=str(planned.reset_to))
-            target.reset(planned.reset_to, expected_head=planned.old_head)
+            log.info("push.replace", dataset=self.ctx.name, after=str(planned.reset_to))
         moved = self._move_objects(target.layout)
         try:
-            append_blocks(target, planned.new_blocks, expected_head=planned.expected_head)
+            append_blocks(
+                target,
+                planned.new_blocks,
+                expected_head=planned.old_head,
+                replacing_after=planned.reset_to,
+            )
         except ConflictError as e:
             remove_durably(moved)
             raise PushConflictError(f"{self.where}: {e}") from None
         except BaseException:
-            remove_durably(moved)
+            if target.head() != planned.remote_head:  # not past the commit point
+                remove_durably(moved)
             raise
 
     def _commit_new(self, planned: Plan) -> None:

@@ -86,8 +86,8 @@ class Options:
     parallel: int = DEFAULT_PARALLEL
     progress: Progress = NO_PROGRESS
     force: bool = False
-    """Overwrite a receiver that diverged or is ahead (push ``--force``): its head is reset
-    to the last common block first."""
+    """Overwrite a receiver that diverged or is ahead (push ``--force``): the blocks after the
+    last common block are replaced by the new ones in one transaction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +103,8 @@ class Plan:
     """Every data file and checkpoint the new blocks name (each once)."""
     reset_to: Multihash | None = None
     """A forced transfer onto a receiver that diverged or is ahead: its last common block,
-    the head is moved back there before the new blocks are appended."""
-
-    @property
-    def expected_head(self) -> Multihash | None:
-        """The receiver's head the new blocks extend."""
-        return self.reset_to if self.reset_to is not None else self.old_head
+    which the new blocks extend (the receiver's blocks after it are dropped by the same
+    transaction that appends them)."""
 
 
 def plan(
@@ -152,21 +148,22 @@ def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) 
     planned = plan(receiver, source, what, options)
     if isinstance(planned, SyncResult):
         return planned
-    old_head, expected = planned.old_head, planned.old_head
-    if planned.reset_to is not None:
+    old_head = planned.old_head
+    if planned.reset_to is not None and not planned.new_blocks:
         log.info("resetting to the last common block", dataset=what, block=str(planned.reset_to))
         receiver.reset(planned.reset_to, expected_head=old_head)
-        expected = planned.reset_to
-        if not planned.new_blocks:
-            return SyncResult(Outcome.UPDATED, old_head, planned.reset_to)
+        return SyncResult(Outcome.UPDATED, old_head, planned.reset_to)
     missing = [o for o in planned.objects if not o.path_in(receiver.layout).exists()]
     receiver.layout.root.mkdir(parents=True, exist_ok=True)
     with receiver.staging_dir() as staging:
         stored = _fetch_all(source, missing, Destination(receiver.layout, staging), what, options)
     try:
-        new_head = append_blocks(receiver, planned.new_blocks, expected_head=expected)
+        new_head = append_blocks(
+            receiver, planned.new_blocks, expected_head=old_head, replacing_after=planned.reset_to
+        )
     except BaseException:
-        remove_durably(stored)
+        if receiver.head() != planned.remote_head:  # not past the commit point
+            remove_durably(stored)
         raise
     return SyncResult(
         Outcome.UPDATED,

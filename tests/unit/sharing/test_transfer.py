@@ -9,6 +9,7 @@ import pytest
 
 from common.odf.multihash import Multihash
 from coordinator.dataset import ConflictError, Dataset
+from coordinator.dataset import commit as tx
 from coordinator.dataset.append import append_blocks
 from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
@@ -154,3 +155,61 @@ def test_a_dataset_in_the_reference_layout_clones_byte_for_byte(tmp_path: Path) 
     for name in names:
         assert (dst.layout.blocks_dir / name).read_bytes() == (root / "blocks" / name).read_bytes()
     assert not (dst.layout.info_dir / "summary").exists()  # info/ is never transferred
+
+
+def _diverged(tmp_path: Path) -> tuple[Dataset, Dataset, Multihash]:
+    """A target that diverged from the source after their common block (returned)."""
+    src = source_dataset(tmp_path / "src", 1)
+    dst = Dataset(tmp_path / "dst")
+    sync(dst, source_of(src), "dst", Options())
+    common = dst.head()
+    assert common is not None
+    append_slices(src, 1, 2)
+    with dst.staging_dir() as staging:  # the target's own branch: another slice at offset 10
+        f = write_slice(staging, 10, 5, name="theirs")
+        dst.commit(add_data_for(f, 9, 10, 5), data_file=f, expected_head=common, system_time=at(9))
+    return src, dst, common
+
+
+def test_a_forced_transfer_replaces_the_diverged_branch_in_one_head_move(tmp_path: Path) -> None:
+    src, dst, common = _diverged(tmp_path)
+    theirs = dst.head()
+    heads: list[Multihash | None] = []
+
+    def watch(step: str) -> None:
+        heads.append(dst.head())
+
+    tx.step_hook = watch
+    try:
+        result = sync(dst, source_of(src), "dst", Options(force=True))
+    finally:
+        tx.step_hook = None
+    assert result.new_head == src.head() and dst.head() == src.head()
+    assert common not in heads, "the target was at the common block in between"
+    assert heads == [theirs, src.head()]  # "stored", then "head_replaced": one move
+    assert files_of(dst) == files_of(src)  # the dropped branch's block and slice are gone
+    assert dst.state().last_offset == 29
+
+
+@pytest.mark.parametrize("step", ["stored", "head_replaced"])
+def test_a_forced_transfer_killed_mid_commit_leaves_one_of_the_two_heads(
+    tmp_path: Path, step: str
+) -> None:
+    src, dst, _ = _diverged(tmp_path)
+    theirs, before = dst.head(), files_of(dst)
+
+    def crash(reached_step: str) -> None:
+        if reached_step == step:
+            raise KeyboardInterrupt  # the process dies here
+
+    tx.step_hook = crash
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sync(dst, source_of(src), "dst", Options(force=True))
+    finally:
+        tx.step_hook = None
+    Dataset(dst.layout.root).clean_leftovers()  # what the next writer does first
+    if step == "stored":  # before the commit point: the old branch, nothing of the new
+        assert dst.head() == theirs and files_of(dst) == before
+    else:  # past it: the new head, the dropped branch removed by recovery
+        assert dst.head() == src.head() and files_of(dst) == files_of(src)
