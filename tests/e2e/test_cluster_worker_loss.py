@@ -1,15 +1,17 @@
 """A Worker killed in the middle of a transaction on a Spark standalone cluster.
 
 One Master and two single-core Workers (tests/support/spark_cluster.py). ``heavy`` derives
-from six seed records: each seed is exploded into two million numbers over six partitions and
-only the numbers whose SHA-256 starts with ``000`` are kept (about 3000 records; SHA-256 keeps
+from four seed records: each seed is exploded into two million numbers over four partitions
+and only the numbers whose SHA-256 starts with ``000`` are kept (about 2000 records; SHA-256 keeps
 every task busy for seconds, and no UDF is needed, which the sandbox would refuse). While
 both executors run tasks of that transaction, one Worker and its executor are killed with
 SIGKILL, as a crashed machine would be. Either Spark reruns the lost tasks on the other Worker
 and the transaction commits once, or the pull fails cleanly with the head unchanged and a
 retry on the surviving Worker commits. The test says which happened; either way the chain has
 one transaction with offsets from 0, and ``odf verify`` replays it in local mode with the same
-logical hash. About 1.5 minutes on this shared machine.
+logical hash. 3.5 to 5 minutes on this shared 2-core machine under a load average of 15
+(starting the cluster and the engine on it take about a minute, the replay in local mode
+another): it needs a cluster, a transaction long enough to be caught, and a replay.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from tests.support.datasets import derivative, root
 from tests.support.spark_cluster import SparkWorker, standalone_cluster
 from tests.support.workspace import dataset
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-SEEDS = 6
+SEEDS = 4
 NUMBERS_PER_SEED = 2_000_000
 HEAVY_QUERY = (
     "SELECT s.event_time, s.seed, n FROM"
@@ -40,7 +42,7 @@ HEAVY_QUERY = (
 BUSY_FOR_S = 1.0
 """A task counts as "in the middle" once it has run this long (the engine's warm-up tasks and
 the input scan take well under a second)."""
-CATCH_TIMEOUT_S = 240.0
+CATCH_TIMEOUT_S = 420.0
 
 _RUNNING = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
 _FINISHED = re.compile(r"Finished task \S+ in stage \S+ \(TID (\d+)\)")
