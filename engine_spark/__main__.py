@@ -25,6 +25,7 @@ import structlog
 from common.engine_rpc import REFERENCE_ENGINE_PORT, SPEC_ENGINE_PORT
 from common.logs import configure_logging
 from engine_spark.data_roots import DataRoots
+from engine_spark.masters import EXPECTED, check_master
 from engine_spark.server import EngineServer, ServerBindError, ServerSettings, TlsFiles
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--master",
         default=env.get("SPARK_MASTER", "local[*]"),
-        help="Spark master: local[*] (default), local[N] or a cluster URL",
+        help=f"Spark master, passed to Spark unchanged: {EXPECTED} (refused: Spark"
+        " Connect); default local[*]",
     )
     p.add_argument("--driver-memory", default=env.get("SPARK_DRIVER_MEMORY"))
     p.add_argument(
@@ -154,6 +156,10 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
 
 def server_settings(args: argparse.Namespace) -> ServerSettings:
     """The server's settings from the parsed flags; ``ValueError`` names a bad one."""
+    try:
+        check_master(args.master)
+    except ValueError as e:
+        raise ValueError(f"--master {e}") from None
     roots = args.data_roots
     if roots is None:
         roots = [p for p in os.environ.get("ODF_ENGINE_DATA_ROOTS", "").split(":") if p]

@@ -101,8 +101,8 @@ class EmbeddedEngineProvider:
                 log.info("engine.ready", provider="embedded", pid=process.pid, seconds=waited)
                 yield client
 
-    @contextmanager
-    def _process(self, workdir: Path, mounts: EngineMounts) -> Iterator[subprocess.Popen[bytes]]:
+    def command(self, workdir: Path, mounts: EngineMounts) -> list[str]:
+        """The engine server's command line (the master reaches Spark unchanged)."""
         args = [
             sys.executable,
             "-m",
@@ -118,6 +118,11 @@ class EmbeddedEngineProvider:
         ]
         if WARM_UP_ENV not in os.environ:
             args += ["--warm-up", "on" if self.warm_up else "off"]
+        return args
+
+    @contextmanager
+    def _process(self, workdir: Path, mounts: EngineMounts) -> Iterator[subprocess.Popen[bytes]]:
+        args = self.command(workdir, mounts)
         source_root = engine_package_dir().parent
         path = os.pathsep.join(p for p in (str(source_root), os.environ.get("PYTHONPATH")) if p)
         scratch = workdir / SCRATCH_NAME

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
@@ -21,10 +21,29 @@ STOP_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True)
+class SparkWorker:
+    """One Worker daemon: its JVM leads a process group that also holds the executor JVMs it
+    launched (Spark starts them without a new session)."""
+
+    process: subprocess.Popen[bytes]
+    work_dir: Path
+    """Its ``--work-dir``: ``app-*/<executor id>/stderr`` are its executors' logs."""
+
+    def kill(self) -> None:
+        """``kill -9`` the Worker and its executors at once, as a crashed machine would."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def executor_logs(self) -> list[Path]:
+        return sorted(self.work_dir.glob("app-*/*/stderr"))
+
+
+@dataclass(frozen=True)
 class SparkCluster:
     master_url: str
     conf_dir: Path
     """A SPARK_CONF_DIR whose spark-defaults.conf sizes executors to the Workers."""
+    workers: tuple[SparkWorker, ...] = field(default=())
 
     def engine_env(self) -> dict[str, str]:
         """The environment of an engine driving this cluster (its executors run this Python)."""
@@ -38,7 +57,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _daemon(args: list[str], log: Path, env: dict[str, str]) -> Iterator[None]:
+def _daemon(args: list[str], log: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -50,7 +69,7 @@ def _daemon(args: list[str], log: Path, env: dict[str, str]) -> Iterator[None]:
             start_new_session=True,
         )
     try:
-        yield
+        yield process
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
@@ -104,10 +123,13 @@ def standalone_cluster(
         master += ["--port", str(port), "--webui-port", str(_free_port())]
         stack.enter_context(_daemon(master, master_log, env))
         _wait_for(master_log, "I have been elected leader", 1)
+        handles = []
         for index in range(workers):
+            work_dir = directory / "work" / f"worker{index}"
             worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
             worker += ["--cores", "1", "--memory", worker_memory]
-            worker += ["--webui-port", str(_free_port())]
-            stack.enter_context(_daemon(worker, directory / f"worker{index}.log", env))
+            worker += ["--webui-port", str(_free_port()), "--work-dir", str(work_dir)]
+            process = stack.enter_context(_daemon(worker, directory / f"worker{index}.log", env))
+            handles.append(SparkWorker(process, work_dir))
         _wait_for(master_log, "Registering worker", workers)
-        yield SparkCluster(master_url=url, conf_dir=conf_dir)
+        yield SparkCluster(master_url=url, conf_dir=conf_dir, workers=tuple(handles))
