@@ -14,7 +14,8 @@ import functools
 import os
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from coordinator.dataset.layout import PENDING_PREFIX
@@ -95,15 +96,36 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def write_new(path: Path, data: bytes) -> bool:
-    """Write an immutable content-addressed object unless it already exists.
+PARALLEL_FSYNCS = 8
 
-    Returns ``True`` when this call created it. The object appears atomically.
+
+def write_new_all(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write immutable content-addressed objects (``(path, bytes)``) that do not exist yet.
+
+    Each appears atomically: written under a pending name, fsync'd, renamed. The fsyncs of
+    several run in parallel (the filesystem commits them together, not one journal commit
+    after the other), and each directory is fsync'd once. Durable when this returns; on an
+    error the pending files are removed (objects already renamed stay: they are complete).
     """
-    if path.exists():
-        return False
-    write_atomic(path, data)
-    return True
+    todo = [(path, data) for path, data in files if not path.exists()]
+    pending: list[Path] = []
+    try:
+        for path, data in todo:
+            pending.append(pending_name(path))
+            _write_file(pending[-1], data, sync=False)
+        if len(pending) == 1:
+            _fsync_file(pending[0])
+        elif pending:
+            with ThreadPoolExecutor(min(PARALLEL_FSYNCS, len(pending))) as pool:
+                list(pool.map(_fsync_file, pending))
+        for tmp, (path, _) in zip(pending, todo, strict=True):
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp in pending:
+            tmp.unlink(missing_ok=True)
+        raise
+    for directory in {path.parent for path, _ in todo}:
+        fsync_dir(directory)
 
 
 def move_in(src: Path, dst: Path) -> bool:
