@@ -5,10 +5,9 @@ and one connection serving object after object."""
 from __future__ import annotations
 
 import gzip
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import Destination, ObjectKind, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.transport_http import HttpSource
+from tests.support.http_serving import serving
 
 BODY = bytes(range(256)) * 40_000  # 10 MB: several buffers, a writeback (WRITEBACK_BYTES)
 
@@ -65,16 +65,9 @@ def served() -> Iterator[Served]:
             if reply.send is not None:
                 self.close_connection = True
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/ds"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as port:
+        state.url = f"http://127.0.0.1:{port}/ds"
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 def ref_of(body: bytes, size: int | None = None) -> ObjectRef:
