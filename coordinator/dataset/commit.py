@@ -324,8 +324,7 @@ def write_transaction(
     for m in moves:
         if m.src is not None:
             durable.move_in(m.src, m.dst)
-    for h, data in blocks:
-        durable.write_new(layout.block_path(h), data)
+    durable.write_new_all([(layout.block_path(h), data) for h, data in blocks])
     reached("stored")
     durable.write_atomic(layout.head_ref_path, new_head.to_multibase().encode("ascii"))
     reached("head_replaced")

@@ -10,7 +10,6 @@ written (``HashingFile``), so its physical hash needs no second read of it.
 
 from __future__ import annotations
 
-import hashlib
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.hashing import LogicalHasher, logical_hash_parquet
+from common.hashing import LogicalHasher, PhysicalHasher, logical_hash_parquet
 from common.odf.fragments import DatasetVocabulary
-from common.odf.multihash import SHA3_256, Multihash
+from common.odf.multihash import Multihash
 from coordinator.ingest.system_columns import OFFSET_TYPE, TIME_TYPE
 
 ROW_GROUP_ROWS = 1 << 20
@@ -34,13 +33,13 @@ _SYSTEM_TIME = -2
 
 
 class HashingFile(io.RawIOBase):
-    """A new file, written sequentially, whose SHA3-256 is computed from the bytes as they go
-    by (``hashlib`` releases the GIL on large writes)."""
+    """A new file, written sequentially, whose physical hash is computed from the bytes as
+    they go by (``PhysicalHasher`` releases the GIL on large writes)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
         self._file = open(path, "wb")  # noqa: SIM115  (closed by ``close``)
-        self._sha3 = hashlib.sha3_256()
+        self._physical = PhysicalHasher()
         self._size = 0
 
     def writable(self) -> bool:
@@ -48,7 +47,7 @@ class HashingFile(io.RawIOBase):
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
         view = memoryview(data)
-        self._sha3.update(view)
+        self._physical.update(view)
         self._file.write(view)
         self._size += view.nbytes
         return view.nbytes
@@ -63,7 +62,7 @@ class HashingFile(io.RawIOBase):
 
     def physical_hash(self) -> Multihash:
         """The multihash of everything written so far."""
-        return Multihash(SHA3_256, self._sha3.digest())
+        return self._physical.multihash()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,16 @@
 
 One ``requests`` session with a connection pool as large as the parallel downloads; every
 response is streamed and cut off at its limit; redirects stay on http(s).
+
+An object's body is asked for unencoded (``Accept-Encoding: identity``: its bytes are what is
+hashed) and read by the socket's ``readinto`` into one reused buffer of the receiving thread,
+hashed and written from there: one copy from the kernel, no chunk objects. (``urllib3``'s own
+``readinto`` reads a new ``bytes`` and copies it: two more copies of every byte.)
 """
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable
 
 import requests
@@ -21,6 +27,7 @@ from coordinator.sharing.transport import CHUNK_BYTES, check_block_size, parse_h
 
 TIMEOUT = (10.0, 60.0)
 """Seconds to connect, and between two reads."""
+IDENTITY = {"Accept-Encoding": "identity"}
 
 
 class HttpSource:
@@ -56,23 +63,28 @@ class HttpSource:
         self, url: str, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
     ) -> None:
         """Receive ``ref`` from ``url`` (also a smart server's download URL)."""
-        with self._get_url(url, missing_ok=True) as response:
+        with self._get_url(url, missing_ok=True, headers=IDENTITY) as response:
             if response is None:
                 raise RejectedContentError(
                     f"{self.location}: {ref.key} (named by block {ref.block}) is missing"
                 )
             buffer = bytearray(CHUNK_BYTES)
             view = memoryview(buffer)
-            raw = response.raw
-            raw.decode_content = True
+            read_into, done = _body_reader(response)
             try:
                 with sink_for(ref, into, self.location) as sink:
-                    # readinto one buffer: no chunk objects, the bytes hashed and written
-                    # straight from it (both release the GIL)
-                    while n := raw.readinto(buffer):
+                    # the bytes hashed and written straight from the buffer (both release
+                    # the GIL)
+                    while n := read_into(buffer):
                         sink.write(view[:n])
                         on_bytes(n)
-            except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as e:
+                done()
+            except (
+                requests.RequestException,
+                urllib3.exceptions.HTTPError,
+                http.client.HTTPException,
+                OSError,
+            ) as e:
                 raise RemoteError(f"{response.url}: {' '.join(str(e).split())[:300]}") from None
 
     def close(self) -> None:
@@ -81,9 +93,11 @@ class HttpSource:
     def _get(self, key: str, *, missing_ok: bool = False) -> _Response:
         return self._get_url(f"{self.location.url}/{key}", missing_ok=missing_ok)
 
-    def _get_url(self, url: str, *, missing_ok: bool = False) -> _Response:
+    def _get_url(
+        self, url: str, *, missing_ok: bool = False, headers: dict[str, str] | None = None
+    ) -> _Response:
         try:
-            response = self.session.get(url, stream=True, timeout=TIMEOUT)
+            response = self.session.get(url, stream=True, timeout=TIMEOUT, headers=headers)
         except requests.RequestException as e:
             raise RemoteError(f"{url}: {_reason(e)}") from None
         if response.url.split("://", 1)[0] not in ("http", "https"):
@@ -107,6 +121,29 @@ class HttpSource:
         except requests.RequestException as e:
             raise RemoteError(f"{response.url}: {_reason(e)}") from None
         return bytes(data)
+
+
+def _body_reader(
+    response: requests.Response,
+) -> tuple[Callable[[bytearray], int], Callable[[], None]]:
+    """``readinto`` for the body of ``response``, and what to call once it was read to its end.
+
+    Unencoded (what we ask for), the body is read by ``http.client``'s response beneath
+    ``urllib3``'s, straight from the socket into the buffer; the connection then goes back to
+    the pool as ``urllib3`` would return it. Encoded anyway, ``urllib3`` decodes it.
+    """
+    raw = response.raw
+    fp = getattr(raw, "_fp", None)
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if isinstance(fp, http.client.HTTPResponse) and encoding == "identity":
+
+        def release() -> None:
+            if fp.isclosed():  # read to its end: the connection can serve another request
+                raw.release_conn()
+
+        return fp.readinto, release
+    raw.decode_content = True
+    return raw.readinto, lambda: None
 
 
 class _Response:

@@ -4,12 +4,13 @@ honouring conditional requests (304), and recording the requests it got."""
 from __future__ import annotations
 
 import email.utils
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.http_serving import serving
 
 
 @dataclass
@@ -75,13 +76,6 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def http_server() -> Iterator[Server]:
     state = Server(port=0)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(state)) as port:
+        state.port = port
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()

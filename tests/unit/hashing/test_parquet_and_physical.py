@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.hashing import (
+    PhysicalHasher,
     UnsupportedTypeError,
     logical_hash,
     logical_hash_parquet,
@@ -89,3 +90,12 @@ def test_physical_hash_errors(tmp_path: Path) -> None:
         physical_hash_file(tmp_path / "missing")
     with pytest.raises(ValidationError, match="not a regular file"):
         physical_hash_file(tmp_path)
+
+
+def test_physical_hasher_takes_the_bytes_piece_by_piece() -> None:
+    data = np.random.default_rng(2).bytes((1 << 20) + 5)
+    hasher = PhysicalHasher()
+    for start in range(0, len(data), 100_000):
+        hasher.update(memoryview(data)[start : start + 100_000])
+    assert hasher.size == len(data)
+    assert hasher.multihash() == physical_hash_bytes(data)
