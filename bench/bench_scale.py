@@ -111,7 +111,7 @@ def run(
 def executors(cluster: SparkCluster, cores: int, directory: Path) -> Iterator[None]:
     """The engine started inside uses ``cores`` single-core executors of ``cluster``."""
     conf = directory / f"conf-{cores}"
-    conf.mkdir()
+    conf.mkdir(exist_ok=True)
     defaults = (cluster.conf_dir / "spark-defaults.conf").read_text()
     # Smaller input splits than the default 128 MiB: the input file gets more partitions
     # than there are executors.
