@@ -11,6 +11,8 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       master: local[2]            # embedded and container: the Spark master
       driverMemory: 2g            # embedded and container: Spark driver memory (default 2g)
       startTimeout: 300           # seconds for an engine to become ready
+      stagingDir: /shared/odf     # embedded and container: exchange files on storage every
+                                  #   cluster node reaches (an absolute path or file:///...)
     transform:
       exchange: parquet           # parquet (the inputs' data files as they lie) | arrow (IPC)
       maxInputRecords: 1000000    # input records per transaction, per input (batches)
@@ -76,6 +78,10 @@ class EngineConfig:
     """Remote engines: the token sent as ``authorization: Bearer <token>`` on every call."""
     tls_ca: Path | None = None
     """Remote engines: connect over TLS, trusting these CA certificates (PEM)."""
+    staging_dir: Path | None = None
+    """Shared staging: a directory mounted at this same path on every node of a Spark cluster.
+    Each transaction's exchange files (inputs, output, checkpoint) are put there, so executors
+    read the inputs and write the output themselves (``coordinator/transform/shared_staging``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +183,7 @@ _ENGINE_KEYS = (
     "startTimeout",
     "tokenFile",
     "tlsCa",
+    "stagingDir",
 )
 
 
@@ -198,7 +205,41 @@ def _engine_config(value: Any) -> EngineConfig:
         start_timeout=_positive(m, "engine", "startTimeout", default.start_timeout),
         token_file=_path(m, "engine", "tokenFile"),
         tls_ca=_path(m, "engine", "tlsCa"),
+        staging_dir=_staging_dir(_string(m, "engine", "stagingDir", None)),
     )
+
+
+_FILE_URI = "file://"
+
+
+def _staging_dir(value: str | None) -> Path | None:
+    """``engine.stagingDir``: an absolute directory path, or a ``file:///`` URI of one."""
+    if value is None:
+        return None
+    where = "engine.stagingDir"
+    text = value.strip()
+    if text.startswith(_FILE_URI):
+        text = text[len(_FILE_URI) :]
+        if not text.startswith("/"):
+            raise ValidationError(
+                f"{value!r}: a file URI needs an absolute path and no host (file:///dir)",
+                path=where,
+            )
+    elif "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise ValidationError(
+            f"{value!r}: {scheme}:// is not supported; the coordinator and the engine's driver"
+            " read and write exchange files with POSIX calls, so give a directory every node"
+            " mounts at the same path (an object store through a FUSE or NFS mount)",
+            path=where,
+        )
+    if not text.startswith("/"):
+        raise ValidationError(
+            f"expected an absolute directory path (or file:///dir), got {value!r}", path=where
+        )
+    if any(part == ".." for part in text.split("/")) or "\x00" in text:
+        raise ValidationError(f"{value!r}: no '..' components allowed", path=where)
+    return Path(text)
 
 
 def _transform_config(value: Any) -> TransformConfig:
@@ -393,6 +434,7 @@ SETTINGS: dict[str, Any] = {
     "engine.master": lambda c: c.engine.master,
     "engine.driverMemory": lambda c: c.engine.driver_memory,
     "engine.startTimeout": lambda c: c.engine.start_timeout,
+    "engine.stagingDir": lambda c: c.engine.staging_dir,
     "transform.exchange": lambda c: c.transform.exchange,
     "transform.maxInputRecords": lambda c: c.transform.max_input_records,
     "daemon.address": lambda c: c.daemon.address,

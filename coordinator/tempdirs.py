@@ -37,6 +37,25 @@ class UnsafePathError(OdfError):
     """A path the coordinator uses for temporary files is a symbolic link or not a directory."""
 
 
+class SharedStagingError(OdfError):
+    """The shared staging directory (``engine.stagingDir``) cannot be used."""
+
+
+def check_shared_dir(shared: Path) -> None:
+    """``shared`` must be an existing, writable real directory (not a link)."""
+    where = f"engine.stagingDir {str(shared)!r}"
+    try:
+        st = shared.lstat()
+    except OSError as e:
+        raise SharedStagingError(f"{where}: {e.strerror or e} (create it on shared storage)") from e
+    if stat.S_ISLNK(st.st_mode):
+        raise SharedStagingError(f"{where}: is a symbolic link; give the directory it points to")
+    if not stat.S_ISDIR(st.st_mode):
+        raise SharedStagingError(f"{where}: is not a directory")
+    if not os.access(shared, os.W_OK | os.X_OK):
+        raise SharedStagingError(f"{where}: is not writable by this user")
+
+
 def require_real_dir(path: Path, *, create: bool = False) -> bool:
     """Check that ``path`` is a real directory (not a symbolic link); make it when missing and
     ``create``. Returns whether it exists; raises ``UnsafePathError`` for anything else."""

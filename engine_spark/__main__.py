@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -89,6 +90,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         " result collected first, the former path); ODF_ENGINE_OUTPUT_WRITER",
     )
     p.add_argument(
+        "--shared-staging",
+        default=env.get("ODF_ENGINE_SHARED_STAGING"),
+        metavar="DIR",
+        help="with a cluster master: a directory every node mounts at this path; Arrow IPC"
+        " inputs are staged there and outputs the coordinator puts there are written by the"
+        " executors (no record through the driver); ODF_ENGINE_SHARED_STAGING",
+    )
+    p.add_argument(
         "--data-root",
         action="append",
         dest="data_roots",
@@ -121,6 +130,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.warm_up not in ("on", "off"):
         p.error(f"ODF_ENGINE_WARM_UP={args.warm_up!r}: must be 'on' or 'off'")
+    if args.shared_staging is not None and not os.path.isdir(args.shared_staging):
+        p.error(f"--shared-staging {args.shared_staging}: not a directory")
     if args.output_writer not in OUTPUT_WRITERS:
         p.error(
             f"ODF_ENGINE_OUTPUT_WRITER={args.output_writer!r}: must be one of"
@@ -148,7 +159,11 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
         driver_memory=args.driver_memory,
         log_level="WARN" if args.verbose >= 2 else "FATAL",
     )
-    engine = SparkEngine(build_session(settings), output_writer=OutputWriter(args.output_writer))
+    engine = SparkEngine(
+        build_session(settings),
+        output_writer=OutputWriter(args.output_writer),
+        shared_staging=Path(args.shared_staging) if args.shared_staging else None,
+    )
     if args.warm_up == "on":
         engine.warm_up()
     return engine

@@ -50,7 +50,7 @@ from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
-from engine_spark.staging import Staging, stages_locally, staging_area
+from engine_spark.staging import Staging, stages_locally, staging_area, under
 from engine_spark.stream_transaction import (
     carried_stream,
     check_incremental,
@@ -87,15 +87,21 @@ class SparkEngine:
         *,
         stage_arrow: bool | None = None,
         output_writer: OutputWriter = OutputWriter.STREAM,
+        shared_staging: Path | None = None,
     ) -> None:
-        """``stage_arrow``: hand Arrow IPC inputs to Spark as local Parquet files (default:
-        when the master is local, see ``staging.py``), else through ``createDataFrame``.
-        ``output_writer``: how row-wise outputs are written (``OutputWriter``; Spark's own
-        writer only with a local master)."""
+        """``stage_arrow``: hand Arrow IPC inputs to Spark as Parquet files (default: when
+        the master is local or there is a shared staging directory, see ``staging.py``), else
+        through ``createDataFrame``. ``output_writer``: how row-wise outputs are written
+        (``OutputWriter``; Spark's own writer only with a local master, or for outputs under
+        the shared staging directory). ``shared_staging``: a directory every node of the
+        cluster reaches at this path (ignored with a local master)."""
         self._session = session
         self._lock = threading.Lock()
         local = stages_locally(session.sparkContext.master or "")
-        self._stage_arrow = local if stage_arrow is None else stage_arrow
+        self._shared = None if local else shared_staging
+        self._stage_arrow = (
+            (local or self._shared is not None) if stage_arrow is None else stage_arrow
+        )
         if output_writer is OutputWriter.SPARK and not local:
             output_writer = OutputWriter.STREAM
         self._output_writer = output_writer
@@ -121,7 +127,7 @@ class SparkEngine:
     def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:
         with (
             self._isolated("transform", request.dataset_alias) as session,
-            staging_area(self._stage_arrow) as staging,
+            staging_area(self._stage_arrow, self._shared) as staging,
             work_area() as area,
         ):
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
@@ -138,6 +144,7 @@ class SparkEngine:
             lag = timedelta(0)
             output: _Output | None = None
             interval: OffsetInterval | None = None
+            written_by = OutputWriter.COLLECT.value
             asof = _as_of_join(result, request, tables)
             if asof is not None:
                 run = run_asof_transaction(session, area, request, previous, asof)
@@ -151,25 +158,40 @@ class SparkEngine:
                 with query_errors(None, in_step=False):
                     order = result_order(result)
                 writer = self._output_writer if order is RowOrder.INPUT else OutputWriter.COLLECT
+                cluster_write = self._writes_on_cluster(writer, request.new_data_path)
+                if cluster_write:
+                    writer = OutputWriter.SPARK
                 if writer is OutputWriter.SPARK and not spark_writable(
                     result.schema, columns, request.new_data_path
                 ):
                     writer = OutputWriter.STREAM
                 if writer is OutputWriter.STREAM and columns.op is not None:
                     writer = OutputWriter.COLLECT
+                cluster_write = cluster_write and writer is OutputWriter.SPARK
+                written_by = writer.value + (" (cluster)" if cluster_write else "")
                 if writer is OutputWriter.COLLECT:
                     output = _collect_output(result, columns, order)
                 else:
-                    write = write_output if writer is OutputWriter.SPARK else stream_output
                     with query_errors(None, in_step=False):
-                        rows = write(
-                            result,
-                            columns,
-                            request.vocab,
-                            system_time=request.system_time,
-                            next_offset=request.next_offset,
-                            path=request.new_data_path,
-                        )
+                        if writer is OutputWriter.SPARK:
+                            rows = write_output(
+                                result,
+                                columns,
+                                request.vocab,
+                                system_time=request.system_time,
+                                next_offset=request.next_offset,
+                                path=request.new_data_path,
+                                parallel=cluster_write,
+                            )
+                        else:
+                            rows = stream_output(
+                                result,
+                                columns,
+                                request.vocab,
+                                system_time=request.system_time,
+                                next_offset=request.next_offset,
+                                path=request.new_data_path,
+                            )
                     interval = _interval(rows, request.next_offset)
             else:
                 run = run_stream_transaction(
@@ -195,18 +217,28 @@ class SparkEngine:
                 "transform.done",
                 records=_records(interval),
                 order=order.value,
-                writer="collect" if output is not None else self._output_writer.value,
+                writer=written_by,
             )
             return ep.TransformResponseSuccess(
                 new_offset_interval=interval, new_watermark=state.output_watermark
             )
+
+    def _writes_on_cluster(self, writer: OutputWriter, path: str) -> bool:
+        """Whether a row-wise output goes to ``path`` through Spark's writer on the cluster's
+        executors: with a shared staging directory that holds ``path`` (the coordinator puts
+        the output there), unless the whole result is to be collected anyway."""
+        return (
+            self._shared is not None
+            and writer is not OutputWriter.COLLECT
+            and under(self._shared, path)
+        )
 
     # --- ExecuteRawQuery ------------------------------------------------------------------
 
     def execute_raw_query(self, request: ep.RawQueryRequest) -> ep.RawQueryResponseSuccess:
         with (
             self._isolated("raw_query", request.output_data_path) as session,
-            staging_area(self._stage_arrow) as staging,
+            staging_area(self._stage_arrow, self._shared) as staging,
         ):
             if request.input_data_paths:  # none: a query of constants, with no input view
                 inputs = load_files(session, request.input_data_paths, staging)
@@ -225,7 +257,7 @@ class SparkEngine:
         """
         with (
             self._isolated("query", request.output_data_path) as session,
-            staging_area(self._stage_arrow) as staging,
+            staging_area(self._stage_arrow, self._shared) as staging,
         ):
             for inp in request.inputs:
                 schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None

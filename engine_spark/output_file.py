@@ -15,6 +15,14 @@ milliseconds, as ``spark.sql.parquet.outputTimestampType`` says). Anything else 
 types, ``op`` columns to check and repair, Arrow IPC outputs, value-sorted results) is
 collected and written by pyarrow (``outputs.build_output``).
 
+On a cluster (``parallel``: the output lies in the shared staging directory) coalescing would
+run the whole query in one task. There the result keeps its partitions: each row is tagged
+with ``monotonically_increasing_id()`` where it is computed (partition index, then row index:
+input order), the rows are shuffled into one partition and sorted by that tag there (Spark's
+external sort: spills to disk, bounded memory), and that one task numbers and writes them as
+above. The query runs on every executor; only the final write is one task, as one Parquet
+file per slice requires. The driver still sees only the footer.
+
 The bounds that change with every transaction (next offset, system time) are kept out of
 Spark's generated code (``inputs.stable_literal``), so the stage is not compiled anew per
 transaction.
@@ -84,8 +92,13 @@ def write_output(
     system_time: datetime,
     next_offset: int,
     path: str,
+    parallel: bool = False,
 ) -> int:
-    """Write the output slice at ``path``; returns its records (none: no file is left)."""
+    """Write the output slice at ``path``; returns its records (none: no file is left).
+    ``parallel``: the query keeps its partitions; its rows are brought into order in the
+    writing task (module doc)."""
+    if parallel:
+        result = in_one_ordered_partition(result)
     frame = output_frame(result, columns, vocab, system_time=system_time, next_offset=next_offset)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +116,17 @@ def write_output(
         return rows
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def in_one_ordered_partition(result: DataFrame) -> DataFrame:
+    """``result`` computed in its own partitions, then shuffled into one partition in the
+    order of its partitions and rows (an extra tag column, which ``output_frame`` drops)."""
+    taken = {c.lower() for c in result.columns}
+    tag = next(
+        name for i in range(len(taken) + 1) if (name := f"__odf_row_{i}").lower() not in taken
+    )
+    tagged = result.withColumn(tag, F.monotonically_increasing_id())
+    return tagged.repartition(1).sortWithinPartitions(quote_identifier(tag))
 
 
 def _column(name: str) -> Column:

@@ -4,12 +4,15 @@ A row-wise query that carries ``op`` through passes them on. A row-wise query th
 select ``op`` would turn every retraction into an append: refused. A stateful query
 (aggregation, window, join) cannot take back what its state absorbed: refused too, naming
 the input and the offset. The check reads only the ``offset`` and ``op`` columns of the
-input files (pyarrow, no Spark job).
+input files (pyarrow, no Spark job), one Parquet row group at a time, and skips row groups
+whose statistics say every ``op`` is 0: the driver's memory does not grow with the input (it
+did: ~0.8 GB for a 20M-record input read whole), and an input of appends written with
+statistics (as the coordinator and Spark write them) costs footers only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,14 +50,49 @@ def first_change(inp: TransformRequestInput) -> tuple[int, int] | None:
         return None
     op_name, offset_name = inp.vocab.operation_type_column, inp.vocab.offset_column
     for path in inp.data_paths:
-        table = read_columns(path, [offset_name, op_name])
-        if table is None:
-            continue
-        rows = table.filter(in_interval(table.column(offset_name), inp.offset_interval))
-        found = _first_change_in(rows, offset_name, op_name)
-        if found is not None:
-            return found
+        for table in op_batches(path, offset_name, op_name):
+            rows = table.filter(in_interval(table.column(offset_name), inp.offset_interval))
+            found = _first_change_in(rows, offset_name, op_name)
+            if found is not None:
+                return found
     return None
+
+
+def op_batches(path: str, offset_name: str, op_name: str) -> Iterator[pa.Table]:
+    """The ``offset`` and ``op`` columns of a data file that may hold other operations than
+    appends, in file order: a Parquet row group at a time (row groups of appends only, by
+    their statistics, are skipped), an Arrow IPC file whole (memory-mapped); nothing when the
+    file has no such columns."""
+    names = [offset_name, op_name]
+    if detect_format(path) is not DataFormat.PARQUET:
+        table = read_arrow(path)
+        if set(table.column_names).issuperset(names):
+            yield table.select(names)
+        return
+    try:
+        file = pq.ParquetFile(path)
+        if not set(file.schema_arrow.names).issuperset(names):
+            return
+        meta = file.metadata
+        leaves = [j for j in range(meta.num_columns) if meta.schema.column(j).path == op_name]
+        groups = [
+            i
+            for i in range(meta.num_row_groups)
+            if not leaves or not _appends_only(meta.row_group(i).column(leaves[0]).statistics)
+        ]
+    except (pa.ArrowException, OSError) as e:
+        raise InputDataError(f"cannot read Parquet data: {e}", path=path) from e
+    for group in groups:
+        try:
+            table = file.read_row_group(group, columns=names)
+        except (pa.ArrowException, OSError) as e:
+            raise InputDataError(f"cannot read Parquet data: {e}", path=path) from e
+        yield table
+
+
+def _appends_only(stats: pq.Statistics | None) -> bool:
+    """Whether a column chunk's statistics prove every non-null value is 0 (an append)."""
+    return stats is not None and stats.has_min_max and stats.min == 0 and stats.max == 0
 
 
 def _first_change_in(rows: pa.Table, offset_name: str, op_name: str) -> tuple[int, int] | None:

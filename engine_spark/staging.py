@@ -18,8 +18,9 @@ input is in Spark: the Arrow IPC and Parquet exchanges give a query identical in
 
 Staged files are local to the driver: with a cluster master, executors could not read them,
 so there staging is off (``Staging.OFF``) and Arrow IPC inputs go through ``createDataFrame``
-(slow for large inputs, but correct anywhere; kamu-style Parquet paths on a shared file system
-are the fast exchange for clusters).
+(slow for large inputs, but correct anywhere), unless the engine has a *shared staging*
+directory (``--shared-staging``: mounted at the same path on every node): then the staging
+directories are made there and executors scan the staged files themselves.
 """
 
 from __future__ import annotations
@@ -99,13 +100,21 @@ def stages_locally(master: str) -> bool:
     return master.startswith("local")
 
 
+def under(directory: Path, path: str) -> bool:
+    """Whether ``path`` (absolute) lies under ``directory``, links resolved."""
+    resolved = os.path.realpath(path)
+    root = os.path.realpath(directory)
+    return resolved == root or resolved.startswith(root.rstrip("/") + "/")
+
+
 @contextmanager
-def staging_area(enabled: bool) -> Iterator[Staging]:
-    """A fresh staging directory for one request, removed with everything in it on exit."""
+def staging_area(enabled: bool, parent: Path | None = None) -> Iterator[Staging]:
+    """A fresh staging directory for one request (in ``parent``, by default the system's
+    temporary directory), removed with everything in it on exit."""
     if not enabled:
         yield Staging.OFF
         return
-    directory = Path(tempfile.mkdtemp(prefix="odf-engine-staging-"))
+    directory = Path(tempfile.mkdtemp(prefix="odf-engine-staging-", dir=parent))
     try:
         yield Staging(directory)
     finally:

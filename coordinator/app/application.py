@@ -417,7 +417,13 @@ class Application:
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
-            transformer = Transformer(resolve, engines, self.config.transform, clock=clock)
+            transformer = Transformer(
+                resolve,
+                engines,
+                self.config.transform,
+                clock=clock,
+                shared_staging=self.config.engine.staging_dir,
+            )
             for dataset in datasets:
                 broken = next((failed[i] for i in _input_ids(dataset) if i in failed), None)
                 if broken is not None:
@@ -516,6 +522,7 @@ class Application:
                 engines,
                 inputs=self.resolve_inputs(inputs) if inputs else None,
                 exchange=self.config.transform.exchange,
+                shared_staging=self.config.engine.staging_dir,
             )
 
     def resolve_inputs(self, specs: Sequence[str]) -> tuple[TransformInput, ...]:
@@ -560,7 +567,14 @@ class Application:
             verifier = Verifier(resolve, None, exchange, on_replay=replayed, on_bytes=on_bytes)
             return [verifier.verify(ds) for ds in datasets]
         with self.engines(replay_mounts(datasets, resolve)) as engines:
-            verifier = Verifier(resolve, engines, exchange, on_replay=replayed, on_bytes=on_bytes)
+            verifier = Verifier(
+                resolve,
+                engines,
+                exchange,
+                on_replay=replayed,
+                on_bytes=on_bytes,
+                shared_staging=self.config.engine.staging_dir,
+            )
             return [verifier.verify(ds) for ds in datasets]
 
     def query(

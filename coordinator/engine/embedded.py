@@ -34,7 +34,7 @@ from coordinator.engine.version import (
     embedded_engine_versions,
     engine_package_dir,
 )
-from coordinator.tempdirs import owned_temp_dir
+from coordinator.tempdirs import check_shared_dir, owned_temp_dir
 
 log = get_logger(__name__)
 
@@ -57,6 +57,9 @@ class EmbeddedEngineProvider:
     start_timeout: float = 300.0
     data_roots: tuple[Path, ...] = ()
     """Directories served besides a command's mounts (a test run's temporary directory)."""
+    shared_staging: Path | None = None
+    """``engine.stagingDir``: passed as ``--shared-staging`` (and a data root); checked
+    before the engine starts."""
     warm_up: bool = False
     """Run the engine's warm-up transaction before it serves: worth it for engines that
     serve many calls (the daemon's pool); a one-shot command starts ~2-3 s sooner without.
@@ -83,6 +86,8 @@ class EmbeddedEngineProvider:
     @contextmanager
     def engine(self, version: str | None, mounts: EngineMounts) -> Iterator[EngineClient]:
         self.check_version(version)
+        if self.shared_staging is not None:
+            check_shared_dir(self.shared_staging)
         # Locked while in use: the next command removes it if this one is killed.
         mounts = EngineMounts.of(mounts.read_only, (*mounts.read_write, *self.data_roots))
         mounts.create()
@@ -116,6 +121,9 @@ class EmbeddedEngineProvider:
             *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
             *mounts.data_root_args(),
         ]
+        if self.shared_staging is not None:
+            shared = str(self.shared_staging)
+            args += ["--shared-staging", shared, "--data-root", shared]
         if WARM_UP_ENV not in os.environ:
             args += ["--warm-up", "on" if self.warm_up else "off"]
         return args

@@ -15,6 +15,7 @@ def provider_from_config(config: EngineConfig) -> EngineProvider:
                 master=config.master,
                 driver_memory=config.driver_memory,
                 start_timeout=config.start_timeout,
+                shared_staging=config.staging_dir,
             )
         case EngineProviderKind.CONTAINER:
             from coordinator.engine.container import ContainerEngineProvider  # the docker SDK

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -74,6 +75,7 @@ def change_query(
     *,
     inputs: tuple[TransformInput, ...] | None = None,
     exchange: ExchangeFormat = ExchangeFormat.PARQUET,
+    shared_staging: Path | None = None,
     now: datetime | None = None,
 ) -> QueryChange:
     """Validate ``transform`` as ``dataset``'s new query and commit it (see the module doc).
@@ -113,7 +115,14 @@ def change_query(
     with dataset.staging_dir() as staging:
         datasets = [histories[p.dataset_id].dataset for p in plan.inputs]
         result = run_transaction(
-            plan, dataset, datasets, engine, policy=COLLECT, exchange=exchange, staging=staging
+            plan,
+            dataset,
+            datasets,
+            engine,
+            policy=COLLECT,
+            exchange=exchange,
+            staging=staging,
+            shared_staging=shared_staging,
         )
         recorded = migration_changes_state(result.event, state.last_watermark)
         items = [CommitItem(event), *(result.items if recorded else ())]

@@ -27,6 +27,7 @@ from coordinator.config import ExchangeFormat
 from coordinator.dataset import Dataset
 from coordinator.transform.errors import InputDataMissingError
 from coordinator.transform.plan import DataFileRef, InputPlan
+from coordinator.transform.shared_staging import stage_file
 
 ARROW_SUFFIX = ".arrow"
 _BATCH_ROWS = 64 * 1024
@@ -40,9 +41,17 @@ class PreparedInput:
 
 
 def prepare_input(
-    plan: InputPlan, dataset: Dataset, directory: Path, index: int, fmt: ExchangeFormat
+    plan: InputPlan,
+    dataset: Dataset,
+    directory: Path,
+    index: int,
+    fmt: ExchangeFormat,
+    *,
+    link: bool = False,
 ) -> PreparedInput:
-    """The request entry for one input; writes its exchange files into ``directory``."""
+    """The request entry for one input; writes its exchange files into ``directory``.
+    ``link``: Parquet data files are linked (or copied) into ``directory`` (shared staging)
+    rather than named where the dataset stores them."""
     interval = plan.offset_interval
     files = [(_data_file(dataset, f), f) for f in plan.files] if interval else []
     schema_file = directory / f"input-{index}.schema{ARROW_SUFFIX}"
@@ -53,7 +62,13 @@ def prepare_input(
         schema_file = slice_path
     else:
         records = plan.num_records
-        data_paths = tuple(str(path) for path, _ in files)
+        paths = [path for path, _ in files]
+        if link:
+            paths = [
+                stage_file(path, directory / f"input-{index}-{k}.parquet")
+                for k, path in enumerate(paths)
+            ]
+        data_paths = tuple(str(path) for path in paths)
         write_empty_arrow(decode_arrow_schema(plan.schema), schema_file)
     return PreparedInput(
         request=ep.TransformRequestInput(

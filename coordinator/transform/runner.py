@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from common.logs import get_logger
 from common.odf.identity import DatasetID
@@ -65,8 +66,11 @@ class Transformer:
         options: TransformConfig | None = None,
         *,
         clock: Clock = utc_now,
+        shared_staging: Path | None = None,
     ) -> None:
+        """``shared_staging``: ``engine.stagingDir`` (see ``shared_staging.py``)."""
         self.resolve = resolve
+        self.shared_staging = shared_staging
         self.engines = engines
         self.options = options or TransformConfig()
         self.clock = clock
@@ -104,6 +108,7 @@ class Transformer:
                 engine,
                 policy=COMMIT,
                 exchange=self.options.exchange,
+                shared_staging=self.shared_staging,
             )
             log.info(
                 "transform.committed",

@@ -41,6 +41,7 @@ from coordinator.transform.errors import TransformError
 from coordinator.transform.exchange import prepare_input
 from coordinator.transform.output import collect_output, commit_items
 from coordinator.transform.plan import InputPlan, MigrationPlan, TransformPlan
+from coordinator.transform.shared_staging import bring_back, exchange_area
 
 log = get_logger(__name__)
 
@@ -167,17 +168,20 @@ def run_transaction(
     policy: Policy,
     exchange: ExchangeFormat = ExchangeFormat.PARQUET,
     staging: Path | None = None,
+    shared_staging: Path | None = None,
 ) -> TransactionResult:
     """Run ``plan`` on ``engine`` and settle its events with ``policy``.
 
     ``inputs`` are the input datasets, in the order of ``plan.inputs``. ``staging`` is a
     staging directory of ``dataset`` the caller keeps open (``Collect``: the events name files
     in it); by default the transaction opens its own, removed when it returns.
+    ``shared_staging`` (``engine.stagingDir``): where the exchange files go instead, so that a
+    cluster's executors reach them (``shared_staging.py``).
     """
     if staging is not None:
-        return _run(plan, dataset, inputs, engine, policy, exchange, staging)
+        return _run(plan, dataset, inputs, engine, policy, exchange, staging, shared_staging)
     with dataset.staging_dir() as own:
-        return _run(plan, dataset, inputs, engine, policy, exchange, own)
+        return _run(plan, dataset, inputs, engine, policy, exchange, own, shared_staging)
 
 
 def _run(
@@ -188,23 +192,29 @@ def _run(
     policy: Policy,
     fmt: ExchangeFormat,
     staging: Path,
+    shared: Path | None,
 ) -> TransactionResult:
     clock = _Clock()
-    exchange = prepare_exchange(plan.inputs, inputs, staging, fmt)
-    exchange_s = clock.lap()
-    log.info("transform.engine_call", dataset=dataset.alias, records=exchange.input_records)
-    if isinstance(plan, MigrationPlan):
-        migrated = engine.migrate_query(migrate_request(plan, dataset, exchange))
-        response = ep.TransformResponseSuccess(
-            new_offset_interval=migrated.new_offset_interval,
-            new_watermark=migrated.new_watermark,
-        )
-        transform_plan = plan.transform_plan
-    else:
-        response = engine.execute_transform(transform_request(plan, dataset, exchange))
-        transform_plan = plan
+    with exchange_area(shared, staging) as area:
+        exchange = prepare_exchange(plan.inputs, inputs, area, fmt, link_inputs=area != staging)
+        exchange_s = clock.lap()
+        log.info("transform.engine_call", dataset=dataset.alias, records=exchange.input_records)
+        if isinstance(plan, MigrationPlan):
+            migrated = engine.migrate_query(migrate_request(plan, dataset, exchange))
+            response = ep.TransformResponseSuccess(
+                new_offset_interval=migrated.new_offset_interval,
+                new_watermark=migrated.new_watermark,
+            )
+            transform_plan = plan.transform_plan
+        else:
+            response = engine.execute_transform(transform_request(plan, dataset, exchange))
+            transform_plan = plan
+        data_path, checkpoint_path = staging / "out" / DATA_FILE, staging / "out" / CHECKPOINT_FILE
+        if area != staging:
+            bring_back(exchange.data_path, data_path)
+            bring_back(exchange.checkpoint_path, checkpoint_path)
     engine_s = clock.lap()
-    output = collect_output(response, transform_plan, exchange.data_path, exchange.checkpoint_path)
+    output = collect_output(response, transform_plan, data_path, checkpoint_path)
     if output.schema is None and transform_plan.output_schema is None and policy is COMMIT:
         # No records yet, and no schema: the query's output schema is known all the same.
         output = replace(output, schema=validated_schema(engine, transform_plan, dataset))
@@ -238,13 +248,16 @@ def prepare_exchange(
     datasets: Sequence[Dataset],
     staging: Path,
     fmt: ExchangeFormat,
+    *,
+    link_inputs: bool = False,
 ) -> Exchange:
-    """Write the inputs' exchange files into ``staging/in``; outputs go to ``staging/out``."""
+    """Write the inputs' exchange files into ``staging/in``; outputs go to ``staging/out``.
+    ``link_inputs``: Parquet inputs are linked (or copied) into ``staging/in`` too."""
     in_dir, out_dir = staging / "in", staging / "out"
     in_dir.mkdir()
     out_dir.mkdir()
     prepared = [
-        prepare_input(p, ds, in_dir, i, fmt)
+        prepare_input(p, ds, in_dir, i, fmt, link=link_inputs)
         for i, (p, ds) in enumerate(zip(inputs, datasets, strict=True))
     ]
     return Exchange(

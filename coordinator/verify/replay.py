@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from common.odf.errors import OdfError
 from common.odf.events import ExecuteTransform, SetTransform
@@ -68,8 +69,11 @@ class Replayer:
         inputs: Mapping[DatasetID, InputHistory | str],
         engines: EngineSession,
         exchange: ExchangeFormat = ExchangeFormat.PARQUET,
+        *,
+        shared_staging: Path | None = None,
     ) -> None:
         self.dataset = dataset
+        self.shared_staging = shared_staging
         self.inputs = inputs
         self.engines = engines
         self.exchange = exchange
@@ -105,6 +109,7 @@ class Replayer:
                 engine,
                 policy=CompareWithRecorded(event),
                 exchange=self.exchange,
+                shared_staging=self.shared_staging,
             )
             differences = list(result.settled.differences)
         except OutputSchemaError as e:

@@ -15,6 +15,7 @@ already read chains to the datasets downstream.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 
 from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform, Seed, SetTransform
@@ -55,8 +56,10 @@ class Verifier:
         *,
         on_replay: ReplayProgress | None = None,
         on_bytes: Callable[[int], None] | None = None,
+        shared_staging: Path | None = None,
     ) -> None:
         self.resolve = resolve
+        self.shared_staging = shared_staging
         self.engines = engines
         self.exchange = exchange
         self.on_replay = on_replay
@@ -97,7 +100,9 @@ class Verifier:
     ) -> dict[int, ReplayResult]:
         """Every transaction's replay, by block sequence number."""
         replays = {}
-        for result in Replayer(dataset, inputs, engines, self.exchange).replay(integrity.blocks):
+        for result in Replayer(
+            dataset, inputs, engines, self.exchange, shared_staging=self.shared_staging
+        ).replay(integrity.blocks):
             replays[result.block.sequence_number or 0] = result
             if self.on_replay is not None:
                 self.on_replay(dataset, result)

@@ -16,13 +16,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
 
 from common.hashing import logical_hash, logical_hash_parquet
 from common.odf import engine_protocol as ep
-from common.odf.fragments import OffsetInterval
+from common.odf.fragments import DatasetVocabulary, OffsetInterval
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
-from engine_spark.outputs import OutputWriter
+from engine_spark.output_file import write_output
+from engine_spark.outputs import OutputColumns, OutputWriter
 from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
 
 pytestmark = [pytest.mark.spark]
@@ -213,3 +215,37 @@ def test_nested_and_op_results_are_collected(
         )
         assert "parquet-cpp" in writer(spark_path)
         assert logical_hash_parquet(spark_path) == logical_hash_parquet(collected_path)
+
+
+def test_the_cluster_writer_keeps_partition_order_in_one_file(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """``parallel``: the query runs in its own partitions (8 here, as on a cluster's
+    executors), its rows are brought into one partition in partition and row order, and one
+    file gets them with offsets in that order: the records the sequential writer gives."""
+    session = spark_engine.session
+    result = (
+        session.range(0, 40_000, numPartitions=8)
+        .where(F.col("id") % 3 != 0)
+        .select(F.timestamp_seconds("id").alias("event_time"), (F.col("id") * 2).alias("v"))
+    )
+    assert result.rdd.getNumPartitions() == 8
+    columns = OutputColumns(event_time="event_time", op=None, data=("v",))
+    paths = {parallel: workdir / f"out-{parallel}.parquet" for parallel in (True, False)}
+    for parallel, path in paths.items():
+        rows = write_output(
+            result,
+            columns,
+            DatasetVocabulary(),
+            system_time=at(5),
+            next_offset=7,
+            path=str(path),
+            parallel=parallel,
+        )
+        assert rows == 26_666
+    table = pq.read_table(paths[True])
+    assert table.column("offset").to_pylist() == list(range(7, 7 + 26_666))
+    assert table.column("v").to_pylist() == [i * 2 for i in range(40_000) if i % 3 != 0]
+    assert table.column_names == ["offset", "op", "system_time", "event_time", "v"]
+    assert logical_hash_parquet(paths[True]) == logical_hash_parquet(paths[False])
+    assert leftovers(workdir) == []

@@ -49,13 +49,18 @@ def add(ws: Workspace, engines: EngineSession, *texts: str) -> list[Dataset]:
 
 
 def transformer(
-    ws: Workspace, engines: EngineSession, when: datetime = T1, **options: object
+    ws: Workspace,
+    engines: EngineSession,
+    when: datetime = T1,
+    shared_staging: Path | None = None,
+    **options: object,
 ) -> Transformer:
     return Transformer(
         workspace_resolver(ws),
         engines,
         TransformConfig(**options),  # type: ignore[arg-type]
         clock=lambda: when,
+        shared_staging=shared_staging,
     )
 
 
@@ -127,21 +132,29 @@ def test_backlog_in_bounded_transactions_gives_the_records_of_one(
 def test_arrow_and_parquet_exchange_give_the_same_records(
     ws: Workspace, engines: EngineSession, tmp_path: Path
 ) -> None:
+    """And through a shared staging directory (``engine.stagingDir``): the exchange files in
+    a transaction's area there, the outputs moved back and committed; nothing left behind."""
     (cities,) = add(ws, engines, SNAPSHOTS["cities"])
     query = "SELECT event_time, upper(city) AS city, population FROM cities"
-    via_arrow, via_parquet = add(
+    via_arrow, via_parquet, via_shared = add(
         ws,
         engines,
         derivative_snapshot("via-arrow", ["cities"], query),
         derivative_snapshot("via-parquet", ["cities"], query),
+        derivative_snapshot("via-shared", ["cities"], query),
     )
     push_ingest(cities, write_round(tmp_path, 0)["cities"])
+    shared = tmp_path / "shared"
+    shared.mkdir()
     transformer(ws, engines, exchange=ExchangeFormat.ARROW).transform(via_arrow)
     transformer(ws, engines, exchange=ExchangeFormat.PARQUET).transform(via_parquet)
-    (_, a), (_, p) = execute_transforms(via_arrow)[-1], execute_transforms(via_parquet)[-1]
-    assert a.new_data is not None and p.new_data is not None
-    assert a.new_data.logical_hash == p.new_data.logical_hash
-    assert a.new_watermark == p.new_watermark
+    transformer(ws, engines, shared_staging=shared).transform(via_shared)
+    derivatives = (via_arrow, via_parquet, via_shared)
+    (_, a), (_, p), (_, s) = (execute_transforms(d)[-1] for d in derivatives)
+    assert a.new_data is not None and p.new_data is not None and s.new_data is not None
+    assert a.new_data.logical_hash == p.new_data.logical_hash == s.new_data.logical_hash
+    assert a.new_watermark == p.new_watermark == s.new_watermark
+    assert list(shared.iterdir()) == []
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engine_spark.__main__ import parse_args, parse_ports
@@ -68,3 +70,15 @@ def test_output_writer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "python")
     with pytest.raises(SystemExit):
         parse_args([])
+
+
+def test_shared_staging_must_be_a_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ODF_ENGINE_SHARED_STAGING", raising=False)
+    assert parse_args([]).shared_staging is None
+    assert parse_args(["--shared-staging", str(tmp_path)]).shared_staging == str(tmp_path)
+    monkeypatch.setenv("ODF_ENGINE_SHARED_STAGING", str(tmp_path / "missing"))
+    with pytest.raises(SystemExit):
+        parse_args([])
+    assert f"--shared-staging {tmp_path / 'missing'}: not a directory" in capsys.readouterr().err

@@ -1,0 +1,218 @@
+"""Scaling: one 20M-record derivative transaction in local mode and on a standalone cluster with
+1, 2 and 4 single-core executors, and the driver's peak memory as the records grow.
+
+The transaction is a map/filter (``bench_transform.QUERY``: ``population % 7 <> 0`` and a
+computed column; ~6/7 of the records are kept) over a root dataset with one data slice,
+run through the coordinator's real path (plan, exchange, embedded engine over gRPC, contract
+checks, hashes, commit). The inputs (5M and 20M records) are generated once with pyarrow into
+a temporary workspace and reused; every run gets a fresh derivative.
+
+- ``local``: ``engine.master: local[2]``, no staging directory (today's default path: the
+  output's Arrow batches streamed to the driver and written there), 4g of driver memory (the
+  driver is the executor here; with the default 2g the JVM died on this transaction).
+- ``cluster N``: one standalone cluster (a Master and 4 Workers of 1 core each, 512 MiB
+  executors, from pip pyspark's ``spark-class``), the engine as its driver with
+  ``spark.cores.max N`` (N single-core executors, on N Workers), a 512 MiB driver heap
+  (``--driver-memory``) and shared staging (``engine.stagingDir``): executors read the input
+  and write the output file; the driver sees metadata only. A driver that held the records
+  could not run the 20M-record transaction in that heap (the output alone is ~17M records).
+  This bench found the one place where the driver still read records: the retraction check
+  read the input's ``offset`` and ``op`` columns whole in the engine's Python process (758 MiB
+  peak at 5M records, 1,280 at 20M, with a 2g or a 512 MiB heap alike); it now reads a row
+  group at a time and skips row groups of appends by their statistics.
+
+Reported per run: wall time of the transform call, the engine call's share, and the peak
+resident memory of the driver (the engine's process tree: its Python server and its JVM;
+executors are the Workers' children and are not counted), sampled from ``/proc`` every 50 ms.
+The machine has 2 cores: 4 executors cannot be faster than 2 here.
+
+Target: on the cluster (2 executors), the driver's peak at 20M records is at most 1.2x its peak
+at 5M (it does not hold the data). Exits 1 when missed, or when a run's logical hash differs
+from local mode's.
+
+    .venv/bin/python bench/bench_scale.py [--rows 20000000] [--small-rows 5000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench_engine import PeakSampler, tree_rss_mib
+from bench_memory import engine_pid
+from bench_transform import SYSTEM_TIME, create_derivative, create_root
+
+from common.logs import configure_logging
+from coordinator.config import TransformConfig
+from coordinator.engine import EngineSession
+from coordinator.engine.embedded import EmbeddedEngineProvider
+from coordinator.transform.runner import Transformer, workspace_resolver
+from coordinator.workspace import Workspace
+from tests.support.spark_cluster import SparkCluster, standalone_cluster
+
+FLAT_TARGET = 1.2
+WORKERS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    label: str
+    records: int
+    output_records: int
+    wall: float
+    engine: float
+    driver_peak_mib: float
+    logical_hash: str
+
+
+def run(
+    ws: Workspace,
+    root: str,
+    label: str,
+    provider: EmbeddedEngineProvider,
+    records: int,
+) -> Measured:
+    derivative = create_derivative(
+        ws, f"out-{len(ws.list_datasets())}", root, provider.resolve_version()
+    )
+    with EngineSession(provider) as engines:
+        client = engines.get(provider.resolve_version())
+        pid = engine_pid(client.description)
+        sampler = PeakSampler(pid)
+        sampler.start()
+        started = time.perf_counter()
+        transformer = Transformer(
+            workspace_resolver(ws),
+            engines,
+            TransformConfig(max_input_records=10**9),
+            clock=lambda: SYSTEM_TIME,
+            shared_staging=provider.shared_staging,
+        )
+        (result,) = transformer.transform(derivative).transactions
+        wall = time.perf_counter() - started
+        peak = max(sampler.stop(), tree_rss_mib(pid, "VmHWM"))
+    new_data = result.event.new_data
+    assert new_data is not None
+    return Measured(
+        label=label,
+        records=records,
+        output_records=result.output_records,
+        wall=wall,
+        engine=result.timings.engine,
+        driver_peak_mib=peak,
+        logical_hash=str(new_data.logical_hash),
+    )
+
+
+@contextmanager
+def executors(cluster: SparkCluster, cores: int, directory: Path) -> Iterator[None]:
+    """The engine started inside uses ``cores`` single-core executors of ``cluster``."""
+    conf = directory / f"conf-{cores}"
+    conf.mkdir(exist_ok=True)
+    defaults = (cluster.conf_dir / "spark-defaults.conf").read_text()
+    # Smaller input splits than the default 128 MiB: the input file gets more partitions
+    # than there are executors.
+    extra = f"spark.cores.max {cores}\nspark.sql.files.maxPartitionBytes 32m\n"
+    (conf / "spark-defaults.conf").write_text(defaults + extra)
+    saved = dict(os.environ)
+    os.environ.update({**cluster.engine_env(), "SPARK_CONF_DIR": str(conf)})
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def row(m: Measured) -> str:
+    return (
+        f"| {m.label:<12} | {m.records:>11,} | {m.output_records:>11,} | {m.wall:>6.1f}"
+        f" | {m.engine:>8.1f} | {m.driver_peak_mib:>15.0f} |"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--small-rows", type=int, default=5_000_000)
+    parser.add_argument("--executor-memory", default="512m")
+    parser.add_argument(
+        "--driver-memory",
+        default="512m",
+        help="the cluster driver's heap: small, to show that the driver does not need room"
+        " for the records",
+    )
+    parser.add_argument(
+        "--local-driver-memory",
+        default="4g",
+        help="local mode's driver (and executor): 20M records in one transaction do not fit"
+        " the default 2g there",
+    )
+    parser.add_argument("--cores", default="1,2,4", help="executor counts on the cluster")
+    args = parser.parse_args()
+    configure_logging(0)
+    cores = [int(c) for c in args.cores.split(",")]
+    results: list[Measured] = []
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        base = Path(tmp)
+        ws = Workspace.init(base / "ws")
+        started = time.perf_counter()
+        create_root(ws, "big", args.rows, base)
+        create_root(ws, "small", args.small_rows, base)
+        print(f"inputs generated in {time.perf_counter() - started:.0f} s", flush=True)
+        shared = base / "shared-staging"
+        shared.mkdir()
+        with standalone_cluster(
+            base / "cluster", workers=WORKERS, executor_memory=args.executor_memory
+        ) as cluster:
+            on_cluster = EmbeddedEngineProvider(
+                master=cluster.master_url,
+                driver_memory=args.driver_memory,
+                data_roots=(base,),
+                shared_staging=shared,
+            )
+            with executors(cluster, 2, base):  # first: the memory target's two runs
+                small = run(ws, "small", "cluster 2", on_cluster, args.small_rows)
+            print(row(small), flush=True)
+            for n in sorted(cores, key=lambda c: c != 2):
+                with executors(cluster, n, base):
+                    results.append(run(ws, "big", f"cluster {n}", on_cluster, args.rows))
+                print(row(results[-1]), flush=True)
+        shutil.rmtree(shared, ignore_errors=True)
+        local = EmbeddedEngineProvider(
+            master="local[2]", driver_memory=args.local_driver_memory, data_roots=(base,)
+        )
+        results.append(run(ws, "big", "local[2]", local, args.rows))
+        print(row(results[-1]), flush=True)
+    print()
+    print("| run          |     records |      output | wall s | engine s | driver peak MiB |")
+    print("|--------------|-------------|-------------|--------|----------|-----------------|")
+    for m in sorted((*results, small), key=lambda m: (m.records, m.label)):
+        print(row(m))
+    ok = True
+    hashes = {m.logical_hash for m in results}
+    if len(hashes) != 1:
+        print(f"MISSED: logical hashes differ between runs: {sorted(hashes)}")
+        ok = False
+    big = next(m for m in results if m.label == "cluster 2") if 2 in cores else None
+    if big is not None:
+        ratio = big.driver_peak_mib / small.driver_peak_mib
+        print(
+            f"driver peak on the cluster (2 executors): {small.driver_peak_mib:.0f} MiB at"
+            f" {small.records:,} records, {big.driver_peak_mib:.0f} MiB at {big.records:,}:"
+            f" {ratio:.2f}x (target <= {FLAT_TARGET}x)"
+        )
+        ok = ok and ratio <= FLAT_TARGET
+    print("OK" if ok else "MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
