@@ -9,9 +9,9 @@ the engine cannot run on:
 - ``k8s://https://HOST:PORT`` (or ``k8s://HOST:PORT``, which Spark reads as https): the
   engine is the driver, executors are pods of the engine image (docs/scale.md).
 - ``yarn``: the cluster named by ``HADOOP_CONF_DIR``/``YARN_CONF_DIR`` (client deploy mode).
-- ``sc://HOST:PORT``: a Spark Connect server. Refused: the SQL sandbox vets the analyzed
-  plan through the driver's JVM (py4j), and every transaction step uses it; a Connect
-  client has no JVM (docs/scale.md, "Spark Connect").
+- ``sc://HOST:PORT``: a Spark Connect server. The engine vets and analyzes queries in a
+  local JVM session (``CONNECT_LOCAL_MASTER``) and executes the stateless ones on the
+  server (``connect.py``, docs/scale.md "Spark Connect").
 """
 
 from __future__ import annotations
@@ -38,11 +38,8 @@ _PATTERNS = {
 }
 EXPECTED = "local[N], spark://HOST:PORT, k8s://https://HOST:PORT, yarn or sc://HOST:PORT"
 
-CONNECT_UNSUPPORTED = (
-    "Spark Connect is not supported by this engine: its SQL sandbox vets each query's"
-    " analyzed plan in the driver's JVM, which a Connect client does not have"
-    " (see docs/scale.md); run the engine as the driver instead (spark://, k8s://, yarn)"
-)
+CONNECT_LOCAL_MASTER = "local[1]"
+"""The engine's own session with a Connect master: it vets queries over empty inputs only."""
 
 
 def master_kind(master: str) -> MasterKind:
@@ -55,7 +52,4 @@ def master_kind(master: str) -> MasterKind:
 
 def check_master(master: str) -> MasterKind:
     """``master_kind``, refusing the masters the engine cannot run on (``ValueError``)."""
-    kind = master_kind(master)
-    if kind is MasterKind.CONNECT:
-        raise ValueError(f"{master}: {CONNECT_UNSUPPORTED}")
-    return kind
+    return master_kind(master)

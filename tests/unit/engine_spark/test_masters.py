@@ -55,12 +55,10 @@ def test_anything_else_is_refused_naming_it(master: str) -> None:
         master_kind(master)
 
 
-def test_spark_connect_is_refused_saying_why() -> None:
-    with pytest.raises(ValueError, match=r"sc://h:15002: Spark Connect is not supported.*JVM"):
-        check_master("sc://h:15002")
+def test_spark_connect_is_a_master_and_a_bad_master_is_refused() -> None:
+    assert check_master("sc://h:15002") is MasterKind.CONNECT
     args = parse_args(["--master", "sc://h:15002", "--unix-socket", "/tmp/s"])
-    with pytest.raises(ValueError, match=r"^--master sc://h:15002: Spark Connect"):
-        server_settings(args)
+    assert server_settings(args).unix_socket == "/tmp/s"
     bad = parse_args(["--master", "bogus", "--unix-socket", "/tmp/s"])
     with pytest.raises(ValueError, match=r"^--master 'bogus' is not a Spark master"):
         server_settings(bad)
