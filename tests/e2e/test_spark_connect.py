@@ -13,14 +13,23 @@ dataset moves. A Connect server and two engine starts: see the report for the ti
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from common.odf import engine_protocol as ep
+from engine_spark.connect import ConnectServer
+from engine_spark.engine import SparkEngine
+from engine_spark.errors import InvalidQueryError
+from engine_spark.session import SessionSettings, build_session
+from tests.integration.engine.datasets import sql
 from tests.integration.transform.pipeline import ROUNDS, SNAPSHOTS, execute_transforms, records
 from tests.support.cli import odf, ok
 from tests.support.datasets import derivative
-from tests.support.spark_connect import connect_server
+from tests.support.spark_connect import ConnectServerProcess, connect_server
 from tests.support.workspace import add, dataset, ingest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -60,14 +69,21 @@ def _slices(ws: Path, name: str) -> list[tuple[object, object]]:
     ]
 
 
-def test_stateless_chain_over_spark_connect_matches_local_mode(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServerProcess]:
+    with connect_server(tmp_path_factory.mktemp("connect")) as process:
+        yield process
+
+
+def test_stateless_chain_over_spark_connect_matches_local_mode(
+    server: ConnectServerProcess, tmp_path: Path
+) -> None:
     local = _workspace(tmp_path / "local")
     ok(local, "pull", CHAIN[-1], "--recursive", "--system-time", SYSTEM_TIME)
-    with connect_server(tmp_path / "connect") as server:
-        ws = _workspace(tmp_path / "over-connect", f"engine:\n  master: {server.url}\n")
-        # One pull of everything: the chain commits, the other two fail and are reported.
-        pulled = odf(ws, "pull", "--all", "--system-time", SYSTEM_TIME)
-        server_log = "".join(p.read_text(errors="replace") for p in server.log_dir.glob("*.out"))
+    ws = _workspace(tmp_path / "over-connect", f"engine:\n  master: {server.url}\n")
+    # One pull of everything: the chain commits, the other two fail and are reported.
+    pulled = odf(ws, "pull", "--all", "--system-time", SYSTEM_TIME)
+    server_log = "".join(p.read_text(errors="replace") for p in server.log_dir.glob("*.out"))
     # The server itself listed big-cities' input: cities' two data files.
     assert "to list leaf files for 2 paths" in server_log, "the server read no input"
     for name in CHAIN:
@@ -86,3 +102,52 @@ def test_stateless_chain_over_spark_connect_matches_local_mode(tmp_path: Path) -
     assert "reflect" in hostile, report
     for name in ("city-count", "city-env"):
         assert execute_transforms(dataset(ws, name)) == [], name
+
+
+RAW_QUERIES = (
+    "SELECT upper(city) AS city, population * 2 AS p2 FROM input WHERE population > 10",
+    "SELECT city, sum(population) AS total, count(*) AS n FROM input GROUP BY city",
+    "SELECT city, population FROM input ORDER BY population DESC, city",
+)
+"""Row-wise (input order over two files), aggregated (sorted by value), ORDER BY (Spark's)."""
+
+
+@pytest.mark.spark
+def test_raw_queries_over_spark_connect_match_local_mode(
+    server: ConnectServerProcess, tmp_path: Path
+) -> None:
+    """ExecuteRawQuery in this process: one local session, an engine on it and one that
+    executes on the server; every query's output file holds the same table."""
+    files = []
+    for index, rows in enumerate(
+        [
+            {"city": ["b", "a", "c"], "population": [5, 500, 5000]},
+            {"city": ["a"], "population": [7]},
+        ]
+    ):
+        files.append(str(tmp_path / f"input-{index}"))  # kamu's paths: no extension
+        pq.write_table(pa.table(rows), files[-1])
+    session = build_session(SessionSettings(master="local[1]"))
+    try:
+        local = SparkEngine(session)
+        remote = SparkEngine(session, connect=ConnectServer(server.url))
+        for index, query in enumerate(RAW_QUERIES):
+            outputs = []
+            for engine in (local, remote):
+                path = str(tmp_path / f"out-{index}-{len(outputs)}")
+                request = ep.RawQueryRequest(
+                    input_data_paths=tuple(files), transform=sql(query), output_data_path=path
+                )
+                engine.execute_raw_query(request)
+                outputs.append(pq.read_table(path))
+            assert outputs[1].equals(outputs[0]), query
+        hostile = ep.RawQueryRequest(
+            input_data_paths=tuple(files),
+            transform=sql("SELECT java_method('java.lang.System', 'getenv', 'HOME') FROM input"),
+            output_data_path=str(tmp_path / "hostile"),
+        )
+        with pytest.raises(InvalidQueryError, match="java_method"):
+            remote.execute_raw_query(hostile)
+        assert not (tmp_path / "hostile").exists()
+    finally:
+        session.stop()

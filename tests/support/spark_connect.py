@@ -24,7 +24,7 @@ STOP_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True)
-class ConnectServer:
+class ConnectServerProcess:
     url: str
     """``sc://127.0.0.1:PORT``."""
     log_dir: Path
@@ -46,7 +46,7 @@ def _log_tail(log_dir: Path) -> str:
 
 
 @contextmanager
-def connect_server(directory: Path, driver_memory: str = "512m") -> Iterator[ConnectServer]:
+def connect_server(directory: Path, driver_memory: str = "512m") -> Iterator[ConnectServerProcess]:
     """A Spark Connect server on a free loopback port, stopped on exit."""
     directory.mkdir(parents=True, exist_ok=True)
     spark_home = Path(pyspark.__file__).parent
@@ -80,7 +80,7 @@ def connect_server(directory: Path, driver_memory: str = "512m") -> Iterator[Con
                     f"no Spark Connect server on port {port}:\n{_log_tail(directory)}"
                 )
             time.sleep(0.5)
-        yield ConnectServer(url=f"sc://127.0.0.1:{port}", log_dir=directory)
+        yield ConnectServerProcess(url=f"sc://127.0.0.1:{port}", log_dir=directory)
     finally:
         pid = _pid(directory)
         stop = spark_home / "sbin" / "stop-connect-server.sh"
