@@ -30,6 +30,7 @@ from engine_spark.masters import (
     EXPECTED,
     MasterKind,
     check_master,
+    check_reachable,
     master_kind,
 )
 from engine_spark.server import EngineServer, ServerBindError, ServerSettings, TlsFiles
@@ -172,7 +173,8 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
 def server_settings(args: argparse.Namespace) -> ServerSettings:
     """The server's settings from the parsed flags; ``ValueError`` names a bad one."""
     try:
-        check_master(args.master)
+        if check_master(args.master) is MasterKind.CONNECT:
+            check_reachable(args.master)
     except ValueError as e:
         raise ValueError(f"--master {e}") from None
     roots = args.data_roots

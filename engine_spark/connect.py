@@ -20,11 +20,9 @@ sandbox's SQL settings (``SANDBOX_SQL_CONF``) are set on every Connect session t
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import pyspark
 from pyspark.sql import DataFrame
@@ -44,8 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 UNSUPPORTED = "not supported over Spark Connect"
-DEFAULT_PORT = 15002
-REACH_TIMEOUT_S = 10.0
+
 
 CONNECT_SQL_CONF: dict[str, str] = {
     **SANDBOX_SQL_CONF,
@@ -65,8 +62,8 @@ class ConnectServer:
     """A Spark Connect server the engine executes on: one client session per request."""
 
     def __init__(self, url: str) -> None:
+        """Opens a first session (``masters.check_reachable`` ran at start-up)."""
         self._url = url
-        check_reachable(url)
         with self.session() as session:
             version = session.version
         if version != pyspark.__version__:
@@ -91,28 +88,6 @@ class ConnectServer:
             yield session
         finally:
             session.stop()
-
-
-def connect_address(url: str) -> tuple[str, int]:
-    """Host and port of ``sc://HOST[:PORT][/;params]`` (Connect's default port: 15002)."""
-    parsed = urlsplit(url.split(";", 1)[0])
-    try:
-        port = parsed.port or DEFAULT_PORT
-    except ValueError:
-        raise ValueError(f"{url}: the port is not a number in 0..65535") from None
-    if parsed.scheme != "sc" or not parsed.hostname:
-        raise ValueError(f"{url}: not a Spark Connect URL (sc://HOST:PORT)")
-    return parsed.hostname, port
-
-
-def check_reachable(url: str, timeout: float = REACH_TIMEOUT_S) -> None:
-    """``ValueError`` unless something accepts connections at the URL's address: the Connect
-    client would otherwise retry for minutes before failing."""
-    host, port = connect_address(url)
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as e:
-        raise ValueError(f"{url}: cannot reach the Spark Connect server: {e}") from None
 
 
 def check_parquet(paths: Sequence[str]) -> None:

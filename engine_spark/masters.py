@@ -1,8 +1,9 @@
-"""Spark master URLs the engine accepts, and what each kind needs (pure: no pyspark).
+"""Spark master URLs the engine accepts, and what each kind needs (no pyspark).
 
-The master is handed to Spark unchanged (``spark.master``); this module only refuses, with
-one line naming the value, what Spark would reject later with a long JVM trace, and what
-the engine cannot run on:
+The master is handed to Spark unchanged (``spark.master``; a Connect URL to the Connect
+client); this module only refuses, with one line naming the value, what Spark would reject
+later with a long JVM trace, and what the engine cannot run on (``check_reachable``: a
+Connect server nobody listens at, which the Connect client would retry for minutes):
 
 - ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: the driver's own cores.
 - ``spark://HOST:PORT[,HOST:PORT...]``: a standalone cluster (several Masters: ZooKeeper HA).
@@ -17,7 +18,9 @@ the engine cannot run on:
 from __future__ import annotations
 
 import re
+import socket
 from enum import Enum
+from urllib.parse import urlsplit
 
 
 class MasterKind(Enum):
@@ -38,6 +41,8 @@ _PATTERNS = {
 }
 EXPECTED = "local[N], spark://HOST:PORT, k8s://https://HOST:PORT, yarn or sc://HOST:PORT"
 
+CONNECT_DEFAULT_PORT = 15002
+REACH_TIMEOUT_S = 10.0
 CONNECT_LOCAL_MASTER = "local[1]"
 """The engine's own session with a Connect master: it vets queries over empty inputs only."""
 
@@ -53,3 +58,25 @@ def master_kind(master: str) -> MasterKind:
 def check_master(master: str) -> MasterKind:
     """``master_kind``, refusing the masters the engine cannot run on (``ValueError``)."""
     return master_kind(master)
+
+
+def connect_address(url: str) -> tuple[str, int]:
+    """Host and port of ``sc://HOST[:PORT][/;params]`` (Connect's default port: 15002)."""
+    parsed = urlsplit(url.split(";", 1)[0])
+    try:
+        port = parsed.port or CONNECT_DEFAULT_PORT
+    except ValueError:
+        raise ValueError(f"{url}: the port is not a number in 0..65535") from None
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise ValueError(f"{url}: not a Spark Connect URL (sc://HOST:PORT)")
+    return parsed.hostname, port
+
+
+def check_reachable(url: str, timeout: float = REACH_TIMEOUT_S) -> None:
+    """``ValueError`` unless something accepts connections at the URL's address: the Connect
+    client would otherwise retry for minutes before failing."""
+    host, port = connect_address(url)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        raise ValueError(f"{url}: cannot reach the Spark Connect server: {e}") from None

@@ -10,14 +10,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from engine_spark.connect import (
-    UNSUPPORTED,
-    check_parquet,
-    check_reachable,
-    connect_address,
-    refuse,
-)
+from engine_spark.connect import UNSUPPORTED, check_parquet, refuse
 from engine_spark.errors import InvalidQueryError
+from engine_spark.masters import check_reachable, connect_address
 
 
 @pytest.mark.parametrize(

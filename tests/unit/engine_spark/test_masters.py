@@ -57,8 +57,9 @@ def test_anything_else_is_refused_naming_it(master: str) -> None:
 
 def test_spark_connect_is_a_master_and_a_bad_master_is_refused() -> None:
     assert check_master("sc://h:15002") is MasterKind.CONNECT
-    args = parse_args(["--master", "sc://h:15002", "--unix-socket", "/tmp/s"])
-    assert server_settings(args).unix_socket == "/tmp/s"
+    args = parse_args(["--master", "sc://127.0.0.1:1", "--unix-socket", "/tmp/s"])
+    with pytest.raises(ValueError, match=r"^--master sc://127.0.0.1:1: cannot reach the Spark"):
+        server_settings(args)
     bad = parse_args(["--master", "bogus", "--unix-socket", "/tmp/s"])
     with pytest.raises(ValueError, match=r"^--master 'bogus' is not a Spark master"):
         server_settings(bad)
