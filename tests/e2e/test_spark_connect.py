@@ -6,10 +6,11 @@ spark_connect.py). The embedded engine vets each query in its local JVM over emp
 then the server reads the inputs' Parquet files (this machine's disk) and runs the same SQL.
 A derivative chain of two row-wise transforms over a two-file input is pulled in local mode
 and over Connect: records, offsets and logical hashes are equal, and the server's log shows
-it ran the queries. A hostile query is refused by the local sandbox before reaching the
-server, a stateful one with "not supported over Spark Connect" (the same pull); neither
-dataset moves. A Connect server and two engine starts: ~90 s for the module on this machine
-(~200 s when other Spark jobs share it).
+it listed the input's two files. Raw queries (row-wise, aggregated, ORDER BY) in this
+process give the same output files locally and over Connect. A hostile query is refused by
+the local sandbox before reaching the server, a stateful one with "not supported over Spark
+Connect" (the same pull); neither dataset moves. A Connect server and two engine starts:
+~90 s for the module on this machine (~200 s when other Spark jobs share it).
 """
 
 from __future__ import annotations
