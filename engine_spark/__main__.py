@@ -26,7 +26,14 @@ import structlog
 from common.engine_rpc import REFERENCE_ENGINE_PORT, SPEC_ENGINE_PORT
 from common.logs import configure_logging
 from engine_spark.data_roots import DataRoots
-from engine_spark.masters import EXPECTED, check_master
+from engine_spark.masters import (
+    CONNECT_LOCAL_MASTER,
+    EXPECTED,
+    MasterKind,
+    check_master,
+    check_reachable,
+    master_kind,
+)
 from engine_spark.server import EngineServer, ServerBindError, ServerSettings, TlsFiles
 
 if TYPE_CHECKING:
@@ -154,8 +161,15 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
     from engine_spark.outputs import OutputWriter
     from engine_spark.session import SessionSettings, build_session
 
+    connect = None
+    master = args.master
+    if master_kind(master) is MasterKind.CONNECT:
+        from engine_spark.connect import ConnectServer
+
+        # The local JVM only vets and analyzes queries (no data): one core is plenty.
+        connect, master = ConnectServer(master), CONNECT_LOCAL_MASTER
     settings = SessionSettings(
-        master=args.master,
+        master=master,
         driver_memory=args.driver_memory,
         log_level="WARN" if args.verbose >= 2 else "FATAL",
     )
@@ -163,6 +177,7 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
         build_session(settings),
         output_writer=OutputWriter(args.output_writer),
         shared_staging=Path(args.shared_staging) if args.shared_staging else None,
+        connect=connect,
     )
     if args.warm_up == "on":
         engine.warm_up()
@@ -172,7 +187,8 @@ def spark_backend_factory(args: argparse.Namespace) -> SparkEngine:
 def server_settings(args: argparse.Namespace) -> ServerSettings:
     """The server's settings from the parsed flags; ``ValueError`` names a bad one."""
     try:
-        check_master(args.master)
+        if check_master(args.master) is MasterKind.CONNECT:
+            check_reachable(args.master)
     except ValueError as e:
         raise ValueError(f"--master {e}") from None
     roots = args.data_roots

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import structlog
@@ -30,6 +31,13 @@ from engine_spark import calls
 from engine_spark import checkpoint as cp
 from engine_spark.asof_join import AsOfJoin, as_of_join
 from engine_spark.asof_transaction import run_asof_transaction
+from engine_spark.connect import (
+    ConnectServer,
+    load_remote_files,
+    load_remote_input,
+    refuse,
+    run_remote_steps,
+)
 from engine_spark.errors import InvalidQueryError
 from engine_spark.exchange import read_schema, write_table
 from engine_spark.inputs import (
@@ -37,9 +45,10 @@ from engine_spark.inputs import (
     load_dataset,
     load_files,
     load_input,
+    quote_identifier,
     register_view,
 )
-from engine_spark.ordering import RowOrder, result_order, sort_by_values
+from engine_spark.ordering import RowOrder, analyzed_order, result_order, sort_by_values
 from engine_spark.output_file import spark_writable, write_output
 from engine_spark.output_stream import stream_output
 from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan_output_columns
@@ -69,6 +78,9 @@ from engine_spark.temporal import (
 from engine_spark.warm_up import warm_up_request
 from engine_spark.watermark import input_watermark, output_watermark
 
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
 log = structlog.get_logger("engine_spark.engine")
 
 _CANCEL_REPEAT_S = 0.2
@@ -88,14 +100,18 @@ class SparkEngine:
         stage_arrow: bool | None = None,
         output_writer: OutputWriter = OutputWriter.STREAM,
         shared_staging: Path | None = None,
+        connect: ConnectServer | None = None,
     ) -> None:
         """``stage_arrow``: hand Arrow IPC inputs to Spark as Parquet files (default: when
         the master is local or there is a shared staging directory, see ``staging.py``), else
         through ``createDataFrame``. ``output_writer``: how row-wise outputs are written
         (``OutputWriter``; Spark's own writer only with a local master, or for outputs under
         the shared staging directory). ``shared_staging``: a directory every node of the
-        cluster reaches at this path (ignored with a local master)."""
+        cluster reaches at this path (ignored with a local master). ``connect``: execute on
+        that Spark Connect server, ``session`` (local) only vetting and analyzing the queries
+        (``connect.py``)."""
         self._session = session
+        self._connect = connect
         self._lock = threading.Lock()
         local = stages_locally(session.sparkContext.master or "")
         self._shared = None if local else shared_staging
@@ -125,6 +141,8 @@ class SparkEngine:
     # --- ExecuteTransform -----------------------------------------------------------------
 
     def execute_transform(self, request: ep.TransformRequest) -> ep.TransformResponseSuccess:
+        if self._connect is not None:
+            return self._connect_transform(self._connect, request)
         with (
             self._isolated("transform", request.dataset_alias) as session,
             staging_area(self._stage_arrow, self._shared) as staging,
@@ -236,6 +254,8 @@ class SparkEngine:
     # --- ExecuteRawQuery ------------------------------------------------------------------
 
     def execute_raw_query(self, request: ep.RawQueryRequest) -> ep.RawQueryResponseSuccess:
+        if self._connect is not None:
+            return self._connect_raw_query(self._connect, request)
         with (
             self._isolated("raw_query", request.output_data_path) as session,
             staging_area(self._stage_arrow, self._shared) as staging,
@@ -247,6 +267,106 @@ class SparkEngine:
             write_table(table, request.output_data_path)
             return ep.RawQueryResponseSuccess(num_records=table.num_rows)
 
+    # --- Over Spark Connect (connect.py) -------------------------------------------------
+
+    def _connect_transform(
+        self, server: ConnectServer, request: ep.TransformRequest
+    ) -> ep.TransformResponseSuccess:
+        """A stateless transform: vetted and analyzed here over empty inputs, run there."""
+        with self._isolated("transform", request.dataset_alias) as session:
+            previous = cp.read_checkpoint(request.prev_checkpoint_path)
+            if temporal_tables(request.transform, _aliases(request.query_inputs)):
+                raise refuse("temporal tables (as-of joins) need the engine's plan rewrites")
+            for inp in request.query_inputs:
+                register_view(empty_input(session, read_schema(inp.schema_file)), inp.query_alias)
+            result = run_steps(session, request.transform)
+            if previous.stream is not None or not is_row_wise_query(result):
+                raise refuse(
+                    "a stateful query (aggregation, join, window, ORDER BY, ...) needs the"
+                    " engine's streaming state on a classic driver; only row-wise queries run"
+                )
+            columns = _output_columns(result, request.vocab)
+            if columns.op is None:
+                check_no_retractions(request.query_inputs, stateful=False)
+            with query_errors(None, in_step=False):
+                order = analyzed_order(result)
+            with (
+                server.session() as remote,
+                self._remote_cancel(remote),
+                query_errors(None, in_step=False),
+            ):
+                for inp in request.query_inputs:
+                    load_remote_input(remote, inp).createOrReplaceTempView(
+                        quote_identifier(inp.query_alias)
+                    )
+                table = run_remote_steps(remote, request.transform).toArrow()
+            if order is RowOrder.VALUES:
+                table = sort_by_values(
+                    table, [columns.event_time], [columns.op] if columns.op else []
+                )
+            interval = _write_slice(
+                build_output(
+                    table,
+                    columns,
+                    request.vocab,
+                    system_time=request.system_time,
+                    next_offset=request.next_offset,
+                ),
+                request.new_data_path,
+                request.next_offset,
+            )
+            state = _next_checkpoint(previous, request.query_inputs, {})
+            _write_state(state, request.new_checkpoint_path)
+            log.info(
+                "transform.done", records=_records(interval), order=order.value, writer="connect"
+            )
+            return ep.TransformResponseSuccess(
+                new_offset_interval=interval, new_watermark=state.output_watermark
+            )
+
+    def _connect_raw_query(
+        self, server: ConnectServer, request: ep.RawQueryRequest
+    ) -> ep.RawQueryResponseSuccess:
+        """A raw query of any shape: vetted here over an empty ``input``, run there, its rows
+        ordered as in local mode (``_query_result``)."""
+        with self._isolated("raw_query", request.output_data_path) as session:
+            paths = request.input_data_paths
+            if paths:
+                empty = empty_input(session, read_schema(paths[-1]))
+                register_view(empty, RAW_QUERY_INPUT_VIEW)
+            result = run_steps(session, request.transform)
+            with query_errors(None, in_step=False):
+                order = analyzed_order(result)
+            with (
+                server.session() as remote,
+                self._remote_cancel(remote),
+                query_errors(None, in_step=False),
+            ):
+                if paths:
+                    load_remote_files(remote, paths).createOrReplaceTempView(RAW_QUERY_INPUT_VIEW)
+                table = run_remote_steps(remote, request.transform).toArrow()
+            table = _ordered_query_result(table, order)
+            write_table(table, request.output_data_path)
+            return ep.RawQueryResponseSuccess(num_records=table.num_rows)
+
+    @contextmanager
+    def _remote_cancel(self, remote: ConnectSession) -> Iterator[None]:
+        """A cancelled call interrupts what its Connect session runs on the server."""
+        control = calls.current()
+        if control is None:
+            yield
+            return
+
+        def interrupt() -> None:
+            remote.interruptAll()
+
+        remove = control.on_cancel(interrupt)
+        try:
+            yield
+            control.raise_if_cancelled()
+        finally:
+            remove()
+
     # --- ExecuteQuery (extension) ---------------------------------------------------------
 
     def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess:
@@ -255,6 +375,8 @@ class SparkEngine:
         Spark reads lazily: registering a view reads footers only, and the query scans just
         the datasets (and columns) it uses.
         """
+        if self._connect is not None:
+            raise refuse("ad-hoc queries (odf sql): run them on a local or cluster engine")
         with (
             self._isolated("query", request.output_data_path) as session,
             staging_area(self._stage_arrow, self._shared) as staging,
@@ -458,6 +580,10 @@ def _query_result(result: DataFrame) -> pa.Table:
     with query_errors(None, in_step=False):
         order = result_order(result)
         table = result.toArrow()
+    return _ordered_query_result(table, order)
+
+
+def _ordered_query_result(table: pa.Table, order: RowOrder) -> pa.Table:
     names = table.column_names
     if order is RowOrder.VALUES:
         positional = table.rename_columns([f"c{i}" for i in range(len(names))])

@@ -56,6 +56,12 @@ def result_order(df: DataFrame) -> RowOrder:
     return classify_plan(_PlanNode(plan))
 
 
+def analyzed_order(df: DataFrame) -> RowOrder:
+    """``result_order`` from the analyzed plan: for a plan analyzed over empty inputs (Spark
+    Connect, ``connect.py``), whose optimized plan may be folded into an empty relation."""
+    return classify_plan(_PlanNode(df._jdf.queryExecution().analyzed()))
+
+
 def is_row_wise(df: DataFrame) -> bool:
     """Whether ``df``'s analyzed plan is made of row-wise operators only (before the
     optimizer folds anything away, e.g. a join with an empty input)."""

@@ -77,6 +77,12 @@ def session_conf(settings: SessionSettings) -> dict[str, str]:
     return conf
 
 
+def quiet_pandas_warning() -> None:
+    """PySpark warns about the pandas version on import of its Arrow and Connect helpers;
+    the engine uses no pandas."""
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+
+
 def build_session(settings: SessionSettings) -> SparkSession:
     """Start (or join) the process's SparkSession with the engine's configuration."""
     os.environ.setdefault("TZ", "UTC")
@@ -84,8 +90,7 @@ def build_session(settings: SessionSettings) -> SparkSession:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for name in _QUIET_PYTHON_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    # PySpark warns about the pandas version on import of its Arrow helpers; we use no pandas.
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    quiet_pandas_warning()
     builder = SparkSession.builder
     for key, value in session_conf(settings).items():
         builder = builder.config(key, value)

@@ -1,5 +1,5 @@
-"""A master the engine cannot run on (Spark Connect) fails the pull in one line, before any
-JVM starts, and leaves the dataset where it was (about 6 s: no Spark; other refused masters
+"""A Spark Connect master whose server cannot be reached fails the pull in one line, before
+any JVM starts, and leaves the dataset where it was (about 6 s: no Spark; other refused masters
 are unit tests, tests/unit/engine_spark/test_masters.py)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tests.support.workspace import dataset
 pytestmark = pytest.mark.e2e
 
 
-def test_a_spark_connect_master_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_an_unreachable_spark_connect_master_is_refused_in_one_line(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     ok(ws, "init")
@@ -25,7 +25,7 @@ def test_a_spark_connect_master_is_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("event_time,x\n2024-01-01T00:00:00Z,1\n")
     ok(ws, "ingest", "a", str(tmp_path / "a.csv"))
     head = dataset(ws, "b").state().head
-    (ws / ".odf" / "config.yaml").write_text("engine:\n  master: sc://127.0.0.1:15002\n")
+    (ws / ".odf" / "config.yaml").write_text("engine:\n  master: sc://127.0.0.1:1\n")
     line = fails(ws, "pull", "b", only_line=True)
-    assert "--master sc://127.0.0.1:15002: Spark Connect is not supported" in line, line
+    assert "--master sc://127.0.0.1:1: cannot reach the Spark Connect server" in line, line
     assert dataset(ws, "b").state().head == head

@@ -55,11 +55,10 @@ def test_anything_else_is_refused_naming_it(master: str) -> None:
         master_kind(master)
 
 
-def test_spark_connect_is_refused_saying_why() -> None:
-    with pytest.raises(ValueError, match=r"sc://h:15002: Spark Connect is not supported.*JVM"):
-        check_master("sc://h:15002")
-    args = parse_args(["--master", "sc://h:15002", "--unix-socket", "/tmp/s"])
-    with pytest.raises(ValueError, match=r"^--master sc://h:15002: Spark Connect"):
+def test_spark_connect_is_a_master_and_a_bad_master_is_refused() -> None:
+    assert check_master("sc://h:15002") is MasterKind.CONNECT
+    args = parse_args(["--master", "sc://127.0.0.1:1", "--unix-socket", "/tmp/s"])
+    with pytest.raises(ValueError, match=r"^--master sc://127.0.0.1:1: cannot reach the Spark"):
         server_settings(args)
     bad = parse_args(["--master", "bogus", "--unix-socket", "/tmp/s"])
     with pytest.raises(ValueError, match=r"^--master 'bogus' is not a Spark master"):
