@@ -31,6 +31,11 @@ def sequence(start: int, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(values)])
 
 
+def null_scalar(dtype: pa.DataType) -> pa.Scalar:
+    """A null of ``dtype`` (``None`` given to a compute function is converted from Python)."""
+    return pa.nulls(1, dtype)[0]
+
+
 def bool_scalar(value: bool) -> pa.Scalar:
     return int_scalar(int(value), pa.int8()).cast(pa.bool_())
 

@@ -14,6 +14,7 @@ from common.arrow_values import (
     bool_scalar,
     date_scalar,
     int_scalar,
+    null_scalar,
     sequence,
     time_of,
     timestamp_scalar,
@@ -56,6 +57,7 @@ def test_numbers_bytes_and_sequences() -> None:
     assert sequence(7, 4).equals(pa.array([7, 8, 9, 10], pa.int64()))
     assert sequence(0, 0).equals(pa.array([], pa.int64()))
     assert time_of(pa.scalar(None, pa.timestamp("ms", tz="UTC"))) is None
+    assert null_scalar(pa.string()).equals(pa.scalar(None, pa.string()))
     ns = pa.scalar(1_500, pa.timestamp("ns", tz="UTC"))
     assert time_of(ns) == datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=1)
 
@@ -66,7 +68,7 @@ def test_none_of_it_imports_pandas() -> None:
         "from common.arrow_values import *\n"
         "t = timestamp_scalar(d.datetime.now(d.UTC), pa.timestamp('ms', tz='UTC'))\n"
         "time_of(t); sequence(3, 10); date_scalar(d.date.today(), pa.date32())\n"
-        "binary_scalar(b'x', pa.binary()); bool_scalar(True)\n"
+        "binary_scalar(b'x', pa.binary()); bool_scalar(True); null_scalar(pa.string())\n"
         "assert 'pandas' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)

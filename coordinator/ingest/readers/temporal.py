@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from common.arrow_values import date_scalar, timestamp_scalar
+from common.arrow_values import date_scalar, null_scalar, timestamp_scalar
 from coordinator.ingest.errors import ReadError
 
 _HAS_ZONE = r"\d{2}:\d{2}(?::\d{2}(?:\.\d*)?)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$"
@@ -153,8 +153,9 @@ def _parse_timestamps_fast(strings: pa.Array, unit: str, tz: str) -> pa.Array:
         except pa.ArrowInvalid:
             pass
     has_zone = pc.match_substring_regex(strings, _HAS_ZONE)
-    zoned = pc.cast(pc.if_else(has_zone, strings, None), aware_type)
-    naive = pc.cast(pc.if_else(has_zone, None, strings), pa.timestamp(unit))
+    null = null_scalar(strings.type)
+    zoned = pc.cast(pc.if_else(has_zone, strings, null), aware_type)
+    naive = pc.cast(pc.if_else(has_zone, null, strings), pa.timestamp(unit))
     return pc.if_else(has_zone, zoned, pc.cast(naive, aware_type))
 
 

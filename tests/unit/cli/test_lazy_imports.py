@@ -90,3 +90,22 @@ def test_list_and_log_load_neither_the_application_nor_pyarrow(tmp_path: Path) -
     assert not listed & (app | set(HEAVY) | {"common.odf.events", "yaml"}), sorted(listed)
     logged = _imported_by(tmp_path, "log", "a", whole=True)
     assert not logged & (app | set(HEAVY)), sorted(logged)
+
+
+def test_ingest_of_a_csv_loads_neither_pandas_nor_grpc(tmp_path: Path) -> None:
+    """pyarrow imports pandas on its first conversion of Python objects (0.7-1.5 s)."""
+    from common.odf.events import AddPushSource
+    from common.odf.fragments import DatasetKind, MergeStrategyAppend, ReadStepCsv
+    from common.odf.snapshot import DatasetSnapshot
+    from coordinator.workspace import Workspace
+
+    source = AddPushSource(
+        source_name="s",
+        read=ReadStepCsv(header=True, schema=("event_time TIMESTAMP", "v STRING")),
+        merge=MergeStrategyAppend(),
+    )
+    snapshot = DatasetSnapshot(name="a", kind=DatasetKind.ROOT, metadata=(source,))
+    Workspace.init(tmp_path).create_dataset(snapshot)
+    (tmp_path / "a.csv").write_text("event_time,v\n2024-01-01T00:00:00Z,x\n2024-01-02,y\n")
+    loaded = _imported_by(tmp_path, "-q", "ingest", "a", "a.csv")
+    assert not loaded & {"pandas", "grpc"}, sorted(loaded)
