@@ -64,8 +64,8 @@ demo: install ## The main job: an example workspace ingested, transformed, verif
 	bash examples/demo.sh
 
 .PHONY: bench
-bench: install ## Benchmarks (ratios against baselines measured in the same run)
-	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+bench: install ## Benchmarks of issue 15, one table (BENCH_ARGS="--quick", "--only ingest", "--big 2.1")
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 .PHONY: clean
 clean: ## Remove the environment and caches

@@ -15,6 +15,7 @@ collect``), so the figures before and after streaming outputs come from one run.
 
 Targets: at most 5x DataFusion's time at 100k records, at most 3x at 1M records and more.
 Exits 1 when a target is missed (or the outputs' record counts differ).
+``--json PATH`` also writes the figures for ``bench/run_all.py``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import datafusion
 import pyarrow.parquet as pq
 from bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root
 
+from bench.figures import Figure, add_json_argument, write_json
 from common.logs import configure_logging
 from coordinator.config import ExchangeFormat, TransformConfig
 from coordinator.dataset import Dataset
@@ -118,8 +120,10 @@ def main() -> int:
         action="store_true",
         help="also time the former output path (results collected) on a second engine",
     )
+    add_json_argument(parser)
     args = parser.parse_args()
     configure_logging(0)
+    figures: list[Figure] = []
     fmt = ExchangeFormat(args.exchange) if args.exchange else TransformConfig().exchange
     failed = False
     print(f"datafusion {datafusion.__version__}, exchange {fmt.value}, master {args.master}")
@@ -156,6 +160,16 @@ def main() -> int:
             median = {label: statistics.median(t) for label, t in times.items()}
             ratio = median["ours"] / median["datafusion"]
             ok = ratio <= target(rows) and len(counts) == 1
+            figures.append(
+                Figure(
+                    f"whole transaction vs DataFusion, {rows:,} records"
+                    + ("" if len(counts) == 1 else " (RECORD COUNTS DIFFER)"),
+                    median["ours"] if len(counts) == 1 else float("inf"),
+                    "s",
+                    median["datafusion"],
+                    target(rows),
+                )
+            )
             failed |= not ok
             line = (
                 f"{rows:>10} {median['ours']:>8.3f} {median['datafusion']:>11.3f}"
@@ -171,6 +185,7 @@ def main() -> int:
                 flush=True,
             )
     print("FAIL" if failed else "OK")
+    write_json(args.json, figures)
     return 1 if failed else 0
 
 

@@ -11,6 +11,7 @@ mark. The coordinator's own peak (this process, which hashes the output) is repo
 Targets: the transaction completes (within the driver memory: an engine out of heap exits)
 and the engine's peak stays under ``--max-peak-mib`` (default 3,072 MiB: a 2g heap plus the
 JVM's own and Python's). Exits 1 when missed.
+``--json PATH`` also writes the figures for ``bench/run_all.py``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from bench_engine import PeakSampler, tree_rss_mib
 from bench_transform import SYSTEM_TIME, create_derivative, create_root
 
+from bench.figures import Figure, add_json_argument, write_json
 from common.logs import configure_logging
 from coordinator.config import TransformConfig
 from coordinator.engine import EngineSession
@@ -51,6 +53,7 @@ def main() -> int:
         default="stream",
         help="how the engine writes the output (collect: the former path)",
     )
+    add_json_argument(parser)
     args = parser.parse_args()
     configure_logging(0)
     os.environ["ODF_ENGINE_OUTPUT_WRITER"] = args.writer  # the engine process inherits it
@@ -91,6 +94,18 @@ def main() -> int:
     )
     print(f"coordinator (this process, input built here too): peak {coordinator_mib:.0f} MiB")
     ok = max(peak, hwm) <= args.max_peak_mib
+    write_json(
+        args.json,
+        [
+            Figure("engine memory, idle", idle * 2**20, "B"),
+            Figure(
+                f"engine peak memory, {args.rows:,}-record transaction ({args.driver_memory})",
+                max(peak, hwm) * 2**20,
+                "B",
+                target=args.max_peak_mib * 2**20,
+            ),
+        ],
+    )
     print("OK" if ok else "MISSED")
     return 0 if ok else 1
 

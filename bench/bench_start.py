@@ -15,6 +15,7 @@ load from other jobs falls on all of them alike:
   garbage collector.
 
 Target: ``default`` at most 60% of ``warm-up`` (medians). Exits 1 when missed.
+``--json PATH`` also writes the figures for ``bench/run_all.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from bench_transform import create_root
 
+from bench.figures import Figure, add_json_argument, write_json
 from coordinator.workspace import Workspace
 
 TARGET = 0.60
@@ -70,6 +72,7 @@ def odf_sql(workspace: Path, extra_env: dict[str, str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    add_json_argument(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp:
         ws = Workspace.init(Path(tmp) / "ws")
@@ -88,6 +91,8 @@ def main() -> int:
         print(f"{name:<20} {median:>8.2f} {median / base:>6.0%}   {shown}")
     ratio = statistics.median(runs["default"]) / base
     ok = ratio <= TARGET
+    default = statistics.median(runs["default"])
+    write_json(args.json, [Figure("one-shot odf sql vs with warm-up", default, "s", base, TARGET)])
     print(f"default vs warm-up: {ratio:.0%} (target <= {TARGET:.0%}): {'OK' if ok else 'MISSED'}")
     return 0 if ok else 1
 

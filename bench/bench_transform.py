@@ -21,6 +21,7 @@ minus the engine call it logs (``-v``: ``engine_s``).
 Targets: the coordinator's overhead at most 10% of the whole for the default (Arrow)
 exchange, in process and through the CLI, and every run gives the same logical hash.
 Exits 1 when a target is missed.
+``--json PATH`` also writes the figures for ``bench/run_all.py``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.figures import Figure, add_json_argument, write_json
 from common.hashing import physical_hash_file
 from common.logs import configure_logging
 from common.odf.events import AddData, SetDataSchema
@@ -206,6 +208,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2, help="transactions per exchange format")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="3g")
+    add_json_argument(parser)
     args = parser.parse_args()
     configure_logging(0)
     results: dict[ExchangeFormat, list[Run]] = {f: [] for f in ExchangeFormat}
@@ -231,10 +234,12 @@ def main() -> int:
                     ds = create_derivative(ws, f"{fmt.value}-{i}", "big", version)
                     results[fmt].append(run_one(ws, engines, ds, fmt))
         cli = cli_runs(ws, Path(tmp), version, args.repeats, args.master)
-    return report(results, cli)
+    return report(results, cli, args.json)
 
 
-def report(results: dict[ExchangeFormat, list[Run]], cli: list[float]) -> int:
+def report(
+    results: dict[ExchangeFormat, list[Run]], cli: list[float], json_path: Path | None = None
+) -> int:
     print(
         f"{'exchange':<10} {'in rows':>9} {'out rows':>9} {'exchange':>9} {'engine':>8}"
         f" {'hashing':>8} {'commit':>8} {'wall':>8} {'overhead':>9}   (seconds)"
@@ -262,6 +267,27 @@ def report(results: dict[ExchangeFormat, list[Run]], cli: list[float]) -> int:
     hashes = {e.new_data.logical_hash for e in events if e.new_data}
     same = len(hashes) == 1
     print(f"logical hashes of all runs identical: {same}")
+    rows = arrow[0].result.input_records if arrow else 0
+    write_json(
+        json_path,
+        [
+            Figure(
+                f"coordinator overhead share, {rows:,} records, in process",
+                overhead,
+                "share",
+                target=OVERHEAD_TARGET,
+            ),
+            Figure(
+                f"coordinator overhead share, {rows:,} records, odf pull",
+                cli_overhead,
+                "share",
+                target=OVERHEAD_TARGET,
+            ),
+            Figure(
+                "same logical hash in every run", float(same), "bool", target=1.0, at_least=True
+            ),
+        ],
+    )
     if overhead > OVERHEAD_TARGET or cli_overhead > OVERHEAD_TARGET or not same:
         print("FAIL")
         return 1

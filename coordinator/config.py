@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
-from common.serde import yaml_document
 
 CONFIG_FILE = "config.yaml"
 DEFAULT_IMAGE = "localhost/odf-engine-spark:latest"
@@ -151,6 +150,8 @@ def load_config(odf_dir: Path) -> WorkspaceConfig:
 
 def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
     """Parse the YAML text of a configuration file (no document: the defaults)."""
+    from common.serde import yaml_document  # yaml: only when there is a file to read
+
     documents = yaml_document.load_all(text, source)
     if not documents:  # empty, or only comments
         return WorkspaceConfig()

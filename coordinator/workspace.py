@@ -22,16 +22,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.logs import get_logger
-from common.odf.dataset_refs import DatasetAlias, DatasetRef
 from common.odf.errors import NotFoundError, OdfError, ValidationError
-from common.odf.events import Seed
-from common.odf.identity import DatasetID
-from common.odf.snapshot import DatasetSnapshot
-from coordinator.dataset import AlreadyExistsError, Dataset, DatasetNotFoundError
-from coordinator.dataset.snapshot_events import check_snapshot_chain, snapshot_events
+from coordinator.dataset.errors import AlreadyExistsError, DatasetNotFoundError
 from coordinator.tempdirs import remove_tree
+
+if TYPE_CHECKING:
+    from common.odf.identity import DatasetID
+    from common.odf.snapshot import DatasetSnapshot
+    from coordinator.dataset.dataset import Dataset
 
 log = get_logger(__name__)
 
@@ -86,27 +87,40 @@ class Workspace:
 
     def list_datasets(self) -> list[Dataset]:
         """All datasets, sorted by name (case-insensitively)."""
+        return [_dataset(p, alias=p.name) for p in self.dataset_dirs()]
+
+    def dataset_dirs(self) -> list[Path]:
+        """The directory of each dataset (named as the dataset), sorted by name
+        (case-insensitively); without opening any (the model is not even imported)."""
         if not self.datasets_dir.is_dir():
             return []
         entries = [
             p for p in self.datasets_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
         ]
-        return [Dataset(p, alias=p.name) for p in sorted(entries, key=lambda p: p.name.lower())]
+        return sorted(entries, key=lambda p: p.name.lower())
 
     def open_dataset(self, ref: str) -> Dataset:
         """The dataset named ``ref`` (case-insensitive) or with the ``did:odf`` id ``ref``."""
+        path = self.dataset_path(ref)
+        return _dataset(path, alias=path.name)
+
+    def dataset_path(self, ref: str) -> Path:
+        """The directory of the dataset named ``ref`` (case-insensitive; the directory is
+        named as the dataset) or with the ``did:odf`` id ``ref``."""
+        from common.odf.dataset_refs import DatasetRef
+
         parsed = DatasetRef.parse(ref)
         if parsed.id is not None:
             for ds in self.list_datasets():
                 if ds.state().id == parsed.id:
-                    return ds
+                    return ds.layout.root
             raise DatasetNotFoundError(ref)
         if parsed.alias is not None and parsed.alias.account_name is not None:
             raise DatasetNotFoundError(ref)
         path = self._path_of_name(ref)
         if path is None:
             raise DatasetNotFoundError(ref)
-        return Dataset(path, alias=path.name)
+        return path
 
     def create_dataset(
         self, snapshot: DatasetSnapshot, *, system_time: datetime | None = None
@@ -119,6 +133,9 @@ class Workspace:
         name = _dataset_name(snapshot.name)
         if self._path_of_name(name) is not None:
             raise AlreadyExistsError(f"dataset {name!r} already exists")
+        from common.odf.events import Seed
+        from coordinator.dataset.snapshot_events import check_snapshot_chain, snapshot_events
+
         events = snapshot_events(snapshot, self._resolve_input)
         from common.odf.keys import generate_dataset_key  # the crypto library, only here
 
@@ -131,7 +148,7 @@ class Workspace:
         staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{secrets.token_hex(6)}"
         key_path = self._key_path(dataset_id)
         try:
-            Dataset(staging).commit_events([seed, *events], expected_head=None, system_time=when)
+            _dataset(staging).commit_events([seed, *events], expected_head=None, system_time=when)
             _write_private(key_path, pem)
             with self._lock():
                 if self._path_of_name(name) is not None:
@@ -142,7 +159,7 @@ class Workspace:
             remove_tree(staging)
             key_path.unlink(missing_ok=True)
             raise
-        return Dataset(final, alias=name)
+        return _dataset(final, alias=name)
 
     @contextmanager
     def preparing_dataset(self) -> Iterator[Path]:
@@ -161,7 +178,7 @@ class Workspace:
         """Make the dataset built in ``prepared`` the workspace's dataset ``name``, at once;
         refused when the name or the dataset id is taken."""
         name = _dataset_name(name)
-        dataset_id = Dataset(prepared).id
+        dataset_id = _dataset(prepared).id
         with self._lock():
             if self._path_of_name(name) is not None:
                 raise AlreadyExistsError(f"dataset {name!r} already exists")
@@ -172,7 +189,7 @@ class Workspace:
                 )
             final = self.datasets_dir / name
             os.rename(prepared, final)
-        return Dataset(final, alias=name)
+        return _dataset(final, alias=name)
 
     def delete_dataset(self, ref: str) -> None:
         """Delete a dataset and its key; refused while other datasets take it as input."""
@@ -202,7 +219,7 @@ class Workspace:
                 raise AlreadyExistsError(f"dataset {name!r} already exists")
             final = self.datasets_dir / name
             os.rename(ds.layout.root, final)
-        return Dataset(final, alias=name)
+        return _dataset(final, alias=name)
 
     def clean_leftovers(self) -> None:
         """Remove half-created and half-deleted dataset directories of dead processes."""
@@ -226,9 +243,7 @@ class Workspace:
 
     def _path_of_name(self, name: str) -> Path | None:
         wanted = name.lower()
-        return next(
-            (d.layout.root for d in self.list_datasets() if d.alias.lower() == wanted), None
-        )
+        return next((p for p in self.dataset_dirs() if p.name.lower() == wanted), None)
 
     def _resolve_input(self, ref: str) -> tuple[DatasetID, str]:
         try:
@@ -249,6 +264,8 @@ class Workspace:
 
 def _dataset_name(alias: str) -> str:
     """The dataset name of a snapshot's ``name`` (a single-tenant DatasetAlias)."""
+    from common.odf.dataset_refs import DatasetAlias
+
     try:
         parsed = DatasetAlias.parse(alias)
     except ValidationError as e:
@@ -258,6 +275,12 @@ def _dataset_name(alias: str) -> str:
             f"{alias!r}: account names are not supported in a local workspace", path="name"
         )
     return str(parsed.dataset_name)
+
+
+def _dataset(root: Path, *, alias: str | None = None) -> Dataset:
+    from coordinator.dataset.dataset import Dataset  # the FlatBuffers model: only when opened
+
+    return Dataset(root, alias=alias)
 
 
 def _uses(ds: Dataset, dataset_id: DatasetID | None) -> bool:

@@ -34,6 +34,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.arrow_values import binary_scalar
 from common.hashing.data_types import Layout, leaf_layout
 from common.hashing.validity import Mask, own_validity, pack_bits, unpack_bits
 
@@ -377,7 +378,7 @@ def _fill_absent(
 ) -> pa.Array:
     """Replace the null slots of ``array``: a null marker, or ``blank_width`` zero bytes."""
     if blank is None:
-        return pc.fill_null(array, pa.scalar(_NULL_MARKER, array.type))
+        return pc.fill_null(array, binary_scalar(_NULL_MARKER, array.type))
     lengths = np.where(present, 0, np.where(blank, blank_width, 1))
     dtype = np.int64 if array.type == pa.large_binary() else np.int32
     offsets = np.zeros(len(lengths) + 1, dtype=dtype)

@@ -3,25 +3,53 @@
 The CLI (``coordinator.cli``) and the daemon call its use cases (add, list, delete, log, tail,
 schema, ingest, pull, set-transform, verify, query); it calls the domain packages
 (``transform``, ``ingest``, ``verify``, ``evolution``, ``query``), which call ``dataset`` and
-``engine``. ``snapshots`` reads DatasetSnapshot files for ``add``; ``UseCases`` is what the
-CLI asks of a workspace, in process (``Application``) or through its daemon.
+``engine``. ``snapshots`` reads DatasetSnapshot files for ``add``; ``listing`` summarizes a
+dataset for ``list``; ``UseCases`` is what the CLI asks of a workspace, in process
+(``Application``) or through its daemon.
+
+The names are imported when first used (PEP 562): ``odf list`` and ``odf log`` import only
+the light modules they need, not the whole application (CLI start time).
 """
 
-from coordinator.app.application import (
-    AddedDataset,
-    Application,
-    DatasetSummary,
-    DerivativeDone,
-    IngestFile,
-    PullEvent,
-    PullFailed,
-    PullStarted,
-    ReplayProgress,
-    RootPulled,
-    TransactionCommitted,
-)
-from coordinator.app.snapshots import SnapshotSource, read_snapshots, snapshot_files
-from coordinator.app.use_cases import UseCases
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coordinator.app.application import (
+        AddedDataset,
+        Application,
+        DerivativeDone,
+        IngestFile,
+        PullEvent,
+        PullFailed,
+        PullStarted,
+        ReplayProgress,
+        RootPulled,
+        TransactionCommitted,
+    )
+    from coordinator.app.listing import DatasetSummary
+    from coordinator.app.snapshots import SnapshotSource, read_snapshots, snapshot_files
+    from coordinator.app.use_cases import UseCases
+
+_WHERE = {
+    "AddedDataset": "application",
+    "Application": "application",
+    "DatasetSummary": "listing",
+    "DerivativeDone": "application",
+    "IngestFile": "application",
+    "PullEvent": "application",
+    "PullFailed": "application",
+    "PullStarted": "application",
+    "ReplayProgress": "application",
+    "RootPulled": "application",
+    "SnapshotSource": "snapshots",
+    "TransactionCommitted": "application",
+    "UseCases": "use_cases",
+    "read_snapshots": "snapshots",
+    "snapshot_files": "snapshots",
+}
 
 __all__ = [
     "AddedDataset",
@@ -40,3 +68,12 @@ __all__ = [
     "read_snapshots",
     "snapshot_files",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from common.odf.events import ExecuteTransform
 from common.odf.fragments import DatasetKind, TransformInput, TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
+from coordinator.app.listing import DatasetSummary, list_datasets, log, summarize
 from coordinator.app.snapshots import SnapshotSource, creation_order
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
@@ -49,21 +49,6 @@ ReplayProgress = Callable[[str, "ReplayResult"], None]
 
 
 # --- results and events --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DatasetSummary:
-    """One dataset of ``list``; a broken one has only its name and ``error``."""
-
-    name: str
-    kind: str | None = None
-    head: Multihash | None = None
-    blocks: int | None = None
-    records: int | None = None
-    size: int | None = None
-    updated: datetime | None = None
-    watermark: datetime | None = None
-    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,11 +212,12 @@ class Application:
 
     def list_datasets(self) -> list[DatasetSummary]:
         """Every dataset; a broken one (unreadable head or blocks) with a one-line error."""
-        return [_summary(ds) for ds in self.ws.list_datasets()]
+        return list_datasets(self.ws)
 
     def summary(self, name: str) -> DatasetSummary:
         """One dataset's summary (an error when it does not exist)."""
-        return _summary(self.dataset(name))
+        ds = self.dataset(name)
+        return summarize(ds.layout.root, ds.alias)
 
     def delete(self, names: Sequence[str]) -> list[str]:
         """Delete datasets (all must exist before any is deleted); their names."""
@@ -312,7 +298,7 @@ class Application:
 
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
         """The dataset's blocks, newest first (at most ``limit``)."""
-        return list(islice(self.dataset(name).iter_blocks(), limit))
+        return log(self.ws, name, limit)
 
     def lineage(self, name: str | None = None) -> Lineage:
         """The dataset graph: all of it, or what lies upstream and downstream of ``name``."""
@@ -633,21 +619,3 @@ def new_transform(
     else:
         transform = TransformSql(engine=engine or current_engine or "spark", query=query)
     return transform if version is None else replace(transform, version=version)
-
-
-def _summary(ds: Dataset) -> DatasetSummary:
-    try:
-        state = ds.state()
-        return DatasetSummary(
-            name=ds.alias,
-            kind=state.kind.value if state.kind else None,
-            head=state.head,
-            blocks=state.sequence_number + 1,
-            records=state.num_records,
-            size=state.data_size,
-            updated=state.system_time,
-            watermark=state.last_watermark,
-        )
-    except (OdfError, OSError) as e:
-        reason = " ".join(str(e).split()).replace(f"{ds.layout.root}/", "")
-        return DatasetSummary(name=ds.alias, error=reason)

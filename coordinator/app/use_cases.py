@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from common.odf.multihash import Multihash
     from coordinator.app.application import (
         AddedDataset,
-        DatasetSummary,
         IngestFile,
         PullEvent,
         ReplayProgress,
     )
+    from coordinator.app.listing import DatasetSummary
     from coordinator.app.snapshots import SnapshotSource
     from coordinator.evolution.query_change import QueryChange
     from coordinator.ingest.context import IngestResult

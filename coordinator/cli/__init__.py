@@ -11,7 +11,6 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
@@ -119,11 +118,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except OdfError as e:
         if args.debug:
+            import traceback
+
             traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
         return 1
     except OSError as e:
         if args.debug:
+            import traceback
+
             traceback.print_exc()
         where = f"{e.filename}: " if e.filename else ""
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)

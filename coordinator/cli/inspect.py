@@ -6,10 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from common.odf.events import ExecuteTransform, SetTransform
-from common.odf.fragments import ExecuteTransformInput
-from coordinator.app import Application
-from coordinator.cli.connect import add_daemon_argument, use_cases
+from coordinator.app import listing
+from coordinator.cli.connect import add_daemon_argument, use_cases, workspace_or_daemon
 from coordinator.cli.output import (
     OutputFormat,
     add_output_format_argument,
@@ -20,6 +18,8 @@ from coordinator.cli.output import (
 from coordinator.dataset.describe import describe_event
 
 if TYPE_CHECKING:
+    from common.odf.fragments import ExecuteTransformInput
+    from coordinator.app import Application
     from coordinator.transform.lineage import Lineage
 
 LOG_COLUMNS = ("seq", "hash", "system_time", "event", "details")
@@ -101,14 +101,17 @@ def _non_negative(text: str) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    blocks = use_cases(args).log(args.name, args.limit)
+    ws, daemon = workspace_or_daemon(args)
+    blocks = daemon.log(args.name, args.limit) if daemon else listing.log(ws, args.name, args.limit)
     fmt = OutputFormat(args.output_format)
-    from common.serde.yaml_codec import dump_block_manifest, to_plain  # not for tables
-
     if fmt is OutputFormat.YAML:
+        from common.serde.yaml_codec import dump_block_manifest
+
         for h, block in blocks:
             sys.stdout.write(f"--- # {h}\n{dump_block_manifest(block)}")
     elif fmt is OutputFormat.JSON:
+        from common.serde.yaml_codec import to_plain
+
         render_document([{"hash": str(h), "block": to_plain(b)} for h, b in blocks], fmt)
     else:
         rows = [
@@ -148,7 +151,7 @@ def cmd_inspect_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect_lineage(args: argparse.Namespace) -> int:
-    lineage = Application.open().lineage(args.name)
+    lineage = _application().lineage(args.name)
     match args.output_format:
         case "json":
             render_document(
@@ -220,7 +223,9 @@ def lineage_mermaid(lineage: Lineage) -> str:
 
 
 def cmd_inspect_query(args: argparse.Namespace) -> int:
-    app = Application.open()
+    from common.odf.events import SetTransform
+
+    app = _application()
     rows = []
     for h, b in app.blocks_of(args.name, SetTransform):
         event = b.event
@@ -244,7 +249,9 @@ def cmd_inspect_query(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect_transactions(args: argparse.Namespace) -> int:
-    app = Application.open()
+    from common.odf.events import ExecuteTransform
+
+    app = _application()
     names = {i.id.to_did(): i.alias for i in app.ws.list_datasets()}
     rows = []
     for h, b in app.blocks_of(args.name, ExecuteTransform):
@@ -276,3 +283,9 @@ def _input_range(i: ExecuteTransformInput, names: dict[str, str]) -> str:
         return f"{name}: no new records"
     start = 0 if i.prev_offset is None else i.prev_offset + 1
     return f"{name}: {start}..{i.new_offset}"
+
+
+def _application() -> Application:
+    from coordinator.app.application import Application  # not for log, tail and schema
+
+    return Application.open()

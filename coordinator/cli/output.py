@@ -1,24 +1,20 @@
 """Rendering command results as a table, JSON, CSV or YAML (``--output-format``).
 
 Commands produce plain rows (``dict`` of column -> value) or documents (nested plain data);
-this module alone decides how they look. Tables use rich; the other formats are for
+this module alone decides how they look. Tables use rich on a terminal, and plain aligned
+columns (``plain_table``: the same text, without importing rich) elsewhere when no cell needs
+rich's wrapping or wide-character rules; the other formats are for
 machines: datetimes become RFC 3339 strings, ``None`` is ``null`` (JSON, YAML) or empty (CSV).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TextIO
-
-from rich.console import Console, ConsoleOptions
-from rich.segment import Segment
-from rich.table import Table
-from rich.text import Text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -122,6 +118,8 @@ def render_rows(
     elif fmt is OutputFormat.YAML:
         out.write(_yaml(records))
     elif fmt is OutputFormat.CSV:
+        import csv
+
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         for r in records:
@@ -154,53 +152,36 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-class _Cell(Text):
-    """A table cell whose wrapped lines are rendered as separate segments.
-
-    A plain ``Text`` renders all its wrapped lines as one segment joined with newlines, which
-    rich then splits into lines with repeated ``str.partition`` (a copy of the rest each
-    time): quadratic in the size of a cell (a 50 MB description made ``odf log`` take over
-    10 minutes). Same wrapping, same output, linear.
-    """
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
-        tab_size = console.tab_size if self.tab_size is None else self.tab_size
-        lines = self.wrap(
-            console,
-            options.max_width,
-            justify=self.justify or options.justify or "default",
-            overflow=self.overflow or options.overflow or "fold",
-            tab_size=tab_size or 8,
-            no_wrap=bool(self.no_wrap if self.no_wrap is not None else options.no_wrap),
-        )
-        newline = Segment("\n")
-        for i, line in enumerate(lines):
-            if i:
-                yield newline
-            yield from line.render(console)
-        if self.end:
-            yield Segment(self.end)
-
-
 def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -> None:
-    is_tty = out.isatty()
-    console = Console(
-        file=out,
-        width=None if is_tty else 400,
-        no_color=not is_tty,
-        highlight=False,
-        soft_wrap=False,
+    cells = [["" if r[c] is None else _cell(r[c]) for c in columns] for r in records]
+    if not out.isatty():
+        text = plain_table(list(columns), cells)
+        if text is not None:
+            out.write(text)
+            return
+    from coordinator.cli.rich_table import print_table  # rich: only when it is needed
+
+    print_table(list(columns), cells, out)
+
+
+PLAIN_WIDTH = 400
+"""The width of a table printed to a file or a pipe (rich's console width there)."""
+
+
+def plain_table(columns: list[str], rows: list[list[str]]) -> str | None:
+    """The table as rich prints it to a non-terminal (no box, columns two spaces apart,
+    lines right-stripped), or ``None`` when rich's layout could differ: a cell with anything
+    but printable ASCII (line breaks, tabs, wide characters) or lines wider than
+    ``PLAIN_WIDTH`` (rich then folds cells)."""
+    widths = [len(c) for c in columns]
+    for row in [columns, *rows]:
+        for i, cell in enumerate(row):
+            if not (cell.isascii() and cell.isprintable()):
+                return None
+            widths[i] = max(widths[i], len(cell))
+    if sum(widths) + 2 * (len(widths) - 1) > PLAIN_WIDTH:
+        return None
+    return "".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        for row in [columns, *rows]
     )
-    table = Table(show_edge=is_tty, pad_edge=False)
-    if not is_tty:
-        table.box = None
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    for r in records:
-        table.add_row(*[_Cell("" if r[c] is None else _cell(r[c])) for c in columns])
-    if is_tty:
-        console.print(table)
-        return
-    with console.capture() as capture:
-        console.print(table)
-    out.write("".join(line.rstrip() + "\n" for line in capture.get().splitlines()))

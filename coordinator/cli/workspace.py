@@ -6,13 +6,19 @@ import argparse
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import ValidationError
-from coordinator.app import Application, DatasetSummary, read_snapshots, snapshot_files
-from coordinator.cli.connect import add_daemon_argument, use_cases
+from coordinator.app.listing import list_datasets
+from coordinator.cli.connect import add_daemon_argument, use_cases, workspace_or_daemon
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
 from coordinator.ingest import DEFAULT_MAX_RECORDS
+
+if TYPE_CHECKING:
+    from coordinator.app import Application, DatasetSummary
+
+# Each command imports the application (the model, the engines' glue) only when it runs:
+# ``odf list`` lists from the datasets' state caches without it (CLI start time).
 
 LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
 
@@ -89,6 +95,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from coordinator.app.application import Application
+
     ws = Application.init(Path.cwd(), exist_ok=args.exists_ok)
     print(f"initialized an odf workspace in {ws.odf_dir}")
     return 0
@@ -96,6 +104,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     app = use_cases(args)
+    from coordinator.app.snapshots import read_snapshots, snapshot_files
+
     sources = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
     for ds in app.add(sources):
         print(f"added {ds.alias} ({ds.id})")
@@ -105,7 +115,9 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     """Every dataset; a broken one (unreadable head or blocks) is listed with a one-line
     ``error`` and the others as usual, and the exit code is then 1 (after the listing)."""
-    rows = [_row(summary) for summary in use_cases(args).list_datasets()]
+    ws, daemon = workspace_or_daemon(args)
+    summaries = daemon.list_datasets() if daemon is not None else list_datasets(ws)
+    rows = [_row(summary) for summary in summaries]
     broken = [r["name"] for r in rows if r["error"] is not None]
     table = OutputFormat(args.output_format) is OutputFormat.TABLE
     columns = (*LIST_COLUMNS, "error") if broken or not table else LIST_COLUMNS
@@ -123,7 +135,7 @@ def _row(summary: DatasetSummary) -> dict[str, Any]:
 def cmd_delete(args: argparse.Namespace) -> int:
     names = list(args.names)
     if args.recursive:
-        names = Application.open().with_dependents(names)
+        names = _application().with_dependents(names)
         extra = [n for n in names if n.lower() not in {a.lower() for a in args.names}]
         if extra and not args.yes:
             listed = ", ".join(names)
@@ -141,7 +153,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    done = Application.open().reset(args.name, args.block, force=args.force)
+    done = _application().reset(args.name, args.block, force=args.force)
     for stale in done.invalidated:
         print(f"warning: {stale}: no longer valid; reset it too", file=sys.stderr)
     print(f"{done.dataset}: head {done.head} ({done.removed} later block(s) removed)")
@@ -157,7 +169,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         )
     if args.max_records < 1:
         raise ValidationError("must be at least 1", path="--max-records")
-    done = Application.open().compact(args.name, max_records=args.max_records)
+    done = _application().compact(args.name, max_records=args.max_records)
     print(
         f"{done.dataset}: {done.files_before} data files in {done.blocks_before} blocks ->"
         f" {done.files_after} in {done.blocks_after} (head {done.head})"
@@ -166,6 +178,12 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_rename(args: argparse.Namespace) -> int:
-    new = Application.open().rename(args.name, args.new_name)
+    new = _application().rename(args.name, args.new_name)
     print(f"renamed {args.name} to {new}")
     return 0
+
+
+def _application() -> Application:
+    from coordinator.app.application import Application
+
+    return Application.open()

@@ -3,22 +3,46 @@
 Public API: ``Dataset`` (read blocks, ``state()``, ``commit``), ``DatasetState`` (the
 summary the next transaction is prepared from), ``CommitItem`` and the errors in
 ``coordinator.dataset.errors``.
+
+The names are imported when first used (PEP 562): a light module of this package (``layout``,
+``listing``) is then importable without the FlatBuffers model (CLI start time).
 """
 
-from coordinator.dataset.commit import CommitItem
-from coordinator.dataset.dataset import Dataset
-from coordinator.dataset.errors import (
-    AlreadyExistsError,
-    AppendValidationError,
-    ConflictError,
-    CorruptDatasetError,
-    DatasetNotFoundError,
-    LockTimeoutError,
-    RefCASError,
-    StagedFileError,
-)
-from coordinator.dataset.layout import DatasetLayout
-from coordinator.dataset.state import DatasetState
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coordinator.dataset.commit import CommitItem
+    from coordinator.dataset.dataset import Dataset
+    from coordinator.dataset.errors import (
+        AlreadyExistsError,
+        AppendValidationError,
+        ConflictError,
+        CorruptDatasetError,
+        DatasetNotFoundError,
+        LockTimeoutError,
+        RefCASError,
+        StagedFileError,
+    )
+    from coordinator.dataset.layout import DatasetLayout
+    from coordinator.dataset.state import DatasetState
+
+_WHERE = {
+    "AlreadyExistsError": "errors",
+    "AppendValidationError": "errors",
+    "CommitItem": "commit",
+    "ConflictError": "errors",
+    "CorruptDatasetError": "errors",
+    "Dataset": "dataset",
+    "DatasetLayout": "layout",
+    "DatasetNotFoundError": "errors",
+    "DatasetState": "state",
+    "LockTimeoutError": "errors",
+    "RefCASError": "errors",
+    "StagedFileError": "errors",
+}
 
 __all__ = [
     "AlreadyExistsError",
@@ -34,3 +58,12 @@ __all__ = [
     "RefCASError",
     "StagedFileError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

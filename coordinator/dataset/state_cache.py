@@ -1,7 +1,9 @@
 """Computing a ``DatasetState`` without rescanning the chain every time.
 
 The state of the last head seen is stored in ``.coordinator/state.json`` as the head hash,
-the running data size and the ``origins`` (block hashes of each event-valued field). To open
+the running data size, the ``origins`` (block hashes of each event-valued field) and the
+figures ``odf list`` shows (``coordinator.dataset.listing``, read there without decoding a
+block; a cache without them is rewritten at the next open). To open
 a dataset we read the head and those few blocks and replay them; if the head moved on since,
 only the new blocks are folded in. The cache is a pure optimisation: anything unexpected
 (missing, damaged, not an ancestor of the head) falls back to folding the whole chain.
@@ -16,7 +18,7 @@ from common.logs import get_logger
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError
 from common.odf.multihash import Multihash
-from coordinator.dataset import durable
+from coordinator.dataset import durable, listing
 from coordinator.dataset.chain import MetadataChain
 from coordinator.dataset.state import DatasetState, advance, fold
 from coordinator.tempdirs import require_real_dir
@@ -35,6 +37,7 @@ def save(chain: MetadataChain, state: DatasetState) -> None:
         "head": state.head.to_multibase(),
         "data_size": state.data_size,
         "origins": [[key, h.to_multibase()] for key, h in state.origins],
+        listing.SUMMARY_KEY: listing.summary_doc(state),
     }
     try:
         require_real_dir(chain.layout.private_dir, create=True)
@@ -43,8 +46,9 @@ def save(chain: MetadataChain, state: DatasetState) -> None:
         log.debug("could not save the state cache", error=str(e))
 
 
-def load(chain: MetadataChain) -> DatasetState | None:
-    """The cached state (of whatever head it was saved for), or ``None``."""
+def load(chain: MetadataChain) -> tuple[DatasetState, bool] | None:
+    """The cached state (of whatever head it was saved for) and whether the cache holds its
+    listing figures too, or ``None``."""
     try:
         if not require_real_dir(chain.layout.private_dir):
             return None
@@ -53,7 +57,8 @@ def load(chain: MetadataChain) -> DatasetState | None:
             return None
         head = Multihash.from_multibase(doc["head"])
         origins = [(str(k), Multihash.from_multibase(h)) for k, h in doc["origins"]]
-        return _replay(chain, head, int(doc["data_size"]), origins)
+        state = _replay(chain, head, int(doc["data_size"]), origins)
+        return state, doc.get(listing.SUMMARY_KEY) == listing.summary_doc(state)
     except (OSError, ValueError, KeyError, TypeError, OdfError) as e:
         log.debug("ignoring the state cache", error=str(e))
         return None
@@ -76,15 +81,17 @@ def _replay(
 
 
 def compute(chain: MetadataChain, head: Multihash | None) -> tuple[DatasetState, bool]:
-    """The state as of ``head`` and whether the saved cache was already at ``head``.
+    """The state as of ``head`` and whether the saved cache was already at ``head`` (and
+    complete: a cache without the listing figures, or with wrong ones, is to be saved again).
 
     Uses the cache plus the blocks added since it was saved, or else folds the whole chain.
     """
     if head is None:
         return DatasetState(), True
-    cached = load(chain)
-    if cached is not None and cached.head == head:
-        return cached, True
+    loaded = load(chain)
+    cached = loaded[0] if loaded is not None else None
+    if loaded is not None and loaded[0].head == head:
+        return loaded[0], loaded[1]
     return _catch_up(chain, head, cached), False
 
 

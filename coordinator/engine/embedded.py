@@ -23,10 +23,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.logs import get_logger
 from coordinator.config import DEFAULT_DRIVER_MEMORY
-from coordinator.engine.client import EngineClient
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
 from coordinator.engine.provider import EngineMounts, jvm_environment
 from coordinator.engine.version import (
@@ -35,6 +35,9 @@ from coordinator.engine.version import (
     engine_package_dir,
 )
 from coordinator.tempdirs import check_shared_dir, owned_temp_dir
+
+if TYPE_CHECKING:
+    from coordinator.engine.client import EngineClient
 
 log = get_logger(__name__)
 
@@ -92,6 +95,8 @@ class EmbeddedEngineProvider:
         mounts = EngineMounts.of(mounts.read_only, (*mounts.read_write, *self.data_roots))
         mounts.create()
         with owned_temp_dir("odf-engine-") as workdir, self._process(workdir, mounts) as process:
+            from coordinator.engine.client import EngineClient  # gRPC: only to start one
+
             client = EngineClient(
                 f"unix:{workdir / SOCKET_NAME}",
                 description=f"embedded engine (pid {process.pid})",

@@ -13,10 +13,12 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from common.logs import get_logger
-from coordinator.engine.client import EngineClient
+
+if TYPE_CHECKING:  # gRPC: imported only when an engine is really started
+    from coordinator.engine.client import EngineClient
 
 log = get_logger(__name__)
 

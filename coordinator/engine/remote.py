@@ -13,11 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.logs import get_logger
-from coordinator.engine.client import EngineClient, EngineCredentials
 from coordinator.engine.errors import EngineUnavailableError
 from coordinator.engine.provider import EngineMounts
+
+if TYPE_CHECKING:
+    from coordinator.engine.client import EngineClient, EngineCredentials
 
 log = get_logger(__name__)
 
@@ -50,6 +53,8 @@ class RemoteEngineProvider:
     @contextmanager
     def engine(self, version: str | None, mounts: EngineMounts) -> Iterator[EngineClient]:
         target = grpc_target(self.address)
+        from coordinator.engine.client import EngineClient  # gRPC: only to connect
+
         with EngineClient(
             target, description=f"remote engine at {self.address}", credentials=self.credentials()
         ) as client:
@@ -66,6 +71,8 @@ class RemoteEngineProvider:
                 f"engine.tokenFile {self.token_file}: the token must be one word, not empty"
             )
         ca = _read(self.tls_ca, "engine.tlsCa") if self.tls_ca else None
+        from coordinator.engine.client import EngineCredentials
+
         return EngineCredentials(token=token, tls_ca=ca)
 
 

@@ -19,6 +19,8 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.arrow_values import int_scalar, sequence
+
 RUN_BYTES = 256 << 20
 """Arrow bytes per sorted chunk held in memory before it is spilled."""
 
@@ -91,17 +93,10 @@ def _numbered(batches: Iterator[pa.RecordBatch], start: int) -> Iterator[pa.Reco
 
 
 def _append_seq(batch: pa.RecordBatch, start: int) -> pa.RecordBatch:
-    seq = _sequence(start, batch.num_rows)
+    seq = sequence(start, batch.num_rows)
     return pa.RecordBatch.from_arrays(
         [*batch.columns, seq], schema=batch.schema.append(pa.field(_SEQ, pa.int64()))
     )
-
-
-def _sequence(start: int, n: int) -> pa.Array:
-    if n == 0:
-        return pa.array([], pa.int64())
-    ones = pa.repeat(pa.scalar(1, pa.int64()), n)
-    return pc.add(pc.cumulative_sum(ones), pa.scalar(start - 1, pa.int64()))
 
 
 def _sorted_runs(
@@ -183,7 +178,7 @@ def _last(table: pa.Table, key: str) -> tuple[int, int]:
 def _count_up_to(table: pa.Table, key: str, frontier: tuple[int, int]) -> int:
     k = key_values(table[key])
     s = table[_SEQ]
-    fk = pa.scalar(frontier[0], pa.int64())
-    fs = pa.scalar(frontier[1], pa.int64())
+    fk = int_scalar(frontier[0], pa.int64())
+    fs = int_scalar(frontier[1], pa.int64())
     mask = pc.or_(pc.less(k, fk), pc.and_(pc.equal(k, fk), pc.less_equal(s, fs)))
     return int(pc.sum(mask.cast(pa.int64())).as_py() or 0)

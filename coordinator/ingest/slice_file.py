@@ -13,17 +13,18 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.arrow_values import sequence, time_of, timestamp_scalar
 from common.hashing import LogicalHasher, PhysicalHasher, logical_hash_parquet
 from common.odf.fragments import DatasetVocabulary
 from common.odf.multihash import Multihash
-from coordinator.ingest.system_columns import OFFSET_TYPE, TIME_TYPE
+from coordinator.ingest.system_columns import TIME_TYPE
 
 ROW_GROUP_ROWS = 1 << 20
 ROW_GROUP_BYTES = 128 << 20
@@ -94,7 +95,7 @@ class SliceFile:
         self.output = output
         self.vocab = vocab
         self.start_offset = start_offset
-        self.system_time = pa.scalar(system_time.astimezone(UTC), TIME_TYPE)
+        self.system_time = timestamp_scalar(system_time, TIME_TYPE)
         """The ``system_time`` column value, the same on every record of the slice."""
         self._positions = [
             _OFFSET
@@ -119,7 +120,7 @@ class SliceFile:
         n = batch.num_rows
         if n == 0:
             return
-        offsets = _sequence(self.start_offset + self._rows, n)
+        offsets = sequence(self.start_offset + self._rows, n)
         system_times = pa.repeat(self.system_time, n)
         columns = [
             offsets if i == _OFFSET else system_times if i == _SYSTEM_TIME else batch.column(i)
@@ -138,7 +139,7 @@ class SliceFile:
     def _track_event_time(self, column: pa.Array) -> None:
         value = pc.max(column)
         if value.is_valid and (
-            self._max_event_time is None or value.as_py() > self._max_event_time.as_py()
+            self._max_event_time is None or value.value > self._max_event_time.value
         ):
             self._max_event_time = value
 
@@ -212,17 +213,6 @@ class SliceFile:
             run.unlink(missing_ok=True)
 
 
-def _sequence(start: int, n: int) -> pa.Array:
-    ones = pa.repeat(pa.scalar(1, OFFSET_TYPE), n)
-    return pc.add(pc.cumulative_sum(ones), pa.scalar(start - 1, OFFSET_TYPE))
-
-
 def _as_datetime(value: pa.Scalar | None) -> datetime | None:
     """A max event time as an aware datetime; a date becomes midnight UTC of that day."""
-    if value is None:
-        return None
-    if pa.types.is_date(value.type):
-        day = value.cast(pa.date32()).as_py()
-        return datetime(day.year, day.month, day.day, tzinfo=UTC)
-    result: datetime = value.as_py()
-    return result.astimezone(UTC)
+    return None if value is None else time_of(value)

@@ -9,11 +9,12 @@ reference's cast does).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.arrow_values import timestamp_scalar
 from common.odf.fragments import DatasetVocabulary
 from coordinator.ingest.errors import BadInputSchemaError
 
@@ -82,7 +83,7 @@ def fill_event_time(column: pa.Array, fallback: datetime) -> pa.Array:
     """NULL event times replaced by ``fallback`` (its UTC day for a date column)."""
     if column.null_count == 0:
         return column
-    value = pa.scalar(fallback.astimezone(UTC), TIME_TYPE)
+    value = timestamp_scalar(fallback, TIME_TYPE)
     if not column.type.equals(TIME_TYPE):
         value = value.cast(column.type)
     return pc.fill_null(column, value)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from common.arrow_values import int_scalar
 from coordinator.ingest.errors import MergeError
 from coordinator.ingest.history import History
 from coordinator.ingest.readers.stream import DataStream
@@ -52,7 +53,7 @@ def with_op_schema(schema: pa.Schema, op_column: str) -> pa.Schema:
 
 def with_op(batch: pa.RecordBatch, op: int, schema: pa.Schema) -> pa.RecordBatch:
     """``batch`` with a constant ``op`` column in front (``schema`` = with_op_schema)."""
-    ops = pa.repeat(pa.scalar(op, OP_TYPE), batch.num_rows)
+    ops = pa.repeat(int_scalar(op, OP_TYPE), batch.num_rows)
     return pa.RecordBatch.from_arrays([ops, *batch.columns], schema=schema)
 
 

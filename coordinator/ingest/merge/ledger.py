@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from common.arrow_values import sequence
 from coordinator.ingest.errors import MergeError
 from coordinator.ingest.history import History
 from coordinator.ingest.merge.base import (
@@ -51,7 +52,7 @@ class LedgerMerge(StreamingMerge):
 
     def _unseen(self, batch: pa.RecordBatch, seen: pa.Table) -> pa.RecordBatch:
         keys = pa.Table.from_arrays(
-            [*(batch.column(k) for k in self.primary_key), pa.array(range(batch.num_rows))],
+            [*(batch.column(k) for k in self.primary_key), sequence(0, batch.num_rows)],
             names=[*self.primary_key, _ROW],
         )
         rows = keys.join(seen, keys=list(self.primary_key), join_type="left anti")[_ROW]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.arrow_values import bool_scalar, int_scalar, sequence
 from coordinator.ingest.errors import MergeError
 from coordinator.ingest.history import History
 from coordinator.ingest.merge.base import append_all, require_columns, with_op_schema
@@ -112,7 +113,7 @@ class SnapshotMerge:
         columns = self.compare_columns or tuple(
             c for c in new.schema.names if c not in self.primary_key
         )
-        changed = pa.repeat(pa.scalar(False), new.num_rows)
+        changed = pa.repeat(bool_scalar(False), new.num_rows)
         for c in columns:
             differs = _distinct(old[c].combine_chunks(), new[c].combine_chunks())
             if c == self.event_time_column:
@@ -158,7 +159,7 @@ def _keyed(table: pa.Table, primary_key: tuple[str, ...], row_column: str) -> pa
         column = table[name]
         columns += [column.is_null(), pc.fill_null(column, _default(column.type, name))]
         names += [f"__odf_k{i}_null", f"__odf_k{i}"]
-    columns.append(pa.array(range(table.num_rows), pa.int64()))
+    columns.append(sequence(0, table.num_rows))
     names.append(row_column)
     return pa.Table.from_arrays(columns, names=names)
 
@@ -198,5 +199,5 @@ def _is_nested(dtype: pa.DataType) -> bool:
 
 def _rows(op: int, source: pa.Table, rows: pa.Array, schema: pa.Schema) -> pa.Table:
     taken = source.take(rows)
-    ops = pa.repeat(pa.scalar(op, OP_TYPE), taken.num_rows)
+    ops = pa.repeat(int_scalar(op, OP_TYPE), taken.num_rows)
     return pa.Table.from_arrays([ops, *taken.columns], schema=schema.with_metadata(None))

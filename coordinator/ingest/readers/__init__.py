@@ -20,11 +20,6 @@ from common.odf.fragments import (
     ReadStepParquet,
 )
 from coordinator.ingest.errors import UnsupportedOptionError
-from coordinator.ingest.readers.csv import read_csv
-from coordinator.ingest.readers.geojson import read_geojson, read_ndgeojson
-from coordinator.ingest.readers.json import read_json, read_ndjson
-from coordinator.ingest.readers.parquet import read_parquet
-from coordinator.ingest.readers.shapefile import read_shapefile
 from coordinator.ingest.readers.stream import DataStream
 from coordinator.ingest.readers.utf8 import check_utf8_file
 
@@ -60,20 +55,36 @@ def read_data(step: ReadStep, path: Path, *, name: str | None = None) -> DataStr
     shown = name or str(path)
     if isinstance(step, TEXT_STEPS):
         check_utf8_file(path, name=shown)
+    # Each format's reader is imported when a file of it is read (the shapefile and Parquet
+    # readers alone cost more start-up time than a small CSV ingest takes).
     match step:
         case ReadStepCsv():
+            from coordinator.ingest.readers.csv import read_csv
+
             return read_csv(step, path, name=shown)
         case ReadStepNdJson():
+            from coordinator.ingest.readers.json import read_ndjson
+
             return read_ndjson(step, path, name=shown)
         case ReadStepJson():
+            from coordinator.ingest.readers.json import read_json
+
             return read_json(step, path, name=shown)
         case ReadStepGeoJson():
+            from coordinator.ingest.readers.geojson import read_geojson
+
             return read_geojson(step, path, name=shown)
         case ReadStepNdGeoJson():
+            from coordinator.ingest.readers.geojson import read_ndgeojson
+
             return read_ndgeojson(step, path, name=shown)
         case ReadStepParquet():
+            from coordinator.ingest.readers.parquet import read_parquet
+
             return read_parquet(step, path, name=shown)
         case ReadStepEsriShapefile():
+            from coordinator.ingest.readers.shapefile import read_shapefile
+
             return read_shapefile(step, path, name=shown)
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.arrow_values import date_scalar, null_scalar, timestamp_scalar
 from coordinator.ingest.errors import ReadError
 
 _HAS_ZONE = r"\d{2}:\d{2}(?::\d{2}(?:\.\d*)?)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$"
@@ -42,6 +43,7 @@ class BadValue(Exception):
 MIN_TIME = datetime(1, 1, 1, tzinfo=UTC)
 MAX_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 OUT_OF_RANGE = "is outside years 1 to 9999 (UTC)"
+_MICROS = pa.timestamp("us", "UTC")
 
 
 def first_out_of_range(values: pa.Array) -> int | None:
@@ -52,11 +54,11 @@ def first_out_of_range(values: pa.Array) -> int | None:
     if pa.types.is_timestamp(dtype):
         if dtype.unit == "ns":
             return None  # nanoseconds since 1970 only reach 1677-2262
-        low = pa.scalar(MIN_TIME, pa.timestamp("us", "UTC")).cast(dtype)
-        high = pa.scalar(MAX_TIME, pa.timestamp("us", "UTC")).cast(dtype, safe=False)
+        low = timestamp_scalar(MIN_TIME, _MICROS).cast(dtype)
+        high = timestamp_scalar(MAX_TIME, _MICROS).cast(dtype, safe=False)
     elif pa.types.is_date(dtype):
-        low = pa.scalar(MIN_TIME.date(), dtype)
-        high = pa.scalar(MAX_TIME.date(), dtype)
+        low = date_scalar(MIN_TIME.date(), dtype)
+        high = date_scalar(MAX_TIME.date(), dtype)
     else:
         return None
     bad = pc.or_(pc.less(values, low), pc.greater(values, high))
@@ -151,8 +153,9 @@ def _parse_timestamps_fast(strings: pa.Array, unit: str, tz: str) -> pa.Array:
         except pa.ArrowInvalid:
             pass
     has_zone = pc.match_substring_regex(strings, _HAS_ZONE)
-    zoned = pc.cast(pc.if_else(has_zone, strings, None), aware_type)
-    naive = pc.cast(pc.if_else(has_zone, None, strings), pa.timestamp(unit))
+    null = null_scalar(strings.type)
+    zoned = pc.cast(pc.if_else(has_zone, strings, null), aware_type)
+    naive = pc.cast(pc.if_else(has_zone, null, strings), pa.timestamp(unit))
     return pc.if_else(has_zone, zoned, pc.cast(naive, aware_type))
 
 

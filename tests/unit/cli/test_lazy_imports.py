@@ -48,11 +48,13 @@ def test_full_help_lists_every_command() -> None:
         assert all(c in usage for c in commands)
 
 
-def _imported_by(cwd: Path, *args: str) -> set[str]:
-    """The top-level packages ``odf ARGS`` has imported when it exits."""
+def _imported_by(cwd: Path, *args: str, whole: bool = False) -> set[str]:
+    """The top-level packages (``whole``: the modules) ``odf ARGS`` has imported when it
+    exits."""
+    name = "m" if whole else "m.split('.')[0]"
     code = (
         "import atexit, json, sys\n"
-        "atexit.register(lambda: print(json.dumps(sorted({m.split('.')[0] for m in"
+        f"atexit.register(lambda: print(json.dumps(sorted({{{name} for m in"
         " sys.modules})), file=sys.stderr))\n"
         "from coordinator.cli import main\n"
         f"sys.exit(main({list(args)!r}))\n"
@@ -73,3 +75,37 @@ def test_quick_commands_load_no_heavy_library(tmp_path: Path) -> None:
     for args in (("--version",), ("list",), ("list", "-o", "json")):
         loaded = _imported_by(tmp_path, *args)
         assert not loaded & set(HEAVY), (args, sorted(loaded & set(HEAVY)))
+
+
+def test_list_and_log_load_neither_the_application_nor_pyarrow(tmp_path: Path) -> None:
+    from common.odf.fragments import DatasetKind
+    from common.odf.snapshot import DatasetSnapshot
+    from coordinator.workspace import Workspace
+
+    Workspace.init(tmp_path).create_dataset(
+        DatasetSnapshot(name="a", kind=DatasetKind.ROOT, metadata=())
+    )
+    app = {"coordinator.app.application", "rich"}
+    listed = _imported_by(tmp_path, "list", whole=True)
+    assert not listed & (app | set(HEAVY) | {"common.odf.events", "yaml"}), sorted(listed)
+    logged = _imported_by(tmp_path, "log", "a", whole=True)
+    assert not logged & (app | set(HEAVY)), sorted(logged)
+
+
+def test_quiet_ingest_of_a_csv_loads_neither_pandas_grpc_nor_rich(tmp_path: Path) -> None:
+    """pyarrow imports pandas on its first conversion of Python objects (0.7-1.5 s)."""
+    from common.odf.events import AddPushSource
+    from common.odf.fragments import DatasetKind, MergeStrategyAppend, ReadStepCsv
+    from common.odf.snapshot import DatasetSnapshot
+    from coordinator.workspace import Workspace
+
+    source = AddPushSource(
+        source_name="s",
+        read=ReadStepCsv(header=True, schema=("event_time TIMESTAMP", "v STRING")),
+        merge=MergeStrategyAppend(),
+    )
+    snapshot = DatasetSnapshot(name="a", kind=DatasetKind.ROOT, metadata=(source,))
+    Workspace.init(tmp_path).create_dataset(snapshot)
+    (tmp_path / "a.csv").write_text("event_time,v\n2024-01-01T00:00:00Z,x\n2024-01-02,y\n")
+    loaded = _imported_by(tmp_path, "-q", "ingest", "a", "a.csv")
+    assert not loaded & {"pandas", "grpc", "rich"}, sorted(loaded)  # -q: no bars, no rich

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import random
+import string
 from contextlib import redirect_stdout
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +21,14 @@ from common.odf.events import SetInfo
 from common.odf.fragments import DatasetKind
 from common.odf.snapshot import DatasetSnapshot
 from coordinator.cli import main
-from coordinator.cli.output import OutputFormat, _Cell, render_document, render_rows
+from coordinator.cli.output import (
+    PLAIN_WIDTH,
+    OutputFormat,
+    plain_table,
+    render_document,
+    render_rows,
+)
+from coordinator.cli.rich_table import _Cell, print_table
 from coordinator.workspace import Workspace
 
 ROWS: list[dict[str, object]] = [
@@ -54,6 +63,40 @@ def test_table_keeps_text_verbatim_without_trailing_spaces() -> None:
     assert lines[0].split() == ["name", "when", "n"]
     assert "b[red]" in lines[2]  # not taken as rich markup
     assert all(line == line.rstrip() for line in lines)
+
+
+def _rich(columns: list[str], rows: list[list[str]]) -> str:
+    out = io.StringIO()
+    print_table(columns, rows, out)
+    return out.getvalue()
+
+
+def _random_cell(rnd: random.Random, width: int) -> str:
+    return "".join(rnd.choice(string.printable[:95]) for _ in range(rnd.randrange(width + 1)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_plain_table_is_what_rich_prints_to_a_file(seed: int) -> None:
+    rnd = random.Random(seed)
+    columns = [_random_cell(rnd, 8) or "c" for _ in range(rnd.randrange(1, 7))]
+    rows = [[_random_cell(rnd, 40) for _ in columns] for _ in range(rnd.randrange(5))]
+    assert plain_table(columns, rows) == _rich(columns, rows)
+
+
+@pytest.mark.parametrize("overflow", [-1, 0, 1])
+def test_plain_table_up_to_rich_width_and_no_further(overflow: int) -> None:
+    columns = ["a", "b"]
+    rows = [["x" * 100, "y" * (PLAIN_WIDTH - 102 + overflow)]]
+    text = plain_table(columns, rows)
+    assert (text is None) == (overflow > 0)
+    if text is not None:
+        assert text == _rich(columns, rows)
+
+
+@pytest.mark.parametrize("cell", ["two\nlines", "a\ttab", "wide 漢字", "ünï", "\x1b[31mred"])
+def test_plain_table_leaves_to_rich_what_it_lays_out_differently(cell: str) -> None:
+    assert plain_table(["a"], [[cell]]) is None
+    assert plain_table([cell], []) is None
 
 
 def test_document() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from common.odf.errors import DecodeError, ValidationError
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
+from common.serde.arrow_schema_tables import field_names
 
 # kamu-cli f92b4f25d, src/domain/opendatafabric/tests/tests/test_serde_yaml.rs
 # (serde_set_data_schema): arrow-rs 52 bytes of `a: Int64 not null, b: Boolean not null`.
@@ -539,3 +540,20 @@ def test_generated_schemas_round_trip(fields: list[pa.Field], metadata: dict[str
     data = encode_arrow_schema(schema)
     assert same(decode_arrow_schema(data), schema)
     assert same(decode_arrow_schema(_pyarrow_schema_flatbuffer(schema)), schema)
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_field_names_are_read_without_pyarrow_as_the_full_reader_reads_them(name: str) -> None:
+    schema = pa.schema([pa.field("offset", pa.int64(), False), pa.field(name, TYPES[name])])
+    data = encode_arrow_schema(schema)
+    assert field_names(data) == decode_arrow_schema(data).names == ["offset", name]
+
+
+def test_field_names_of_garbage_fail_as_the_full_reader_does() -> None:
+    data = encode_arrow_schema(pa.schema([pa.field("s", pa.string())]))
+    for cut in (b"", data[:3], data[:12], b"\xff\xff\xff\xff" + data):
+        with pytest.raises(DecodeError) as full:
+            decode_arrow_schema(cut)
+        with pytest.raises(DecodeError) as names:
+            field_names(cut)
+        assert str(names.value) == str(full.value)

@@ -1,0 +1,55 @@
+"""``bench/run_all.py``'s one table: a row per figure, MISSED rows, and the verdict."""
+
+from __future__ import annotations
+
+from bench.figures import Figure
+from bench.run_all import BenchResult, render, table_rows
+
+
+def test_rows_show_ours_baseline_ratio_target_and_verdict() -> None:
+    results = [
+        BenchResult(
+            "cli_start",
+            0,
+            (Figure("CLI start: odf list", 0.09, "s", 0.03, 3.0),),
+        ),
+        BenchResult(
+            "ingest",
+            1,
+            (
+                Figure("ingest, library", 500_000, "rows/s", 1_000_000, 0.7, at_least=True),
+                Figure("ingest peak RSS", 600 * 2**20, "B", 500 * 2**20, 1.2),
+            ),
+        ),
+        BenchResult("memory", 0, (Figure("engine memory, idle", 300 * 2**20, "B"),)),
+    ]
+    rows, ok = table_rows(results)
+    assert not ok
+    assert rows == [
+        ("CLI start: odf list", "90.0 ms", "30.0 ms", "3.00x", "<= 3x", "OK"),
+        ("ingest, library", "0.50 M rows/s", "1.00 M rows/s", "0.50x", ">= 0.7x", "MISSED"),
+        ("ingest peak RSS", "600 MiB", "500 MiB", "1.20x", "<= 1.2x", "OK"),
+        ("engine memory, idle", "300 MiB", "", "", "", ""),
+    ]
+    text = render(rows)
+    lines = text.splitlines()
+    assert lines[0].split() == ["figure", "ours", "baseline", "ratio", "target"]
+    assert set(lines[1]) == {"-"} and len(lines) == 2 + len(rows)
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_a_failed_benchmark_is_a_missed_row_and_fails_the_table() -> None:
+    met = Figure("append at 100 blocks", 0.001, "s", target=0.005)
+    encode = Figure("block encode", 6000, "blocks/s", target=5000, at_least=True)
+    rows, ok = table_rows([BenchResult("blocks", 1, (met,)), BenchResult("start", 2, ())])
+    assert not ok
+    assert rows[0][-1] == "OK" and rows[0][4] == "<= 5.0 ms"
+    assert rows[1] == (
+        "blocks: a check outside the table failed (exit code 1)",
+        *[""] * 4,
+        "MISSED",
+    )
+    assert rows[2] == ("start: failed (exit code 2)", "", "", "", "", "MISSED")
+    rows, ok = table_rows([BenchResult("blocks", 0, (met, encode))])
+    assert ok
+    assert rows[1][1:] == ("6,000 blocks/s", "", "", ">= 5,000 blocks/s", "OK")
