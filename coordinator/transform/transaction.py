@@ -204,7 +204,13 @@ def _run(
         response = engine.execute_transform(transform_request(plan, dataset, exchange))
         transform_plan = plan
     engine_s = clock.lap()
-    output = collect_output(response, transform_plan, exchange.data_path, exchange.checkpoint_path)
+    output = collect_output(
+        response,
+        transform_plan,
+        exchange.data_path,
+        exchange.checkpoint_path,
+        flush=not isinstance(policy, CompareWithRecorded),
+    )
     if output.schema is None and transform_plan.output_schema is None and policy is COMMIT:
         # No records yet, and no schema: the query's output schema is known all the same.
         output = replace(output, schema=validated_schema(engine, transform_plan, dataset))
