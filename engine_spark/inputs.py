@@ -2,8 +2,9 @@
 
 Each input's files are read with the schema of its ``schema_file`` (the newest file, so
 columns added later read as null in older files) and filtered to the request's offset
-interval; rows reach the query in offset order (a backlog of several files is brought into
-one partition and sorted by offset locally, as the reference engine does, with no shuffle).
+interval (unless their footers show they hold just its records, ``offset_bounds.py``); rows
+reach the query in offset order (a backlog of several files is brought into one partition
+and sorted by offset locally, as the reference engine does, with no shuffle).
 An input without new data (no interval) is an empty DataFrame with that schema. Parquet files
 are read by Spark itself, all of an input's in one scan; Arrow IPC files are memory-mapped by
 pyarrow and staged as local Parquet files that Spark scans (``staging.py``; with a cluster
@@ -30,6 +31,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import OffsetInterval
 from engine_spark.exchange import DataFormat, detect_format, read_arrow, read_schema
+from engine_spark.offset_bounds import holds_exactly
 from engine_spark.schema_mapping import spark_input_schema, spark_input_table
 from engine_spark.staging import Staging, arrow_frame
 
@@ -48,11 +50,9 @@ def load_input(session: SparkSession, inp: TransformRequestInput, staging: Stagi
     schema = file_schema(session, inp.schema_file)
     if inp.offset_interval is None or not inp.data_paths:
         return session.createDataFrame([], schema)
-    df = filter_interval(
-        read_files(session, inp.data_paths, schema, staging),
-        inp.vocab.offset_column,
-        inp.offset_interval,
-    )
+    df = read_files(session, inp.data_paths, schema, staging)
+    if not holds_exactly(inp.data_paths, inp.vocab.offset_column, inp.offset_interval):
+        df = filter_interval(df, inp.vocab.offset_column, inp.offset_interval)
     if len(inp.data_paths) > 1:
         # Spark packs small files into partitions by size, not in order: one partition,
         # sorted locally by offset, restores the order without a shuffle.

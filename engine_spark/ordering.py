@@ -11,6 +11,7 @@ the query itself ends in ``ORDER BY``, Spark's order is kept.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any
@@ -70,12 +71,13 @@ def is_row_wise(df: DataFrame) -> bool:
 
 
 class _PlanNode:
-    """The two things ``classify_plan`` needs from a JVM plan node."""
+    """The things ``classify_plan`` needs from a JVM plan node, each fetched once (every
+    read is a py4j round trip)."""
 
     def __init__(self, jnode: Any) -> None:
         self._jnode = jnode
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         return str(self._jnode.nodeName())
 
@@ -92,7 +94,7 @@ class _PlanNode:
             return not bool(self._jnode.shuffle())
         return self.name in ORDER_PRESERVING_NODES
 
-    @property
+    @functools.cached_property
     def children(self) -> list[_PlanNode]:
         seq = self._jnode.children()
         return [_PlanNode(seq.apply(i)) for i in range(seq.size())]

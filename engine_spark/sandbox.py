@@ -182,9 +182,10 @@ def _simple(name: str) -> str:
 
 
 def _seq(jseq: Any) -> Iterator[Any]:
-    iterator = jseq.iterator()
-    while iterator.hasNext():
-        yield iterator.next()
+    """The items of an (immutable) Scala ``Seq``: one py4j round trip for its size and one
+    per item (an iterator takes two per item and two more for an empty one)."""
+    for i in range(jseq.size()):
+        yield jseq.apply(i)
 
 
 class Sandbox:

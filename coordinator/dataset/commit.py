@@ -321,10 +321,10 @@ def write_transaction(
     created = {m.dst for m in moves if m.src is not None and not m.dst.exists()}
     created |= {layout.block_path(h) for h, _ in blocks if not layout.block_path(h).exists()}
     _write_journal(layout, new_head, sorted(created), removed)
-    for m in moves:
-        if m.src is not None:
-            durable.move_in(m.src, m.dst)
-    durable.write_new_all([(layout.block_path(h), data) for h, data in blocks])
+    durable.store_objects(
+        [(m.src, m.dst) for m in moves if m.src is not None],
+        [(layout.block_path(h), data) for h, data in blocks],
+    )
     reached("stored")
     durable.write_atomic(layout.head_ref_path, new_head.to_multibase().encode("ascii"))
     reached("head_replaced")

@@ -14,7 +14,7 @@ import functools
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -96,49 +96,8 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-PARALLEL_FSYNCS = 8
-
-
-def write_new_all(files: Sequence[tuple[Path, bytes]]) -> None:
-    """Write immutable content-addressed objects (``(path, bytes)``) that do not exist yet.
-
-    Each appears atomically: written under a pending name, fsync'd, renamed. The fsyncs of
-    several run in parallel (the filesystem commits them together, not one journal commit
-    after the other), and each directory is fsync'd once. Durable when this returns; on an
-    error the pending files are removed (objects already renamed stay: they are complete).
-    """
-    todo = [(path, data) for path, data in files if not path.exists()]
-    pending: list[Path] = []
-    try:
-        for path, data in todo:
-            pending.append(pending_name(path))
-            _write_file(pending[-1], data, sync=False)
-        if len(pending) == 1:
-            _fsync_file(pending[0])
-        elif pending:
-            with ThreadPoolExecutor(min(PARALLEL_FSYNCS, len(pending))) as pool:
-                list(pool.map(_fsync_file, pending))
-        for tmp, (path, _) in zip(pending, todo, strict=True):
-            os.replace(tmp, path)
-    except BaseException:
-        for tmp in pending:
-            tmp.unlink(missing_ok=True)
-        raise
-    for directory in {path.parent for path, _ in todo}:
-        fsync_dir(directory)
-
-
-def move_in(src: Path, dst: Path) -> bool:
-    """Move a finished file into its content-addressed place ``dst``, durably.
-
-    The source is fsync'd first so that the name never points at unwritten data. When ``dst``
-    already exists (same content, same hash) the source is removed and ``False`` returned.
-    Falls back to copy + rename when ``src`` is on another filesystem.
-    """
-    if dst.exists():
-        src.unlink(missing_ok=True)
-        return False
-    _fsync_file(src)
+def _rename_in(src: Path, dst: Path) -> None:
+    """Rename a synced file into place; copy (synced) and remove it across file systems."""
     try:
         os.rename(src, dst)
     except OSError as e:
@@ -146,8 +105,6 @@ def move_in(src: Path, dst: Path) -> bool:
             raise
         _copy_in(src, dst)
         src.unlink(missing_ok=True)
-    fsync_dir(dst.parent)
-    return True
 
 
 def _fsync_file(path: Path) -> None:
@@ -167,6 +124,62 @@ def _copy_in(src: Path, dst: Path) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+_MAX_SYNC_THREADS = 8
+
+
+def store_objects(moves: Sequence[tuple[Path, Path]], writes: Sequence[tuple[Path, bytes]]) -> None:
+    """Store finished files (``moves``: source, place) and new immutable objects (``writes``:
+    place, bytes) at their content-addressed places, durably.
+
+    Every object is complete and fsync'd under a private name (its source, or a pending file
+    in its final directory) before it is renamed into place, and every directory that got a
+    name is fsync'd before this returns, as with one object at a time; the fsyncs of the
+    files, then of the directories, run concurrently (an fsync waits for the disk, not the
+    CPU, and a journaling file system commits concurrent ones together). An object whose
+    place is taken already (same content) is not written again; its source is removed.
+    """
+    pending: list[tuple[Path, Path]] = []
+    try:
+        for dst, data in writes:
+            if not dst.exists():
+                tmp = pending_name(dst)
+                pending.append((tmp, dst))
+                _write_file(tmp, data, sync=False)
+        sources = []
+        for src, dst in moves:
+            if dst.exists():
+                src.unlink(missing_ok=True)
+            else:
+                sources.append((src, dst))
+        _concurrently(_fsync_file, [p for p, _ in [*sources, *pending]])
+        for src, dst in sources:
+            _rename_in(src, dst)
+        for tmp, dst in pending:
+            os.replace(tmp, dst)
+    except BaseException:
+        for tmp, _ in pending:
+            tmp.unlink(missing_ok=True)
+        raise
+    _concurrently(fsync_dir, {dst.parent for _, dst in [*sources, *pending]})
+
+
+def _concurrently(sync: Callable[[Path], None], paths: Iterable[Path]) -> None:
+    todo = list(paths)
+    if len(todo) <= 1:
+        for p in todo:
+            sync(p)
+        return
+    with ThreadPoolExecutor(min(len(todo), _MAX_SYNC_THREADS)) as pool:
+        for done in [pool.submit(sync, p) for p in todo]:
+            done.result()
+
+
+def flush(path: Path) -> None:
+    """Write a finished file's data to the disk now (``fsync``), e.g. while it is being read
+    for its hashes: storing it later (``store_objects``) then waits for nothing."""
+    _fsync_file(path)
 
 
 def remove_durably(paths: list[Path]) -> None:

@@ -6,7 +6,8 @@ offset, with as many records as the interval says; a checkpoint, if any, is one 
 The data gets its logical hash (``arrow0-sha3-256`` over the records) and physical hash
 (SHA3-256 of the bytes), record count and schema from one memory-mapped read
 (``digest_data_file``), the checkpoint its physical hash. The commit trusts these hashes
-(``CommitItem.hashed``): the files are not read again.
+(``CommitItem.hashed``): the files are not read again. Files to be committed are flushed to
+the disk while they are hashed, so the commit's fsync of them finds nothing left to write.
 
 The events: a ``SetDataSchema`` first when the output schema is new (the first data) or has
 gained columns, then the ``ExecuteTransform`` with the inputs' progress (RFC-014). Both are
@@ -15,6 +16,7 @@ committed together, so a schema never appears without its data.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from common.odf.errors import DecodeError
 from common.odf.events import ExecuteTransform, SetDataSchema
 from common.odf.fragments import Checkpoint, DataSlice
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
-from coordinator.dataset import CommitItem
+from coordinator.dataset import CommitItem, durable
 from coordinator.dataset.rules import schema_change_problem
 from coordinator.engine.errors import EngineContractError
 from coordinator.transform.errors import OutputSchemaError
@@ -45,9 +47,34 @@ class EngineOutput:
 
 
 def collect_output(
+    response: ep.TransformResponseSuccess,
+    plan: TransformPlan,
+    data: Path,
+    checkpoint: Path,
+    *,
+    flush: bool = False,
+) -> EngineOutput:
+    """Check the engine's files against its response and the contract, and hash them.
+
+    ``flush``: the files are to be committed; they are written to the disk (``fsync``) in a
+    second thread while they are read for their hashes, so the commit does not wait for it.
+    """
+    with ThreadPoolExecutor(1) as pool:
+        flushed = pool.submit(_flush, [data, checkpoint] if flush else [])
+        output = _checked_output(response, plan, data, checkpoint)
+        flushed.result()
+    return output
+
+
+def _flush(paths: list[Path]) -> None:
+    for path in paths:
+        if path.is_file() and not path.is_symlink():
+            durable.flush(path)
+
+
+def _checked_output(
     response: ep.TransformResponseSuccess, plan: TransformPlan, data: Path, checkpoint: Path
 ) -> EngineOutput:
-    """Check the engine's files against its response and the contract, and hash them."""
     interval = response.new_offset_interval
     data_exists = _exists(data, "data")
     if interval is None and data_exists:

@@ -214,7 +214,13 @@ def _run(
             bring_back(exchange.data_path, data_path)
             bring_back(exchange.checkpoint_path, checkpoint_path)
     engine_s = clock.lap()
-    output = collect_output(response, transform_plan, data_path, checkpoint_path)
+    output = collect_output(
+        response,
+        transform_plan,
+        data_path,
+        checkpoint_path,
+        flush=not isinstance(policy, CompareWithRecorded),
+    )
     if output.schema is None and transform_plan.output_schema is None and policy is COMMIT:
         # No records yet, and no schema: the query's output schema is known all the same.
         output = replace(output, schema=validated_schema(engine, transform_plan, dataset))

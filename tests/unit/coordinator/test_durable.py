@@ -1,4 +1,5 @@
-"""Crash-safe writes of content-addressed objects, many at once."""
+"""Storing a commit's objects: all of them in place or, on a failure, no pending leftovers;
+writeback of a file being received."""
 
 from __future__ import annotations
 
@@ -6,31 +7,51 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.dataset.durable import start_writeback, write_new_all
+from coordinator.dataset import durable
+from coordinator.dataset.durable import start_writeback
+from coordinator.dataset.layout import PENDING_PREFIX
 
 
-def test_objects_are_written_once_each(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    existing = tmp_path / "a" / "kept"
-    existing.write_bytes(b"already there")
-    files = [(tmp_path / d / f"o{i}", bytes([i]) * 100) for d in "ab" for i in range(5)]
-    write_new_all([*files, (existing, b"other bytes")])
-    for path, data in files:
-        assert path.read_bytes() == data
-    assert existing.read_bytes() == b"already there"
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [
-        "kept",
-        *(f"o{i}" for i in range(5)),
+def test_objects_are_moved_and_written_into_place(tmp_path: Path) -> None:
+    data, blocks = tmp_path / "data", tmp_path / "blocks"
+    data.mkdir()
+    blocks.mkdir()
+    staged = tmp_path / "staged"
+    staged.write_bytes(b"records")
+    taken = tmp_path / "taken"
+    taken.write_bytes(b"same")
+    (data / "h2").write_bytes(b"same")
+    durable.store_objects(
+        [(staged, data / "h1"), (taken, data / "h2")],
+        [(blocks / "b1", b"block one"), (blocks / "b2", b"block two")],
+    )
+    assert (data / "h1").read_bytes() == b"records"
+    assert (data / "h2").read_bytes() == b"same"
+    assert not staged.exists()
+    assert not taken.exists()  # its place held the same content already
+    assert (blocks / "b1").read_bytes() == b"block one"
+    assert (blocks / "b2").read_bytes() == b"block two"
+    assert not [
+        p for p in [*data.iterdir(), *blocks.iterdir()] if p.name.startswith(PENDING_PREFIX)
     ]
 
 
-def test_a_failed_write_leaves_no_pending_file(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    files = [(tmp_path / "a" / "one", b"1"), (tmp_path / "missing" / "two", b"2")]
+def test_an_existing_object_is_not_written_again(tmp_path: Path) -> None:
+    (tmp_path / "b1").write_bytes(b"stored")
+    durable.store_objects([], [(tmp_path / "b1", b"stored")])
+    assert (tmp_path / "b1").read_bytes() == b"stored"
+    assert [p.name for p in tmp_path.iterdir()] == ["b1"]
+
+
+def test_a_failed_store_leaves_no_pending_file(tmp_path: Path) -> None:
+    blocks = tmp_path / "blocks"
+    blocks.mkdir()
     with pytest.raises(FileNotFoundError):
-        write_new_all(files)
-    assert list((tmp_path / "a").iterdir()) == []
+        durable.store_objects(
+            [(tmp_path / "missing", tmp_path / "data-h1")], [(blocks / "b1", b"block")]
+        )
+    assert list(blocks.iterdir()) == []
+    assert not (tmp_path / "data-h1").exists()
 
 
 def test_writeback_of_a_range_keeps_the_bytes(tmp_path: Path) -> None:
