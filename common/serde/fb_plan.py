@@ -98,7 +98,7 @@ class FieldPlan:
     @property
     def variants(self) -> tuple[type, ...]:
         assert self.union is not None
-        return unions.UNIONS[self.union]
+        return unions.variants(self.union)
 
     @property
     def enum_members(self) -> tuple[enum.Enum, ...]:
