@@ -11,10 +11,10 @@ import binascii
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from common.odf.errors import DecodeError
+from common.odf.record import positional_record
 
 SHA3_256 = 0x16
 ARROW0_SHA3_256 = 0x300016
@@ -133,7 +133,7 @@ def multibase_decode(text: str) -> bytes:
         raise DecodeError(f"invalid multibase string {text!r}: {e}") from None
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class Multihash:
     """A self-describing hash: multicodec code of the hash function and the digest."""
 

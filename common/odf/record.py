@@ -10,7 +10,10 @@ so defining one compiles nothing. Behaviour is the generated methods': keyword-o
 ``__init__`` (``TypeError`` for a missing or unknown argument), equality and hashing over the
 fields' tuple between instances of the same class, ``Name(field=value, ...)`` repr, and
 ``FrozenInstanceError`` on assignment or deletion. Records have no ``__post_init__``, no
-``default_factory`` and no subclasses.
+``default_factory`` and no subclasses. ``@positional_record`` is the same with positional
+fields (``dataclass(frozen=True, slots=True)``), for the names and references of the spec.
+A method the class defines itself (``__eq__``, ``__repr__``, ...) is kept, as a dataclass
+given ``eq=False``/``repr=False`` keeps it.
 """
 
 from __future__ import annotations
@@ -30,12 +33,23 @@ _MISSING = dataclasses.MISSING
 )
 def record(cls: T) -> T:
     """Make ``cls`` a frozen, slotted, keyword-only dataclass (see the module)."""
+    return _make(cls, kw_only=True)
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
+def positional_record(cls: T) -> T:
+    """Make ``cls`` a frozen, slotted dataclass with positional fields (see the module)."""
+    return _make(cls, kw_only=False)
+
+
+def _make(cls: T, *, kw_only: bool) -> T:
     if "__post_init__" in cls.__dict__:
         raise TypeError(f"record {cls.__name__} cannot have __post_init__")
     if not cls.__doc__:  # dataclass would make it from inspect.signature: most of its cost
         listed = ", ".join(f"{n}: {a!r}" for n, a in inspect.get_annotations(cls).items())
-        cls.__doc__ = f"{cls.__name__}(*, {listed})"
-    make = dataclasses.dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+        cls.__doc__ = f"{cls.__name__}({'*, ' if kw_only else ''}{listed})"
+    own = set(cls.__dict__)
+    make = dataclasses.dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)
     new: Any = make(cls)
     fields = dataclasses.fields(new)
     for f in fields:
@@ -46,7 +60,8 @@ def record(cls: T) -> T:
         "__record_fields__": tuple((f.name, f.default) for f in fields),
         "__record_names__": frozenset(names),
         "__record_key__": _Key(names),
-        "__init__": _init,
+        "__record_kind__": "keyword-only" if kw_only else "positional",
+        "__init__": _init if kw_only else _init_positional,
         "__repr__": _repr,
         "__eq__": _eq,
         "__hash__": _hash,
@@ -56,7 +71,8 @@ def record(cls: T) -> T:
         "__setstate__": _setstate,
     }
     for name, value in methods.items():
-        setattr(new, name, value)
+        if name not in own:
+            setattr(new, name, value)
     return cast(T, new)
 
 
@@ -89,6 +105,27 @@ def _init(self: Any, **kwargs: Any) -> None:
         raise TypeError(_bad_arguments(cls, kwargs))
 
 
+def _init_positional(self: Any, *args: Any, **kwargs: Any) -> None:
+    if args:
+        cls = type(self)
+        fields = cls.__record_fields__
+        if len(args) > len(fields):
+            most = len(fields) + 1
+            least = 1 + sum(1 for _, default in fields if default is _MISSING)
+            takes = f"{most}" if least == most else f"from {least} to {most}"
+            raise TypeError(
+                f"{cls.__qualname__}.__init__() takes {takes} positional arguments "
+                f"but {len(args) + 1} were given"
+            )
+        for (name, _), value in zip(fields, args, strict=False):
+            if name in kwargs:
+                raise TypeError(
+                    f"{cls.__qualname__}.__init__() got multiple values for argument {name!r}"
+                )
+            kwargs[name] = value
+    _init(self, **kwargs)
+
+
 def _bad_arguments(cls: Any, given: dict[str, Any]) -> str:
     """What Python says of a dataclass ``__init__`` given unknown or too few arguments."""
     where = f"{cls.__qualname__}.__init__()"
@@ -103,7 +140,8 @@ def _bad_arguments(cls: Any, given: dict[str, Any]) -> str:
     ]
     listed = absent[0] if len(absent) == 1 else ", ".join(absent[:-1]) + " and " + absent[-1]
     plural = "argument" if len(absent) == 1 else "arguments"
-    return f"{where} missing {len(absent)} required keyword-only {plural}: {listed}"
+    kind = cls.__record_kind__
+    return f"{where} missing {len(absent)} required {kind} {plural}: {listed}"
 
 
 def _repr(self: Any) -> str:

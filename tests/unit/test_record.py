@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from common.odf.fragments import INT32, FetchStepMqtt, MqttTopicSubscription, OffsetInterval
-from common.odf.record import record
+from common.odf.multihash import Multihash
+from common.odf.record import positional_record, record
 
 
 @record
@@ -37,6 +38,12 @@ def _error(make: Any) -> str:
     with pytest.raises(TypeError) as e:
         make()
     return str(e.value).replace("RefPoint", "Point")
+
+
+def _error_of(cls: Any, *args: Any, **kwargs: Any) -> str:
+    with pytest.raises(TypeError) as e:
+        cls(*args, **kwargs)
+    return str(e.value).replace(cls.__qualname__, "C")
 
 
 def test_init_defaults_and_fields_are_a_dataclass_s() -> None:
@@ -105,3 +112,30 @@ def test_what_a_record_cannot_have_is_refused() -> None:
         record(WithPostInit)
     with pytest.raises(TypeError, match="field x has a default_factory"):
         record(WithFactory)
+
+
+@positional_record
+class Pair:
+    left: str
+    right: int | None = None
+
+    def __repr__(self) -> str:
+        return f"<{self.left}|{self.right}>"
+
+
+@dataclass(frozen=True, slots=True)
+class RefPair:
+    left: str
+    right: int | None = None
+
+
+def test_positional_records_take_arguments_as_a_positional_dataclass() -> None:
+    assert Pair("a", 1) == Pair(left="a", right=1) == Pair("a", right=1)
+    assert hash(Pair("a")) == hash(RefPair("a")) and Pair.__match_args__ == ("left", "right")
+    assert repr(Pair("a", 2)) == "<a|2>"  # a method of the class itself is kept
+    for args, kwargs in [((), {}), (("a", 1, 2), {}), (("a",), {"left": "b"}), ((), {"x": 1})]:
+        assert _error_of(Pair, *args, **kwargs) == _error_of(RefPair, *args, **kwargs)
+    match Pair("x", 3):
+        case Pair(left, right):
+            assert (left, right) == ("x", 3)
+    assert [f.name for f in dataclasses.fields(Multihash)] == ["code", "digest"]
