@@ -65,7 +65,7 @@ def _hostname_problem(text: str) -> str:
 # -- names ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class _Name:
     """A Hostname-shaped, case-insensitive name that keeps its original spelling."""
 
@@ -102,21 +102,21 @@ class _Name:
         return f"{type(self).__name__}({self.value!r})"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class DatasetName(_Name):
     """The name of a dataset, e.g. ``ca.bc.gov.covid19`` (recommended: reverse domain)."""
 
     KIND: ClassVar[str] = "DatasetName"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class AccountName(_Name):
     """The account owning datasets in a multi-tenant workspace or repository."""
 
     KIND: ClassVar[str] = "AccountName"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class RepoName(_Name):
     """The local name of a known remote repository."""
 

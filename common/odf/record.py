@@ -9,11 +9,12 @@ keyword-only dataclass) whose methods are shared functions reading the class's f
 so defining one compiles nothing. Behaviour is the generated methods': keyword-only
 ``__init__`` (``TypeError`` for a missing or unknown argument), equality and hashing over the
 fields' tuple between instances of the same class, ``Name(field=value, ...)`` repr, and
-``FrozenInstanceError`` on assignment or deletion. Records have no ``__post_init__``, no
-``default_factory`` and no subclasses. ``@positional_record`` is the same with positional
-fields (``dataclass(frozen=True, slots=True)``), for the names and references of the spec.
-A method the class defines itself (``__eq__``, ``__repr__``, ...) is kept, as a dataclass
-given ``eq=False``/``repr=False`` keeps it.
+``FrozenInstanceError`` on assignment or deletion; ``__post_init__`` (no arguments) runs
+after ``__init__``. Records have no ``default_factory`` and no ``InitVar`` fields.
+``@positional_record`` is the same with positional fields (``dataclass(frozen=True,
+slots=True)``), for identities, names and references. A method the class or a base defines
+itself (``__eq__``, ``__repr__``, ...) is kept, as a dataclass given ``eq=False`` or
+``repr=False`` keeps it.
 """
 
 from __future__ import annotations
@@ -43,12 +44,9 @@ def positional_record(cls: T) -> T:
 
 
 def _make(cls: T, *, kw_only: bool) -> T:
-    if "__post_init__" in cls.__dict__:
-        raise TypeError(f"record {cls.__name__} cannot have __post_init__")
     if not cls.__doc__:  # dataclass would make it from inspect.signature: most of its cost
         listed = ", ".join(f"{n}: {a!r}" for n, a in inspect.get_annotations(cls).items())
         cls.__doc__ = f"{cls.__name__}({'*, ' if kw_only else ''}{listed})"
-    own = set(cls.__dict__)
     make = dataclasses.dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)
     new: Any = make(cls)
     fields = dataclasses.fields(new)
@@ -56,11 +54,14 @@ def _make(cls: T, *, kw_only: bool) -> T:
         if f.default_factory is not _MISSING:
             raise TypeError(f"record {cls.__name__}: field {f.name} has a default_factory")
     names = tuple(f.name for f in fields)
-    methods: dict[str, Any] = {
+    tables: dict[str, Any] = {
         "__record_fields__": tuple((f.name, f.default) for f in fields),
         "__record_names__": frozenset(names),
         "__record_key__": _Key(names),
         "__record_kind__": "keyword-only" if kw_only else "positional",
+        "__record_post_init__": getattr(new, "__post_init__", None),
+    }
+    methods: dict[str, Any] = {
         "__init__": _init if kw_only else _init_positional,
         "__repr__": _repr,
         "__eq__": _eq,
@@ -70,8 +71,10 @@ def _make(cls: T, *, kw_only: bool) -> T:
         "__getstate__": _getstate,
         "__setstate__": _setstate,
     }
-    for name, value in methods.items():
-        if name not in own:
+    for name, value in tables.items():
+        setattr(new, name, value)
+    for name, value in methods.items():  # a method of the class or a base's is kept
+        if getattr(new, name, None) in (getattr(object, name, None), value):
             setattr(new, name, value)
     return cast(T, new)
 
@@ -103,6 +106,9 @@ def _init(self: Any, **kwargs: Any) -> None:
         setattr_(self, name, value)
     if not kwargs.keys() <= cls.__record_names__:
         raise TypeError(_bad_arguments(cls, kwargs))
+    post_init = cls.__record_post_init__
+    if post_init is not None:
+        post_init(self)
 
 
 def _init_positional(self: Any, *args: Any, **kwargs: Any) -> None:

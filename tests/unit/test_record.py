@@ -98,18 +98,21 @@ def test_copy_and_pickle_round_trip() -> None:
     assert copy.deepcopy(m) == m and copy.copy(m) == m
 
 
-def test_what_a_record_cannot_have_is_refused() -> None:
-    class WithPostInit:
-        x: int
+def test_post_init_validates_and_a_factory_is_refused() -> None:
+    @positional_record
+    class Even:
+        n: int
 
         def __post_init__(self) -> None:
-            pass
+            if self.n % 2:
+                raise ValueError(f"{self.n} is odd")
 
     class WithFactory:
         x: list[int] = field(default_factory=list)
 
-    with pytest.raises(TypeError, match="cannot have __post_init__"):
-        record(WithPostInit)
+    assert Even(2).n == 2
+    with pytest.raises(ValueError, match="3 is odd"):
+        Even(3)
     with pytest.raises(TypeError, match="field x has a default_factory"):
         record(WithFactory)
 
