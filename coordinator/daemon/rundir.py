@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -127,6 +126,8 @@ class RunDir:
 
     def new_token(self) -> str:
         """A fresh token, written readable by this user only."""
+        import secrets  # here: only a starting daemon needs it, every command reads this module
+
         token = secrets.token_urlsafe(32)
         self.token_path.unlink(missing_ok=True)
         fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
