@@ -14,11 +14,11 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from common.odf.errors import OdfError
+from common.odf.record import record
 from coordinator.tempdirs import lock_held
 
 RUN_DIR = "run"
@@ -31,7 +31,7 @@ class DaemonRunningError(OdfError):
     """A daemon already serves the workspace."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DaemonInfo:
     pid: int
     address: str

@@ -12,12 +12,12 @@ is wrong. This module imports only the standard library and ``Multihash`` (CLI s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.odf.errors import OdfError
 from common.odf.multihash import Multihash
+from common.odf.record import positional_record
 from coordinator.tempdirs import require_real_dir
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ SUMMARY_KEY = "summary"
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class Listing:
     """What ``odf list`` shows of a dataset at ``head``."""
 
