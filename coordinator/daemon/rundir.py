@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +41,8 @@ class DaemonInfo:
     """The certificate the gRPC address serves (clients trust it), when over TLS."""
 
     def to_json(self) -> str:
+        import json  # here: every command imports this module, few read or write the info
+
         return json.dumps(
             {
                 "pid": self.pid,
@@ -55,6 +56,8 @@ class DaemonInfo:
 
     @classmethod
     def from_json(cls, text: str) -> DaemonInfo:
+        import json
+
         value = json.loads(text)
         return cls(
             pid=int(value["pid"]),

@@ -11,7 +11,6 @@ is wrong. This module imports only the standard library and ``Multihash`` (CLI s
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +54,8 @@ def summary_doc(state: DatasetState) -> dict[str, Any]:
 def read(layout: DatasetLayout) -> Listing | None:
     """The listing of the dataset at ``layout`` from its state cache when that is current
     and every block it names is intact; else ``None`` (compute the state instead)."""
+    import json  # here: odf log, which never reads the cache, starts without it
+
     try:
         head_text = layout.head_ref_path.read_text(encoding="ascii").strip()
         if not require_real_dir(layout.private_dir):
