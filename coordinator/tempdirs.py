@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -84,6 +82,8 @@ def remove_tree(path: Path) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(st.st_mode):
+        import shutil  # here: the commands that only read (odf list, odf log) start faster
+
         shutil.rmtree(path, ignore_errors=True)
     else:
         with suppress(OSError):
@@ -95,6 +95,8 @@ def owned_temp_dir(prefix: str, parent: Path | None = None) -> Iterator[Path]:
     """``with owned_temp_dir("odf-engine-") as d:`` a new private directory (in ``parent``, by
     default the system's temporary directory), removed on exit, and by ``clean_dead`` once its
     process is dead."""
+    import tempfile  # here: the commands that only read (odf list, odf log) start faster
+
     clean_dead(prefix, parent)
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     try:
@@ -122,6 +124,8 @@ def clean_dead(
     """Remove the ``prefix*`` directories of ``parent`` whose owning process is dead (their
     lock is not held). Only real directories of this user are considered: symbolic links,
     files and other users' directories are never touched. Returns what was removed."""
+    import tempfile
+
     directory = Path(parent) if parent is not None else Path(tempfile.gettempdir())
     try:
         entries = [e for e in os.scandir(directory) if e.name.startswith(prefix)]

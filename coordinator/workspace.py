@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -145,7 +144,7 @@ class Workspace:
         check_snapshot_chain(seed, events, when)
         self.datasets_dir.mkdir(parents=True, exist_ok=True)
         self.clean_leftovers()
-        staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{secrets.token_hex(6)}"
+        staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{os.urandom(6).hex()}"
         key_path = self._key_path(dataset_id)
         try:
             _dataset(staging).commit_events([seed, *events], expected_head=None, system_time=when)
@@ -167,7 +166,7 @@ class Workspace:
         it; removed at the end unless adopted. Killed processes' ones are cleaned later."""
         self.datasets_dir.mkdir(parents=True, exist_ok=True)
         self.clean_leftovers()
-        staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{secrets.token_hex(6)}"
+        staging = self.datasets_dir / f"{_CREATING}{os.getpid()}-{os.urandom(6).hex()}"
         staging.mkdir()
         try:
             yield staging
@@ -202,7 +201,7 @@ class Workspace:
                     f"dataset {ds.alias!r} is an input of {', '.join(sorted(dependents))};"
                     " delete those first"
                 )
-            trash = self.datasets_dir / f"{_DELETING}{secrets.token_hex(6)}"
+            trash = self.datasets_dir / f"{_DELETING}{os.urandom(6).hex()}"
             os.rename(ds.layout.root, trash)
         remove_tree(trash)
         if dataset_id is not None:

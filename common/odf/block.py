@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from common.odf.events import MetadataEvent
 from common.odf.multihash import Multihash
+from common.odf.record import record
 
 ODF_METADATA_BLOCK_MULTICODEC = 0x400000
 """Multicodec ``odf-metadata-block``: the manifest ``kind`` of every block."""
@@ -18,7 +18,7 @@ BLOCK_VERSIONS_READ = (2, 3)
 """Version 3 is the later layout with 4-aligned Timestamp structs; the content is the same."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MetadataBlock:
     system_time: datetime
     prev_block_hash: Multihash | None = None

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from common.odf.errors import ValidationError
 from common.odf.identity import DID_ODF_PREFIX, DatasetID
+from common.odf.record import positional_record
 
 _SUBDOMAIN = r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*"
 HOSTNAME_PATTERN = rf"{_SUBDOMAIN}(?:\.{_SUBDOMAIN})*"
@@ -64,7 +65,7 @@ def _hostname_problem(text: str) -> str:
 # -- names ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class _Name:
     """A Hostname-shaped, case-insensitive name that keeps its original spelling."""
 
@@ -101,21 +102,21 @@ class _Name:
         return f"{type(self).__name__}({self.value!r})"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class DatasetName(_Name):
     """The name of a dataset, e.g. ``ca.bc.gov.covid19`` (recommended: reverse domain)."""
 
     KIND: ClassVar[str] = "DatasetName"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class AccountName(_Name):
     """The account owning datasets in a multi-tenant workspace or repository."""
 
     KIND: ClassVar[str] = "AccountName"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@positional_record
 class RepoName(_Name):
     """The local name of a known remote repository."""
 
@@ -143,7 +144,7 @@ def _parse_id(text: str, kind: str, whole: str | None = None) -> DatasetID:
 # -- aliases and handles ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetAlias:
     """``name`` or ``account/name``: a dataset within one (local) workspace."""
 
@@ -173,7 +174,7 @@ class DatasetAlias:
         return f"{self.account_name}/{self.dataset_name}"
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetAliasRemote:
     """``repo/name`` or ``repo/account/name``: a dataset in a known remote repository."""
 
@@ -200,7 +201,7 @@ class DatasetAliasRemote:
         return f"{self.repo_name}/{self.local_alias}"
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetHandle:
     """A resolved local dataset: its ID and its alias. Displays as the alias."""
 
@@ -211,7 +212,7 @@ class DatasetHandle:
         return str(self.alias)
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetHandleRemote:
     """A resolved remote dataset: its ID and its remote alias. Displays as the alias."""
 
@@ -222,7 +223,7 @@ class DatasetHandleRemote:
         return str(self.alias)
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetIdRemote:
     """``did:odf:...`` or ``repo/did:odf:...``: a dataset ID, optionally in a named repository."""
 
@@ -280,7 +281,7 @@ def _is_id_ref(text: str) -> bool:
 # -- references -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetRef:
     """A local dataset by ID (``did:odf:...``), alias (``[account/]name``) or resolved handle."""
 
@@ -313,7 +314,7 @@ class DatasetRef:
 _RemoteTarget = DatasetIdRemote | DatasetAliasRemote | DatasetUrl | DatasetHandleRemote
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetRefRemote:
     """A dataset in a remote repository: ``[repo/]did:odf:...``, ``repo/[account/]name``, a URL."""
 
@@ -358,7 +359,7 @@ class DatasetRefRemote:
         return str(self.target)
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetAliasAmbiguous:
     """``prefix/name``: an account's dataset in a multi-tenant workspace, or a repository's."""
 
@@ -375,7 +376,7 @@ class DatasetAliasAmbiguous:
         return f"{self.prefix}/{self.dataset_name}"
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetRefAny:
     """Any reference, local or remote. ``a/b`` stays ambiguous until ``resolve``."""
 

@@ -7,16 +7,16 @@ their FlatBuffers tables live in ``fbs/engine_ext.fbs``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from common.odf.fragments import DatasetVocabulary, OffsetInterval, Transform, Watermark
 from common.odf.identity import DatasetID
+from common.odf.record import record
 
 # --- Transform ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformRequestInput:
     dataset_id: DatasetID
     dataset_alias: str
@@ -29,7 +29,7 @@ class TransformRequestInput:
     explicit_watermarks: tuple[Watermark, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformRequest:
     dataset_id: DatasetID
     dataset_alias: str
@@ -43,23 +43,23 @@ class TransformRequest:
     new_data_path: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformResponseProgress:
     pass
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformResponseSuccess:
     new_offset_interval: OffsetInterval | None = None
     new_watermark: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformResponseInvalidQuery:
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformResponseInternalError:
     message: str
     backtrace: str | None = None
@@ -75,29 +75,29 @@ TransformResponse = (
 # --- Raw query ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RawQueryRequest:
     input_data_paths: tuple[str, ...]
     transform: Transform
     output_data_path: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RawQueryResponseProgress:
     pass
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RawQueryResponseSuccess:
     num_records: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RawQueryResponseInvalidQuery:
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RawQueryResponseInternalError:
     message: str
     backtrace: str | None = None
@@ -113,14 +113,14 @@ RawQueryResponse = (
 # --- Extensions: validate and migrate (fbs/engine_ext.fbs) ---------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ValidateQueryInput:
     query_alias: str
     schema: bytes
     """The input's Arrow schema as the bytes of an Arrow IPC Schema flatbuffer."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ValidateQueryRequest:
     dataset_alias: str
     vocab: DatasetVocabulary
@@ -129,18 +129,18 @@ class ValidateQueryRequest:
     prev_transform: Transform | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ValidateQueryResponseSuccess:
     output_schema: bytes
     """The output's Arrow schema (system columns first) as Arrow IPC Schema flatbuffer bytes."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ValidateQueryResponseInvalidQuery:
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ValidateQueryResponseInternalError:
     message: str
     backtrace: str | None = None
@@ -153,7 +153,7 @@ ValidateQueryResponse = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MigrateQueryRequest:
     """Switch a dataset from ``prev_transform`` to ``new_transform`` at a transaction boundary."""
 
@@ -170,19 +170,19 @@ class MigrateQueryRequest:
     new_data_path: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MigrateQueryResponseSuccess:
     new_offset_interval: OffsetInterval | None = None
     """Output the old query still owed (flushed state), if any, written to new_data_path."""
     new_watermark: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MigrateQueryResponseInvalidQuery:
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MigrateQueryResponseInternalError:
     message: str
     backtrace: str | None = None
@@ -198,7 +198,7 @@ MigrateQueryResponse = (
 # --- Extension: ad-hoc queries over datasets (fbs/engine_ext.fbs) -------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class QueryInput:
     """One dataset of an ad-hoc query: a view named ``alias`` over all its data files."""
 
@@ -209,7 +209,7 @@ class QueryInput:
     """The view's Arrow schema (Arrow IPC Schema flatbuffer bytes) when there are no files."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class QueryRequest:
     """Run ``transform`` over views of whole datasets; write its result to one file."""
 
@@ -218,17 +218,17 @@ class QueryRequest:
     output_data_path: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class QueryResponseSuccess:
     num_records: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class QueryResponseInvalidQuery:
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class QueryResponseInternalError:
     message: str
     backtrace: str | None = None

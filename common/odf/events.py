@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from common.odf.fragments import (
@@ -21,9 +20,10 @@ from common.odf.fragments import (
 )
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
+from common.odf.record import record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class AddData:
     """Data has been ingested into a root dataset."""
 
@@ -35,7 +35,7 @@ class AddData:
     new_source_state: SourceState | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ExecuteTransform:
     """A derivative dataset's query has been run over new input data."""
 
@@ -47,7 +47,7 @@ class ExecuteTransform:
     new_watermark: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Seed:
     """Establishes the identity of a dataset; always the first block."""
 
@@ -55,7 +55,7 @@ class Seed:
     dataset_kind: DatasetKind
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SetPollingSource:
     fetch: FetchStep
     prepare: tuple[PrepStep, ...] | None = None
@@ -64,13 +64,13 @@ class SetPollingSource:
     merge: MergeStrategy
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SetTransform:
     inputs: tuple[TransformInput, ...]
     transform: Transform
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SetVocab:
     offset_column: str | None = None
     operation_type_column: str | None = None
@@ -78,18 +78,18 @@ class SetVocab:
     event_time_column: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SetAttachments:
     attachments: Attachments
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SetInfo:
     description: str | None = None
     keywords: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SetLicense:
     short_name: str
     name: str
@@ -97,14 +97,14 @@ class SetLicense:
     website_url: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SetDataSchema:
     """The Arrow schema of the dataset's data, as the bytes of an Arrow IPC Schema flatbuffer."""
 
     schema: bytes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class AddPushSource:
     source_name: str
     read: ReadStep
@@ -112,12 +112,12 @@ class AddPushSource:
     merge: MergeStrategy
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DisablePushSource:
     source_name: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DisablePollingSource:
     pass
 

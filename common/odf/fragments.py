@@ -7,12 +7,13 @@ codes and tags.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from enum import Enum
 
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
+from common.odf.record import record
 
 INT32 = {"fbs": "int32"}
 """Field metadata marking an ``int`` that is a FlatBuffers int32 rather than a uint64."""
@@ -42,7 +43,7 @@ class MqttQos(Enum):
 # --- Data bookkeeping ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class OffsetInterval:
     """A closed interval ``[start, end]`` of record offsets."""
 
@@ -50,7 +51,7 @@ class OffsetInterval:
     end: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DataSlice:
     logical_hash: Multihash
     physical_hash: Multihash
@@ -58,26 +59,26 @@ class DataSlice:
     size: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Checkpoint:
     physical_hash: Multihash
     size: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SourceState:
     source_name: str
     kind: str
     value: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Watermark:
     system_time: datetime
     event_time: datetime
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DatasetVocabulary:
     offset_column: str = "offset"
     operation_type_column: str = "op"
@@ -85,7 +86,7 @@ class DatasetVocabulary:
     event_time_column: str = "event_time"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ExecuteTransformInput:
     dataset_id: DatasetID
     prev_block_hash: Multihash | None = None
@@ -97,13 +98,13 @@ class ExecuteTransformInput:
 # --- Attachments -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class AttachmentEmbedded:
     path: str
     content: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class AttachmentsEmbedded:
     items: tuple[AttachmentEmbedded, ...]
 
@@ -114,18 +115,18 @@ Attachments = AttachmentsEmbedded
 # --- Event time and caching --------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class EventTimeSourceFromMetadata:
     pass
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class EventTimeSourceFromPath:
     pattern: str
     timestamp_format: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class EventTimeSourceFromSystemTime:
     pass
 
@@ -135,7 +136,7 @@ EventTimeSource = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SourceCachingForever:
     pass
 
@@ -146,25 +147,25 @@ SourceCaching = SourceCachingForever
 # --- Fetch -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RequestHeader:
     name: str
     value: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class EnvVar:
     name: str
     value: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MqttTopicSubscription:
     path: str
     qos: MqttQos | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FetchStepUrl:
     url: str
     event_time: EventTimeSource | None = None
@@ -172,7 +173,7 @@ class FetchStepUrl:
     headers: tuple[RequestHeader, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FetchStepFilesGlob:
     path: str
     event_time: EventTimeSource | None = None
@@ -180,7 +181,7 @@ class FetchStepFilesGlob:
     order: SourceOrdering | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FetchStepContainer:
     image: str
     command: tuple[str, ...] | None = None
@@ -188,7 +189,7 @@ class FetchStepContainer:
     env: tuple[EnvVar, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FetchStepMqtt:
     host: str
     port: int = field(metadata=INT32)
@@ -203,13 +204,13 @@ FetchStep = FetchStepUrl | FetchStepFilesGlob | FetchStepContainer | FetchStepMq
 # --- Prepare -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PrepStepDecompress:
     format: CompressionFormat
     sub_path: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PrepStepPipe:
     command: tuple[str, ...]
 
@@ -220,7 +221,7 @@ PrepStep = PrepStepDecompress | PrepStepPipe
 # --- Read --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReadStepCsv:
     schema: tuple[str, ...] | None = None
     separator: str | None = None
@@ -234,23 +235,23 @@ class ReadStepCsv:
     timestamp_format: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReadStepGeoJson:
     schema: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReadStepEsriShapefile:
     schema: tuple[str, ...] | None = None
     sub_path: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReadStepParquet:
     schema: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReadStepJson:
     sub_path: str | None = None
     schema: tuple[str, ...] | None = None
@@ -259,7 +260,7 @@ class ReadStepJson:
     timestamp_format: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReadStepNdJson:
     schema: tuple[str, ...] | None = None
     date_format: str | None = None
@@ -267,7 +268,7 @@ class ReadStepNdJson:
     timestamp_format: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReadStepNdGeoJson:
     schema: tuple[str, ...] | None = None
 
@@ -286,19 +287,19 @@ ReadStep = (
 # --- Transform ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SqlQueryStep:
     alias: str | None = None
     query: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TemporalTable:
     name: str
     primary_key: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformSql:
     engine: str
     version: str | None = None
@@ -318,7 +319,7 @@ class TransformSql:
 Transform = TransformSql
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TransformInput:
     dataset_ref: str
     """A DatasetRef in its display form: ``did:odf:...``, ``name`` or ``account/name``."""
@@ -328,17 +329,17 @@ class TransformInput:
 # --- Merge -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MergeStrategyAppend:
     pass
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MergeStrategyLedger:
     primary_key: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MergeStrategySnapshot:
     primary_key: tuple[str, ...]
     compare_columns: tuple[str, ...] | None = None

@@ -9,8 +9,6 @@ references to datasets are in ``common.odf.dataset_refs``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from common.odf.errors import DecodeError
 from common.odf.multihash import (
     decode_uvarint,
@@ -18,6 +16,7 @@ from common.odf.multihash import (
     multibase_decode,
     multibase_encode_base16,
 )
+from common.odf.record import positional_record
 
 ED25519_PUB = 0xED
 DID_ODF_PREFIX = "did:odf:"
@@ -25,7 +24,7 @@ DID_KEY_PREFIX = "did:key:"
 _MASK64 = (1 << 64) - 1
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetID:
     """A dataset's globally unique identity, derived from an ed25519 public key."""
 

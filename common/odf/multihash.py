@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from common.odf.errors import DecodeError
+from common.odf.record import positional_record
+
+try:  # the interpreter's own SHA-3 for block manifests (a few hundred bytes): importing
+    # hashlib loads OpenSSL, 2 ms of the start of every command that reads a block
+    from _sha3 import sha3_256 as _sha3_256  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - an interpreter built without it
+    from hashlib import sha3_256 as _sha3_256
 
 SHA3_256 = 0x16
 ARROW0_SHA3_256 = 0x300016
@@ -133,7 +138,7 @@ def multibase_decode(text: str) -> bytes:
         raise DecodeError(f"invalid multibase string {text!r}: {e}") from None
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class Multihash:
     """A self-describing hash: multicodec code of the hash function and the digest."""
 
@@ -144,7 +149,7 @@ class Multihash:
 
     @classmethod
     def sha3_256(cls, data: bytes) -> Multihash:
-        return cls(SHA3_256, hashlib.sha3_256(data).digest())
+        return cls(SHA3_256, _sha3_256(data).digest())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Multihash:

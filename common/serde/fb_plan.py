@@ -24,13 +24,13 @@ import dataclasses
 import enum
 import types
 import typing
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from common.odf import unions
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
+from common.odf.record import positional_record
 
 
 class Kind(enum.IntEnum):
@@ -71,7 +71,7 @@ WRAPPER_SUFFIX = "Wrapper"
 """A vector of unions ``[U]`` is stored as ``[UWrapper]``, ``table UWrapper { value: U; }``."""
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class FieldPlan:
     """One dataclass field and how it is stored."""
 
@@ -98,7 +98,7 @@ class FieldPlan:
     @property
     def variants(self) -> tuple[type, ...]:
         assert self.union is not None
-        return unions.UNIONS[self.union]
+        return unions.variants(self.union)
 
     @property
     def enum_members(self) -> tuple[enum.Enum, ...]:
@@ -106,7 +106,7 @@ class FieldPlan:
         return tuple(self.target)
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class TablePlan:
     """A dataclass stored as a FlatBuffers table."""
 

@@ -381,9 +381,11 @@ def _variants_codec(members: tuple[Any, ...]) -> _Union:
 
 def _target_codec(target: Any) -> _Codec:
     if isinstance(target, str):
-        if target not in unions.UNIONS:
-            raise ValueError(f"{target!r} is not the name of an ODF union")
-        return _union_codec(target, unions.UNIONS[target])
+        try:
+            members = unions.variants(target)
+        except KeyError:
+            raise ValueError(f"{target!r} is not the name of an ODF union") from None
+        return _union_codec(target, members)
     return _codec_for(target)
 
 

@@ -13,13 +13,13 @@ whole ``Dataset`` with its commit machinery, nor the application).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from common.odf.errors import OdfError
+from common.odf.record import record
 from coordinator.dataset import listing
 from coordinator.dataset.layout import DatasetLayout
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from coordinator.workspace import Workspace
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DatasetSummary:
     """One dataset of ``list``; a broken one has only its name and ``error``."""
 

@@ -85,15 +85,11 @@ class _Version(argparse.Action):
     """``odf --version``: computed only when asked (the engine identity hashes its sources)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-        from importlib.metadata import PackageNotFoundError, version
-
         from common.odf import ODF_SPEC_VERSION
+        from coordinator.engine.installed import installed_version
         from coordinator.engine.version import build_version, image_version
 
-        try:
-            package = version("odf-py")
-        except PackageNotFoundError:
-            package = "unknown (not installed)"
+        package = installed_version("odf-py") or "unknown (not installed)"
         print(f"odf {package}")
         print(f"ODF spec {ODF_SPEC_VERSION}")
         image = image_version()

@@ -9,7 +9,6 @@ machines: datetimes become RFC 3339 strings, ``None`` is ``null`` (JSON, YAML) o
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -114,6 +113,8 @@ def render_rows(
     out = out if out is not None else sys.stdout
     records = [{c: plain(r.get(c)) for c in columns} for r in rows]
     if fmt is OutputFormat.JSON:
+        import json  # here, as yaml and csv: a table (the default) needs none of them
+
         out.write(json.dumps(records, indent=2, ensure_ascii=False) + "\n")
     elif fmt is OutputFormat.YAML:
         out.write(_yaml(records))
@@ -133,6 +134,8 @@ def render_document(doc: Any, fmt: OutputFormat | str, *, out: TextIO | None = N
     fmt = OutputFormat(fmt)
     out = out if out is not None else sys.stdout
     if fmt is OutputFormat.JSON:
+        import json
+
         out.write(json.dumps(plain(doc), indent=2, ensure_ascii=False) + "\n")
     elif fmt is OutputFormat.YAML:
         out.write(_yaml(plain(doc)))
@@ -148,6 +151,8 @@ def _yaml(value: Any) -> str:
 
 def _cell(value: Any) -> str:
     if isinstance(value, list | dict):
+        import json
+
         return json.dumps(value, ensure_ascii=False)
     return str(value)
 

@@ -10,16 +10,14 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from common.odf.errors import OdfError
+from common.odf.record import record
 from coordinator.tempdirs import lock_held
 
 RUN_DIR = "run"
@@ -32,7 +30,7 @@ class DaemonRunningError(OdfError):
     """A daemon already serves the workspace."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DaemonInfo:
     pid: int
     address: str
@@ -43,6 +41,8 @@ class DaemonInfo:
     """The certificate the gRPC address serves (clients trust it), when over TLS."""
 
     def to_json(self) -> str:
+        import json  # here: every command imports this module, few read or write the info
+
         return json.dumps(
             {
                 "pid": self.pid,
@@ -56,6 +56,8 @@ class DaemonInfo:
 
     @classmethod
     def from_json(cls, text: str) -> DaemonInfo:
+        import json
+
         value = json.loads(text)
         return cls(
             pid=int(value["pid"]),
@@ -127,6 +129,8 @@ class RunDir:
 
     def new_token(self) -> str:
         """A fresh token, written readable by this user only."""
+        import secrets  # here: only a starting daemon needs it, every command reads this module
+
         token = secrets.token_urlsafe(32)
         self.token_path.unlink(missing_ok=True)
         fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from common.odf.block import MetadataBlock
 from common.odf.errors import DecodeError, NotFoundError
 from common.odf.multihash import Multihash
-from common.serde.flatbuffers_codec import block_hash, decode_block
+from common.serde.block_codec import block_hash, decode_block
 from coordinator.dataset.errors import CorruptDatasetError
 from coordinator.dataset.layout import DatasetLayout
 

@@ -17,17 +17,17 @@ that the transfer protocol never asks for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from common.odf.multihash import Multihash
+from common.odf.record import positional_record
 
 HEAD_REF = "head"
 PENDING_PREFIX = ".pending-"
 """Prefix of a file being written; it becomes visible only by an atomic rename."""
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class DatasetLayout:
     """Where each part of one dataset lives on disk."""
 

@@ -11,13 +11,12 @@ is wrong. This module imports only the standard library and ``Multihash`` (CLI s
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.odf.errors import OdfError
 from common.odf.multihash import Multihash
+from common.odf.record import positional_record
 from coordinator.tempdirs import require_real_dir
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ SUMMARY_KEY = "summary"
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
+@positional_record
 class Listing:
     """What ``odf list`` shows of a dataset at ``head``."""
 
@@ -55,6 +54,8 @@ def summary_doc(state: DatasetState) -> dict[str, Any]:
 def read(layout: DatasetLayout) -> Listing | None:
     """The listing of the dataset at ``layout`` from its state cache when that is current
     and every block it names is intact; else ``None`` (compute the state instead)."""
+    import json  # here: odf log, which never reads the cache, starts without it
+
     try:
         head_text = layout.head_ref_path.read_text(encoding="ascii").strip()
         if not require_real_dir(layout.private_dir):

@@ -18,10 +18,11 @@ Pure functions over file contents, plus ``recorded_image`` which reads the check
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from coordinator.engine.installed import installed_version
 
 IMAGE_DIR = Path("images") / "engine-spark"
 RECORDS = IMAGE_DIR / "digests.txt"
@@ -114,10 +115,7 @@ def _normalized(name: str) -> str:
 
 
 def _installed(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    return installed_version(name)
 
 
 def recorded_image(root: Path) -> str | None:

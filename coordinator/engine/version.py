@@ -14,7 +14,6 @@ Nothing is imported: reading files and package metadata is enough.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from coordinator.engine.errors import EngineUnavailableError
 from coordinator.engine.image_pin import recorded_image
+from coordinator.engine.installed import installed_version
 
 ENGINE_PACKAGE = "engine_spark"
 ENGINE_NAME = "odf-engine-spark"
@@ -56,10 +56,7 @@ def source_digest(package_dir: Path) -> str:
 
 
 def _installed_version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return installed_version(distribution) or "unknown"
 
 
 @cache

@@ -74,7 +74,7 @@ def union_values(
     union: str, *, text: st.SearchStrategy[str] = DEFAULT_TEXT
 ) -> st.SearchStrategy[Any]:
     """Values of any variant of the registered union ``union`` (e.g. ``"MetadataEvent"``)."""
-    return st.one_of([model(v, text=text) for v in unions.UNIONS[union]])
+    return st.one_of([model(v, text=text) for v in unions.variants(union)])
 
 
 def metadata_events(*, text: st.SearchStrategy[str] = DEFAULT_TEXT) -> st.SearchStrategy[Any]:

@@ -287,7 +287,7 @@ def test_every_fbs_table_has_a_model_class(full: FbsSchema) -> None:
 
 
 def test_model_unions_match_fbs_unions(full: FbsSchema) -> None:
-    model = {name: [v.__name__ for v in variants] for name, variants in unions.UNIONS.items()}
+    model = {name: [v.__name__ for v in variants] for name, variants in unions.all_unions().items()}
     assert model == {n: list(u.members) for n, u in full.unions.items()}
 
 

@@ -125,7 +125,7 @@ def test_buffer_growth(size: int) -> None:
 
 def test_every_union_variant_with_empty_tables() -> None:
     """Empty tables share one 4-byte vtable; both builders agree on where it goes."""
-    for variants in unions.UNIONS.values():
+    for variants in unions.all_unions().values():
         for cls in variants:
             try:
                 root = cls()

@@ -243,15 +243,15 @@ def test_sub_microsecond_nanoseconds_are_truncated() -> None:
 
 DECODERS = [
     (codec.decode_transform_request, ep.TransformRequest),
-    (codec.decode_transform_response, unions.UNIONS["TransformResponse"]),
+    (codec.decode_transform_response, unions.variants("TransformResponse")),
     (codec.decode_raw_query_request, ep.RawQueryRequest),
-    (codec.decode_raw_query_response, unions.UNIONS["RawQueryResponse"]),
+    (codec.decode_raw_query_response, unions.variants("RawQueryResponse")),
     (codec.decode_validate_query_request, ep.ValidateQueryRequest),
-    (codec.decode_validate_query_response, unions.UNIONS["ValidateQueryResponse"]),
+    (codec.decode_validate_query_response, unions.variants("ValidateQueryResponse")),
     (codec.decode_migrate_query_request, ep.MigrateQueryRequest),
-    (codec.decode_migrate_query_response, unions.UNIONS["MigrateQueryResponse"]),
+    (codec.decode_migrate_query_response, unions.variants("MigrateQueryResponse")),
     (codec.decode_query_request, ep.QueryRequest),
-    (codec.decode_query_response, unions.UNIONS["QueryResponse"]),
+    (codec.decode_query_response, unions.variants("QueryResponse")),
 ]
 
 

@@ -18,7 +18,7 @@ from tests.support import strategies as ods
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("variant", unions.UNIONS["MetadataEvent"], ids=lambda v: v.__name__)
+@pytest.mark.parametrize("variant", unions.variants("MetadataEvent"), ids=lambda v: v.__name__)
 @pytest.mark.parametrize("version", [2, 3])
 @SETTINGS
 @given(data=st.data())
