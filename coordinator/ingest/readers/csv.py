@@ -25,7 +25,7 @@ from coordinator.ingest.errors import ReadError, UnsupportedOptionError
 from coordinator.ingest.readers.stream import DataStream, read_batches
 from coordinator.ingest.readers.temporal import conform_batch, is_temporal
 
-BLOCK_SIZE = 1 << 20
+BLOCK_SIZE = 8 << 20
 """Bytes of CSV text per batch: large enough to amortise per-batch work, small to stream."""
 
 
