@@ -119,7 +119,7 @@ class SliceFile:
         self._buffered_bytes = 0
         self._rows = 0
         self._max_event_time: pa.Scalar | None = None
-        self._hasher = LogicalHasher(output)
+        self._hasher = LogicalHasher(output, parallel=False)
         self._hashing = Lane("slice-hash")
         self._encoding = Lane("slice-write", depth=1)
 
@@ -199,7 +199,7 @@ class SliceFile:
             self.path.rename(run)
         self._rows = 0
         self._max_event_time = None
-        self._hasher = LogicalHasher(self.output)
+        self._hasher = LogicalHasher(self.output, parallel=False)
         return self._read_run(run) if had_rows else iter(())
 
     def discard(self) -> None:
