@@ -35,6 +35,7 @@ from coordinator.ingest.system_columns import TIME_TYPE
 ROW_GROUP_ROWS = 1 << 20
 ROW_GROUP_BYTES = 128 << 20
 READ_BACK_ROWS = 65536
+SINK_BUFFER_BYTES = 4 << 20
 _OFFSET = -1
 _SYSTEM_TIME = -2
 
@@ -114,6 +115,7 @@ class SliceFile:
         """Where each output column comes from: a merged column, or one of the two made here."""
         self._writer: pq.ParquetWriter | None = None
         self._sink: HashingFile | None = None
+        self._stream: pa.NativeFile | None = None
         self._buffer: list[pa.RecordBatch] = []
         self._buffered_rows = 0
         self._buffered_bytes = 0
@@ -156,8 +158,11 @@ class SliceFile:
             return
         if self._writer is None:
             self._sink = HashingFile(self.path)
+            # Buffered on the Arrow side: a few large writes reach the Python sink (and its
+            # hasher, which releases the GIL), not one call per page.
+            self._stream = pa.output_stream(self._sink, buffer_size=SINK_BUFFER_BYTES)
             self._writer = pq.ParquetWriter(
-                self._sink,
+                self._stream,
                 self.output,
                 compression="snappy",
                 use_dictionary=True,
@@ -220,6 +225,9 @@ class SliceFile:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+            if self._stream is not None:
+                self._stream.close()  # its last bytes reach the sink
+                self._stream = None
             if sink is not None:
                 sink.close()
                 self._sink = None
