@@ -120,11 +120,16 @@ class LogicalHasher:
 
     ``digest()`` ends the stream: no batch can be added after it. ``plan`` is how the
     reference reads the same records (``reader_plan``): give the file's row groups when they
-    are read from a Parquet file.
+    are read from a Parquet file. ``parallel=False`` hashes the columns of each batch one
+    after the other on the calling thread: for a caller that already hashes in a thread of
+    its own, beside other work (the ingest pipeline), where more threads only contend.
     """
 
-    def __init__(self, schema: pa.Schema, plan: ReaderPlan | None = None) -> None:
+    def __init__(
+        self, schema: pa.Schema, plan: ReaderPlan | None = None, *, parallel: bool = True
+    ) -> None:
         self._schema = schema
+        self._parallel = parallel
         self._plan = plan or ReaderPlan()
         self._names = hashlib.sha3_256()
         self._columns: list[_ColumnDigest] = []
@@ -220,7 +225,7 @@ class LogicalHasher:
         rows = sum(b.num_rows for b in batches)
         starts = self._plan.batch_starts(self._rows, rows)
         self._collect_fields(self._schema, columns, None, starts, iter(self._columns), work)
-        if rows >= _PARALLEL_MIN_ROWS and len(work) > 1:
+        if self._parallel and rows >= _PARALLEL_MIN_ROWS and len(work) > 1:
             futures = [_pool().submit(c.update, p, m, self._rows, self._plan) for c, p, m in work]
             for future in futures:
                 future.result()

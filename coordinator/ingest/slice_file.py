@@ -6,10 +6,15 @@ row group is full (1,048,576 rows as the reference, or 128 MiB of Arrow data), s
 stays bounded and small inputs make one row group. Settings follow the reference writer:
 snappy, dictionary encoding, data page version 1.0. The file's bytes are hashed as they are
 written (``HashingFile``), so its physical hash needs no second read of it.
+
+The logical hash of each batch and the encoding of each row group run in two lanes
+(``lane``), overlapped with the reading of the next batches: the caller only numbers the
+rows and hands them on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,11 +29,13 @@ from common.arrow_values import sequence, time_of, timestamp_scalar
 from common.hashing import LogicalHasher, PhysicalHasher, logical_hash_parquet
 from common.odf.fragments import DatasetVocabulary
 from common.odf.multihash import Multihash
+from coordinator.ingest.lane import Lane
 from coordinator.ingest.system_columns import TIME_TYPE
 
 ROW_GROUP_ROWS = 1 << 20
 ROW_GROUP_BYTES = 128 << 20
 READ_BACK_ROWS = 65536
+SINK_BUFFER_BYTES = 4 << 20
 _OFFSET = -1
 _SYSTEM_TIME = -2
 
@@ -108,12 +115,15 @@ class SliceFile:
         """Where each output column comes from: a merged column, or one of the two made here."""
         self._writer: pq.ParquetWriter | None = None
         self._sink: HashingFile | None = None
+        self._stream: pa.NativeFile | None = None
         self._buffer: list[pa.RecordBatch] = []
         self._buffered_rows = 0
         self._buffered_bytes = 0
         self._rows = 0
         self._max_event_time: pa.Scalar | None = None
-        self._hasher = LogicalHasher(output)
+        self._hasher = LogicalHasher(output, parallel=False)
+        self._hashing = Lane("slice-hash")
+        self._encoding = Lane("slice-write", depth=1)
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Append a merged batch (op + data columns), already in slice order."""
@@ -128,7 +138,7 @@ class SliceFile:
         ]
         out = pa.RecordBatch.from_arrays(columns, schema=self.output)
         self._track_event_time(out.column(3))
-        self._hasher.update(out)
+        self._hashing.submit(self._hasher.update, out)
         self._rows += n
         self._buffer.append(out)
         self._buffered_rows += n
@@ -148,8 +158,11 @@ class SliceFile:
             return
         if self._writer is None:
             self._sink = HashingFile(self.path)
+            # Buffered on the Arrow side: a few large writes reach the Python sink (and its
+            # hasher, which releases the GIL), not one call per page.
+            self._stream = pa.output_stream(self._sink, buffer_size=SINK_BUFFER_BYTES)
             self._writer = pq.ParquetWriter(
-                self._sink,
+                self._stream,
                 self.output,
                 compression="snappy",
                 use_dictionary=True,
@@ -157,11 +170,12 @@ class SliceFile:
                 write_statistics=True,
             )
         table = pa.Table.from_batches(self._buffer, schema=self.output)
-        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self._encoding.submit(self._writer.write_table, table, row_group_size=table.num_rows)
         self._buffer, self._buffered_rows, self._buffered_bytes = [], 0, 0
 
     def close(self) -> SliceStats | None:
         self._flush()
+        self._hashing.close()
         sink = self._close_writer()
         if self._rows == 0 or sink is None:
             self.path.unlink(missing_ok=True)
@@ -182,6 +196,7 @@ class SliceFile:
     def take_back(self) -> Iterator[pa.RecordBatch]:
         """What was written so far, as merged batches; the file starts over empty."""
         self._flush()
+        self._hashing.drain()
         self._close_writer()
         run = self.path.with_name(self.path.name + ".run")
         had_rows = self._rows > 0
@@ -189,18 +204,33 @@ class SliceFile:
             self.path.rename(run)
         self._rows = 0
         self._max_event_time = None
-        self._hasher = LogicalHasher(self.output)
+        self._hasher = LogicalHasher(self.output, parallel=False)
         return self._read_run(run) if had_rows else iter(())
+
+    def discard(self) -> None:
+        """Give up the slice (the input failed): the lanes stopped, no file left behind. Their
+        own errors are dropped: the caller raises the one that made it give up."""
+        with contextlib.suppress(Exception):
+            self._hashing.close()
+        with contextlib.suppress(Exception):
+            self._close_writer()
+        self.path.unlink(missing_ok=True)
 
     def _close_writer(self) -> HashingFile | None:
         """Finish the Parquet file (footer written, file closed); its hashing sink, if any."""
         sink = self._sink
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if sink is not None:
-            sink.close()
-            self._sink = None
+        try:
+            self._encoding.close()  # the row groups given to it are written
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            if self._stream is not None:
+                self._stream.close()  # its last bytes reach the sink
+                self._stream = None
+            if sink is not None:
+                sink.close()
+                self._sink = None
         return sink
 
     def _read_run(self, run: Path) -> Iterator[pa.RecordBatch]:

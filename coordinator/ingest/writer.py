@@ -124,8 +124,12 @@ def stage_write(
         system_time=options.system_time,
     )
     filled = _filled(merged, vocab.event_time_column, options.fallback_event_time)
-    _write_in_order(merge, filled, slice_file, staging_dir)
-    stats = slice_file.close()
+    try:
+        _write_in_order(merge, filled, slice_file, staging_dir)
+        stats = slice_file.close()
+    except BaseException:
+        slice_file.discard()
+        raise
     return _decide(context, options, stats, staging_dir / SLICE_FILE_NAME, schema_event)
 
 

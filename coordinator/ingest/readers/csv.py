@@ -26,7 +26,10 @@ from coordinator.ingest.readers.stream import DataStream, read_batches
 from coordinator.ingest.readers.temporal import conform_batch, is_temporal
 
 BLOCK_SIZE = 1 << 20
-"""Bytes of CSV text per batch: large enough to amortise per-batch work, small to stream."""
+"""Bytes of CSV text per batch: large enough to amortise per-batch work, small to stream.
+Larger blocks make pyarrow's streaming reader hold more the longer the file (measured: its
+allocations peak at 219 MiB on 4M rows and 305 MiB on 8M with 8 MiB blocks, flat at 38 MiB
+with 1 MiB blocks), so the peak memory of an ingest would grow with the file."""
 
 
 def _casings(word: str) -> list[str]:

@@ -232,3 +232,22 @@ def test_null_layouts_match_the_reference_model(pattern: str, data_type: pa.Data
     column = pc.if_else(nulls, pa.scalar(None, data_type), builders[data_type]())
     table = pa.table({"c": column})
     assert logical_hash(table).digest == reference_digest(table)
+
+
+def test_columns_hashed_on_the_calling_thread_hash_the_same() -> None:
+    """``parallel=False`` (the ingest pipeline's hasher) changes the threads, not the hash,
+    also on batches large enough for the parallel path and with nulls and structs."""
+    from common.hashing.record_digest import _PARALLEL_MIN_ROWS, LogicalHasher
+
+    n = _PARALLEL_MIN_ROWS * 2 + 17
+    ids = pa.array(np.arange(n))
+    names = pc.cast(pc.if_else(pc.equal(pc.bit_wise_and(ids, 7), 3), None, ids), pa.string())
+    place = pa.StructArray.from_arrays([ids, names], names=["id", "name"])
+    batch = pa.RecordBatch.from_arrays([ids, names, place], names=["a", "b", "place"])
+    digests = []
+    for parallel in (True, False):
+        hasher = LogicalHasher(batch.schema, parallel=parallel)
+        hasher.update(batch.slice(0, n // 3))
+        hasher.update(batch.slice(n // 3))
+        digests.append(hasher.multihash())
+    assert digests[0] == digests[1] == logical_hash(batch)

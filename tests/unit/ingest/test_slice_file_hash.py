@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from common.hashing import logical_hash, logical_hash_parquet, physical_hash_file
 from common.odf.fragments import DatasetVocabulary
+from coordinator.ingest import slice_file as slice_file_module
 from coordinator.ingest.slice_file import HashingFile, SliceFile
 from coordinator.ingest.system_columns import OP_TYPE, output_schema
 
@@ -104,3 +107,34 @@ def test_struct_nulls_inside_valid_rows_record_the_hash_of_the_file(tmp_path: Pa
     assert stats.logical_hash == logical_hash_parquet(tmp_path / "slice")
     written = pq.read_table(tmp_path / "slice")
     assert stats.logical_hash != logical_hash(written)  # the in-memory hash guesses zeros
+
+
+def test_row_groups_written_in_the_background_hash_as_the_file_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing and encoding run in lanes beside the caller: the stats still describe the
+    file exactly, whatever the row groups and batches."""
+    monkeypatch.setattr(slice_file_module, "ROW_GROUP_ROWS", 700)
+    slice_file = new_slice(tmp_path / "slice")
+    for start in range(0, 5000, 450):
+        slice_file.write(merged_batch(start, 450))
+    stats = slice_file.close()
+    assert stats is not None and stats.num_records == 5400
+    assert pq.ParquetFile(tmp_path / "slice").metadata.num_row_groups == 6  # 900 rows each
+    assert stats.physical_hash == physical_hash_file(tmp_path / "slice")
+    assert stats.logical_hash == logical_hash_parquet(tmp_path / "slice")
+    written = pq.read_table(tmp_path / "slice")
+    assert written.column("offset").to_pylist() == list(range(10, 5410))
+
+
+def test_a_discarded_slice_leaves_no_file_and_its_threads_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(slice_file_module, "ROW_GROUP_ROWS", 100)
+    slice_file = new_slice(tmp_path / "slice")
+    slice_file.write(merged_batch(0, 250))  # two row groups given to the encoding lane
+    before = {t.name for t in threading.enumerate()}
+    assert any(name.startswith("slice-") for name in before)
+    slice_file.discard()
+    assert not (tmp_path / "slice").exists()
+    assert not any(t.name.startswith("slice-") for t in threading.enumerate())
