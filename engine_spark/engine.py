@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -190,26 +191,20 @@ class SparkEngine:
                 if writer is OutputWriter.COLLECT:
                     output = _collect_output(result, columns, order)
                 else:
+                    write = (
+                        partial(write_output, parallel=cluster_write)
+                        if writer is OutputWriter.SPARK
+                        else stream_output
+                    )
                     with query_errors(None, in_step=False):
-                        if writer is OutputWriter.SPARK:
-                            rows = write_output(
-                                result,
-                                columns,
-                                request.vocab,
-                                system_time=request.system_time,
-                                next_offset=request.next_offset,
-                                path=request.new_data_path,
-                                parallel=cluster_write,
-                            )
-                        else:
-                            rows = stream_output(
-                                result,
-                                columns,
-                                request.vocab,
-                                system_time=request.system_time,
-                                next_offset=request.next_offset,
-                                path=request.new_data_path,
-                            )
+                        rows = write(
+                            result,
+                            columns,
+                            request.vocab,
+                            system_time=request.system_time,
+                            next_offset=request.next_offset,
+                            path=request.new_data_path,
+                        )
                     interval = _interval(rows, request.next_offset)
             else:
                 run = run_stream_transaction(
