@@ -285,11 +285,7 @@ class SparkEngine:
                 check_no_retractions(request.query_inputs, stateful=False)
             with query_errors(None, in_step=False):
                 order = analyzed_order(result)
-            with (
-                server.session() as remote,
-                self._remote_cancel(remote),
-                query_errors(None, in_step=False),
-            ):
+            with self._remote_session(server) as remote:
                 for inp in request.query_inputs:
                     load_remote_input(remote, inp).createOrReplaceTempView(
                         quote_identifier(inp.query_alias)
@@ -332,17 +328,24 @@ class SparkEngine:
             result = run_steps(session, request.transform)
             with query_errors(None, in_step=False):
                 order = analyzed_order(result)
-            with (
-                server.session() as remote,
-                self._remote_cancel(remote),
-                query_errors(None, in_step=False),
-            ):
+            with self._remote_session(server) as remote:
                 if paths:
                     load_remote_files(remote, paths).createOrReplaceTempView(RAW_QUERY_INPUT_VIEW)
                 table = run_remote_steps(remote, request.transform).toArrow()
             table = _ordered_query_result(table, order)
             write_table(table, request.output_data_path)
             return ep.RawQueryResponseSuccess(num_records=table.num_rows)
+
+    @contextmanager
+    def _remote_session(self, server: ConnectServer) -> Iterator[ConnectSession]:
+        """A fresh session on the Connect server for one call: interrupted when the call is
+        cancelled, its errors reported as query errors."""
+        with (
+            server.session() as remote,
+            self._remote_cancel(remote),
+            query_errors(None, in_step=False),
+        ):
+            yield remote
 
     @contextmanager
     def _remote_cancel(self, remote: ConnectSession) -> Iterator[None]:

@@ -26,6 +26,7 @@ from coordinator.dataset.layout import DatasetLayout
 if TYPE_CHECKING:
     from common.odf.block import MetadataBlock
     from common.odf.multihash import Multihash
+    from coordinator.dataset.state import DatasetState
     from coordinator.workspace import Workspace
 
 
@@ -66,17 +67,7 @@ def summarize(root: Path, alias: str) -> DatasetSummary:
     from coordinator.dataset.dataset import Dataset  # the model: only when the cache is not
 
     try:
-        state = Dataset(root, alias=alias).state()
-        return DatasetSummary(
-            name=alias,
-            kind=state.kind.value if state.kind else None,
-            head=state.head,
-            blocks=state.sequence_number + 1,
-            records=state.num_records,
-            size=state.data_size,
-            updated=state.system_time,
-            watermark=state.last_watermark,
-        )
+        return summary_of_state(alias, Dataset(root, alias=alias).state())
     except (OdfError, OSError) as e:
         reason = " ".join(str(e).split()).replace(f"{root}/", "")
         return DatasetSummary(name=alias, error=reason)
@@ -90,3 +81,17 @@ def log(
 
     root = ws.dataset_path(name)
     return list(islice(MetadataChain(DatasetLayout(root)).iter_blocks(), limit))
+
+
+def summary_of_state(alias: str, state: DatasetState) -> DatasetSummary:
+    """The summary of a dataset from its state (the full path, with the model loaded)."""
+    return DatasetSummary(
+        name=alias,
+        kind=state.kind.value if state.kind else None,
+        head=state.head,
+        blocks=state.sequence_number + 1,
+        records=state.num_records,
+        size=state.data_size,
+        updated=state.system_time,
+        watermark=state.last_watermark,
+    )

@@ -5,23 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coordinator.app.listing import DatasetSummary, summarize
+from coordinator.app.listing import DatasetSummary, summarize, summary_of_state
 from coordinator.dataset import Dataset, listing
 from tests.unit.coordinator.events import add_data_for, at, seed, set_schema, write_slice
 
 
-def summary_of_state(ds: Dataset) -> DatasetSummary:
-    state = Dataset(ds.layout.root, alias=ds.alias).state()
-    return DatasetSummary(
-        name=ds.alias,
-        kind=state.kind.value if state.kind else None,
-        head=state.head,
-        blocks=state.sequence_number + 1,
-        records=state.num_records,
-        size=state.data_size,
-        updated=state.system_time,
-        watermark=state.last_watermark,
-    )
+def summary_from_state(ds: Dataset) -> DatasetSummary:
+    return summary_of_state(ds.alias, Dataset(ds.layout.root, alias=ds.alias).state())
 
 
 def dataset_with_data(tmp_path: Path) -> Dataset:
@@ -38,7 +28,7 @@ def test_the_cache_holds_what_the_full_state_gives(tmp_path: Path) -> None:
     ds = dataset_with_data(tmp_path)
     cached = listing.read(ds.layout)
     assert cached is not None
-    assert summarize(ds.layout.root, "ds") == summary_of_state(ds)
+    assert summarize(ds.layout.root, "ds") == summary_from_state(ds)
     assert (cached.blocks, cached.records, cached.kind) == (3, 7, "Root")
     assert cached.watermark is not None and cached.size > 0
 
@@ -50,7 +40,7 @@ def test_anything_but_a_current_intact_cache_is_computed_the_full_way(tmp_path: 
     # A cache written before the figures existed: computed, then saved with them.
     path.write_text(json.dumps({k: v for k, v in doc.items() if k != listing.SUMMARY_KEY}))
     assert listing.read(ds.layout) is None
-    assert summarize(ds.layout.root, "ds") == summary_of_state(ds)
+    assert summarize(ds.layout.root, "ds") == summary_from_state(ds)
     assert listing.read(ds.layout) is not None
     # A head that moved on without the cache (another writer's cache write failed).
     path.write_text(json.dumps({**doc, "head": "f1620" + "00" * 32}))
