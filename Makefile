@@ -64,7 +64,7 @@ demo: install ## The main job: an example workspace ingested, transformed, verif
 	bash examples/demo.sh
 
 .PHONY: bench
-bench: install ## Benchmarks of issue 15, one table (BENCH_ARGS="--quick", "--only ingest", "--big 2.1")
+bench: install ## Benchmarks of issue 15, one table (BENCH_ARGS="--quick", "--only ingest", "--big 2.1", "--load 2")
 	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 .PHONY: clean

@@ -11,7 +11,11 @@ memory. Then prints one table: figure, ours, baseline, ratio, target, OK/MISSED;
 is against a baseline measured in the same run. Exits 1 when any target is missed or a
 benchmark fails (the whole table is printed first).
 
-    .venv/bin/python bench/run_all.py [--only NAME ...] [--quick] [--big GB]
+    .venv/bin/python bench/run_all.py [--only NAME ...] [--quick] [--big GB] [--load N]
+
+``--load N``: a loaded run: N processes spinning on the CPU (a 2-core machine with N = 2 runs
+everything at about half speed) for as long as the benchmarks run, so "quiet" and "loaded"
+are the same command with one flag apart; the table's title says which it was.
 
 ``--quick``: small sizes and single runs, to check that everything runs (smoke test), not to
 judge the targets: it exits 1 only when a benchmark produced no figures. ``--only``: a
@@ -22,10 +26,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,6 +172,35 @@ def run(bench: Bench, extra: list[str], work: Path) -> BenchResult:
     return BenchResult(bench.name, code, figures, seconds)
 
 
+SPIN = "while True: pass"
+
+
+@contextmanager
+def background_load(processes: int) -> Iterator[None]:
+    """``processes`` CPU spinners for the duration (none for 0), stopped however it ends."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL)
+        for _ in range(processes)
+    ]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()
+
+
+def run_mode(quick: bool, load: int) -> str:
+    """What the table's title says about the run."""
+    modes = []
+    if quick:
+        modes.append("quick: sizes too small to judge the targets")
+    if load:
+        modes.append(f"loaded: {load} CPU spinners beside it on {os.cpu_count()} cores")
+    return f" ({'; '.join(modes)})" if modes else " (quiet: nothing added beside it)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     names = [b.name for b in BENCHES]
@@ -173,17 +209,22 @@ def main() -> int:
     parser.add_argument(
         "--big", type=float, metavar="GB", help="ingest's peak RSS on a CSV this large too"
     )
+    parser.add_argument(
+        "--load", type=int, default=0, metavar="N", help="N CPU spinners beside the run"
+    )
     args = parser.parse_args()
+    if args.load < 0:
+        parser.error("--load: the number of spinners cannot be negative")
     chosen = [b for b in BENCHES if not args.only or b.name in args.only]
     results = []
-    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp, background_load(args.load):
         for bench in chosen:
             extra = list(bench.quick) if args.quick else []
             if bench.name == "ingest" and args.big:
                 extra += ["--big", str(args.big)]
             results.append(run(bench, extra, Path(tmp)))
     rows, ok = table_rows(results)
-    mode = " (quick: sizes too small to judge the targets)" if args.quick else ""
+    mode = run_mode(args.quick, args.load)
     print(f"\nissue 15 benchmarks, each ratio against a baseline of the same run{mode}")
     print(render(rows), end="")
     print("all targets met" if ok else "MISSED: a target above is not met or a benchmark failed")

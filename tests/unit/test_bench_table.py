@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 from bench.figures import Figure
-from bench.run_all import BenchResult, render, table_rows
+from bench.run_all import BenchResult, background_load, render, run_mode, table_rows
 
 
 def test_rows_show_ours_baseline_ratio_target_and_verdict() -> None:
@@ -53,3 +57,33 @@ def test_a_failed_benchmark_is_a_missed_row_and_fails_the_table() -> None:
     rows, ok = table_rows([BenchResult("blocks", 0, (met, encode))])
     assert ok
     assert rows[1][1:] == ("6,000 blocks/s", "", "", ">= 5,000 blocks/s", "OK")
+
+
+def test_the_title_says_whether_the_run_was_quiet_loaded_or_quick() -> None:
+    assert run_mode(False, 0) == " (quiet: nothing added beside it)"
+    assert "loaded: 2 CPU spinners" in run_mode(False, 2)
+    quick_loaded = run_mode(True, 1)
+    assert "quick" in quick_loaded and "loaded: 1 CPU spinner" in quick_loaded
+
+
+def test_a_loaded_run_spins_beside_it_and_stops_its_spinners() -> None:
+    def own_children() -> set[int]:
+        me = os.getpid()
+        return {
+            int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == me
+        }
+
+    before = own_children()
+    with background_load(2):
+        spinning = own_children() - before
+        assert len(spinning) == 2
+    time.sleep(0.05)
+    assert not (own_children() & spinning)
+
+
+def _parent(proc: Path) -> int | None:
+    try:
+        stat = (proc / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
