@@ -30,6 +30,8 @@ class DataFileDigest:
     size: int
     schema: pa.Schema
     """The Arrow schema of the records (without the file's key-value metadata)."""
+    exposed_slots: int
+    """Null slots of struct fields the logical hash read as values (the struct-null quirk)."""
 
 
 def digest_data_file(path: str | Path) -> DataFileDigest:
@@ -41,6 +43,7 @@ def digest_data_file(path: str | Path) -> DataFileDigest:
         records=hasher.rows,
         size=size,
         schema=hasher.schema.remove_metadata(),
+        exposed_slots=hasher.exposed_slots,
     )
 
 
