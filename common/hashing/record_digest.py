@@ -25,11 +25,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from common.hashing.data_types import data_type_bytes
+from common.hashing.data_types import Layout, data_type_bytes, leaf_layout
 from common.hashing.reader_plan import ReaderPlan, reader_leftovers
 from common.hashing.threads import hash_pool
 from common.hashing.validity import Mask, combine_with_parent, own_validity
-from common.hashing.value_stream import emit_values, with_rows_from
+from common.hashing.value_stream import emit_dictionary, emit_values, with_rows_from
 from common.odf.errors import ValidationError
 from common.odf.multihash import ARROW0_SHA3_256, Multihash
 
@@ -48,6 +48,10 @@ class _ColumnDigest:
     ) -> None:
         """Hash consecutive ``pieces`` of the column, whole reference batches from
         ``first_row`` on; ``parent`` covers all their rows."""
+        if parent is None:  # its own validity only: no struct quirk, piece by piece
+            for piece in pieces:
+                self._update_alone(piece)
+            return
         decoded = [p.dictionary_decode() if pa.types.is_dictionary(p.type) else p for p in pieces]
         own = _concat_validity(decoded)
         length = sum(len(p) for p in decoded)
@@ -69,6 +73,14 @@ class _ColumnDigest:
             piece_blank = None if blank is None else blank[start:stop]
             emit_values(piece, piece_valid, piece_blank, self._hasher.update)
             start = stop
+
+    def _update_alone(self, piece: pa.Array) -> None:
+        if pa.types.is_dictionary(piece.type):
+            if leaf_layout(piece.type.value_type).layout is Layout.BINARY:
+                emit_dictionary(piece, self._hasher.update)
+                return
+            piece = piece.dictionary_decode()
+        emit_values(piece, own_validity(piece), None, self._hasher.update)
 
     def digest(self) -> bytes:
         return self._hasher.digest()

@@ -18,7 +18,11 @@ from common.hashing import (
     physical_hash_file,
 )
 from common.hashing.logical import hash_parquet_records
-from common.hashing.parquet_records import field_leaf_columns, parquet_reader_plan
+from common.hashing.parquet_records import (
+    field_leaf_columns,
+    parquet_reader_plan,
+    reads_as_dictionary,
+)
 from common.odf.errors import DecodeError, NotFoundError, ValidationError
 from common.odf.multihash import Multihash
 
@@ -125,3 +129,40 @@ def test_fields_fed_unequal_rows_do_not_make_a_hash() -> None:
         hasher.digest()
     with pytest.raises(ValidationError, match=r"field 'a' of type int64 cannot hash.*string"):
         LogicalHasher(pa.schema([("a", pa.int64())])).fields[0].update(pa.array(["x"]))
+
+
+def test_dictionary_arrays_hash_as_their_values() -> None:
+    """Dictionary-coded strings and binaries are hashed from their encoded entries (null
+    indices, a null entry, more rows than one chunk), numbers by their decoded values: the
+    same hash as the decoded records."""
+    rows = 70_001
+    indices = pa.array(np.arange(rows) % 5, pa.int32(), mask=np.arange(rows) % 11 == 0)
+    words = pa.array(["", "a", None, "ccc", "long " * 20])
+    numbers = pa.array([7, None, 9, 10, 11], pa.int64())
+    table = pa.table(
+        {
+            "s": pa.DictionaryArray.from_arrays(indices, words),
+            "b": pa.DictionaryArray.from_arrays(indices, words.cast(pa.binary())),
+            "n": pa.DictionaryArray.from_arrays(indices, numbers),
+        }
+    )
+    decoded = pa.table({name: table[name].combine_chunks().dictionary_decode() for name in "sbn"})
+    assert logical_hash(table) == logical_hash(decoded)
+    assert logical_hash(table.slice(3, 1_000)) == logical_hash(decoded.slice(3, 1_000))
+
+
+def test_dictionary_coded_string_pages_are_read_as_a_dictionary(tmp_path: Path) -> None:
+    rows = 150_000
+    index = np.arange(rows)
+    cities = pc.cast(pa.array(index % 300, mask=index % 13 == 0), pa.string())
+    unique = pc.cast(pa.array(index * 7919), pa.string())  # too many: plain pages
+    table = pa.table({"city": cities, "id": unique})
+    path = tmp_path / "slice"
+    pq.write_table(table, path, row_group_size=40_000)
+    parquet = pq.ParquetFile(path)
+    groups = field_leaf_columns(parquet)
+    assert groups is not None
+    assert [
+        reads_as_dictionary(parquet, f, g) for f, g in zip(table.schema, groups, strict=True)
+    ] == [True, False]
+    assert digest_data_file(path).logical_hash == _hashed_by_batches(path) == logical_hash(table)
