@@ -6,8 +6,9 @@ digest (``record_digest``), so a field can be decoded and hashed on its own thre
 its own reader over the same bytes, start to end, without waiting for the other fields at
 every batch: the threads (``hash_pool``) share the file's decoding and hashing between the
 cores, and the largest fields start first. One memory mapping of the file serves every
-reader (nothing is copied into Python). A file whose fields cannot be told apart by their
-leaf columns (two neighbouring fields of the same name) is read batch by batch instead.
+reader (nothing is copied into Python). Dictionary-coded strings are read as a dictionary
+(``reads_as_dictionary``). A file whose top-level fields cannot be told apart by name or by
+their leaf columns is read batch by batch instead, every field at once.
 """
 
 from __future__ import annotations
@@ -80,10 +81,7 @@ def hash_parquet_data(data: pa.Buffer, *, alongside: Callable[[], T]) -> tuple[L
             for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
                 hasher.update(batch)
         else:
-            costs = [
-                _cost(parquet, field, group)
-                for field, group in zip(parquet.schema_arrow, groups, strict=True)
-            ]
+            costs = [_cost(field) for field in parquet.schema_arrow]
             order = sorted(range(len(groups)), key=lambda i: -costs[i])
             fields = [
                 pool.submit(_hash_field, data, parquet, hasher.fields[i], groups[i]) for i in order
@@ -114,17 +112,11 @@ def field_leaf_columns(parquet: pq.ParquetFile) -> list[list[int]] | None:
     return groups
 
 
-def _cost(parquet: pq.ParquetFile, field: pa.Field, columns: list[int]) -> int:
-    """A guess of a field's work, to start the largest first: the bytes it hashes and its
-    pages' decoded size (small for dictionary-encoded strings, hence the first term)."""
-    metadata = parquet.metadata
-    decoded = sum(
-        metadata.row_group(g).column(c).total_uncompressed_size
-        for g in range(metadata.num_row_groups)
-        for c in columns
-    )
+def _cost(field: pa.Field) -> int:
+    """A guess of a field's work per row, to start the largest first: the bytes it hashes
+    (read from its type alone: the metadata of many row groups takes long to walk)."""
     leaves = [f.type for f, _, _ in walk_fields([field]) if not pa.types.is_struct(f.type)]
-    return int(metadata.num_rows) * sum(_bytes_per_value(t) for t in leaves) + int(decoded)
+    return sum(_bytes_per_value(t) for t in leaves)
 
 
 def _bytes_per_value(data_type: pa.DataType) -> int:
