@@ -10,12 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.hashing.reader_plan import ReaderPlan
+from common.hashing.parquet_records import hash_parquet_file, regular_file
 from common.hashing.record_digest import LogicalHasher
-from common.odf.errors import DecodeError, NotFoundError, ValidationError
+from common.odf.errors import DecodeError, ValidationError
 from common.odf.multihash import Multihash
-
-PARQUET_BATCH_ROWS = 1 << 16
 
 
 def logical_hash(
@@ -50,38 +48,20 @@ def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[
 
 
 def logical_hash_parquet(path: str | Path) -> Multihash:
-    """The logical hash of the records of a Parquet file, read batch by batch."""
+    """The logical hash of the records of a Parquet file (``parquet_records``)."""
     return hash_parquet_records(path).multihash()
 
 
 def hash_parquet_records(path: str | Path) -> LogicalHasher:
-    """The finished logical hasher of a Parquet file's records (the hash and how many
-    struct slots it exposed)."""
-    parquet = open_parquet(path)
-    with parquet:
-        hasher = LogicalHasher(parquet.schema_arrow, parquet_reader_plan(parquet))
-        try:
-            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-                hasher.update(batch)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
-            raise DecodeError(f"cannot read Parquet data: {e}", path=str(path)) from None
-    hasher.digest()
+    """The finished logical hasher of a Parquet file's records (the hash, the record count
+    and how many struct slots it exposed), its fields hashed in parallel."""
+    hasher, _ = hash_parquet_file(path, alongside=lambda _: None)
     return hasher
-
-
-def parquet_reader_plan(parquet: pq.ParquetFile) -> ReaderPlan:
-    """How the reference reads this file (its row groups, ``reader_plan``)."""
-    metadata = parquet.metadata
-    return ReaderPlan(tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)))
 
 
 def open_parquet(path: str | Path) -> pq.ParquetFile:
     """Open a Parquet file, with clear errors for a missing or malformed file."""
-    file = Path(path)
-    if not file.exists():
-        raise NotFoundError(f"{path}: no such file")
-    if not file.is_file():
-        raise ValidationError("not a regular file", path=str(path))
+    file = regular_file(path)
     try:
         return pq.ParquetFile(file)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:

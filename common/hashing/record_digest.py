@@ -17,10 +17,7 @@ quirk exposes are hashed with the values arrow-rs's reader leaves in their slots
 
 from __future__ import annotations
 
-import concurrent.futures
-import functools
 import hashlib
-import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -28,10 +25,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from common.hashing.data_types import data_type_bytes
+from common.hashing.data_types import Layout, data_type_bytes, leaf_layout
 from common.hashing.reader_plan import ReaderPlan, reader_leftovers
+from common.hashing.threads import hash_pool
 from common.hashing.validity import Mask, combine_with_parent, own_validity
-from common.hashing.value_stream import emit_values, with_rows_from
+from common.hashing.value_stream import emit_dictionary, emit_values, with_rows_from
 from common.odf.errors import ValidationError
 from common.odf.multihash import ARROW0_SHA3_256, Multihash
 
@@ -50,6 +48,10 @@ class _ColumnDigest:
     ) -> None:
         """Hash consecutive ``pieces`` of the column, whole reference batches from
         ``first_row`` on; ``parent`` covers all their rows."""
+        if parent is None:  # its own validity only: no struct quirk, piece by piece
+            for piece in pieces:
+                self._update_alone(piece)
+            return
         decoded = [p.dictionary_decode() if pa.types.is_dictionary(p.type) else p for p in pieces]
         own = _concat_validity(decoded)
         length = sum(len(p) for p in decoded)
@@ -71,6 +73,14 @@ class _ColumnDigest:
             piece_blank = None if blank is None else blank[start:stop]
             emit_values(piece, piece_valid, piece_blank, self._hasher.update)
             start = stop
+
+    def _update_alone(self, piece: pa.Array) -> None:
+        if pa.types.is_dictionary(piece.type):
+            if leaf_layout(piece.type.value_type).layout is Layout.BINARY:
+                emit_dictionary(piece, self._hasher.update)
+                return
+            piece = piece.dictionary_decode()
+        emit_values(piece, own_validity(piece), None, self._hasher.update)
 
     def digest(self) -> bytes:
         return self._hasher.digest()
@@ -115,14 +125,110 @@ def walk_fields(
             yield from walk_fields(field.type.fields, level + 1, f"{path}.")
 
 
+class FieldDigest:
+    """The leaf columns of one top-level field, fed that field's rows in order.
+
+    Fields are independent of each other until the final digest: each can be fed on a thread
+    of its own, one thread per field at a time (``LogicalHasher.fields``). A struct field
+    holds back the rows of an incomplete reference batch (``validity`` decides its nulls over
+    whole batches), so its result does not depend on how its rows are cut.
+    """
+
+    def __init__(self, field: pa.Field, path: str, plan: ReaderPlan) -> None:
+        self.field = field
+        self.leaves = [
+            _ColumnDigest(leaf_path, f.type)
+            for f, _, leaf_path in walk_fields([field], prefix=path)
+            if not pa.types.is_struct(f.type)
+        ]
+        """The leaf columns' digests, in walk order."""
+        self._plan = plan
+        self._is_struct = pa.types.is_struct(field.type)
+        self.rows = 0
+        """Rows hashed so far (held-back rows not included)."""
+        self._pending: list[pa.Array] = []  # rows of an incomplete reference batch (structs)
+        self._pending_rows = 0
+
+    def update(self, array: pa.Array) -> None:
+        """Hash the next rows of the field (an array of its type, or one that hashes alike)."""
+        if not array.type.equals(self.field.type) and _signature(
+            pa.schema([self.field.with_type(array.type)])
+        ) != _signature(pa.schema([self.field])):
+            raise ValidationError(
+                f"field {self.field.name!r} of type {self.field.type} cannot hash values of"
+                f" type {array.type}"
+            )
+        if self._is_struct:
+            self._add_by_windows(array)
+        elif len(array):
+            self._hash([array])
+
+    def finish(self) -> int:
+        """Hash the held-back rows; how many rows the field has had."""
+        self._flush()
+        return self.rows
+
+    def _add_by_windows(self, array: pa.Array) -> None:
+        """Hash whole reference batches; hold back the rows of an incomplete one."""
+        start, rows = 0, len(array)
+        while start < rows:
+            position = self.rows + self._pending_rows
+            if not self._pending:
+                whole = self._plan.last_batch_end(position, position + rows - start) - position
+                if whole > 0:
+                    self._hash([array.slice(start, whole)])
+                    start += whole
+                    continue
+            end = self._plan.batch_end(position)
+            take = min(end - position, rows - start)
+            self._pending.append(array.slice(start, take))
+            self._pending_rows += take
+            start += take
+            if position + take == end:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            pending, self._pending, self._pending_rows = self._pending, [], 0
+            self._hash(pending)
+
+    def _hash(self, pieces: list[pa.Array]) -> None:
+        """Hash consecutive pieces whose rows start at ``self.rows``."""
+        rows = sum(len(p) for p in pieces)
+        starts = self._plan.batch_starts(self.rows, rows)
+        work = _leaf_work(self.field, pieces, None, starts, iter(self.leaves))
+        for leaf, leaf_pieces, parent in work:
+            leaf.update(leaf_pieces, parent, self.rows, self._plan)
+        self.rows += rows
+
+
+def _leaf_work(
+    field: pa.Field,
+    pieces: list[pa.Array],
+    parent: Mask,
+    starts: npt.NDArray[np.int64],
+    leaves: Iterator[_ColumnDigest],
+) -> Iterator[tuple[_ColumnDigest, list[pa.Array], Mask]]:
+    """Each leaf under ``field`` (walk order) with its pieces and its parents' validity."""
+    if not pa.types.is_struct(field.type):
+        yield next(leaves), pieces, parent
+        return
+    combined = combine_with_parent(parent, _concat_validity(pieces), starts)
+    for i, child in enumerate(field.type.fields):
+        yield from _leaf_work(child, [p.field(i) for p in pieces], combined, starts, leaves)
+
+
 class LogicalHasher:
     """Incremental logical hash of record batches that share one schema.
 
     ``digest()`` ends the stream: no batch can be added after it. ``plan`` is how the
     reference reads the same records (``reader_plan``): give the file's row groups when they
-    are read from a Parquet file. ``parallel=False`` hashes the columns of each batch one
+    are read from a Parquet file. ``parallel=False`` hashes the fields of each batch one
     after the other on the calling thread: for a caller that already hashes in a thread of
     its own, beside other work (the ingest pipeline), where more threads only contend.
+
+    A reader that reads each top-level field by itself (``parquet_fields``) feeds ``fields``
+    directly instead of calling ``update``; ``digest`` checks that they all got as many rows.
     """
 
     def __init__(
@@ -130,20 +236,16 @@ class LogicalHasher:
     ) -> None:
         self._schema = schema
         self._parallel = parallel
-        self._plan = plan or ReaderPlan()
+        plan = plan or ReaderPlan()
         self._names = hashlib.sha3_256()
-        self._columns: list[_ColumnDigest] = []
-        for field, level, path in walk_fields(schema):
+        for field, level, _ in walk_fields(schema):
             name = field.name.encode()
             self._names.update(_u64(len(name)) + name + _u64(level))
-            if not pa.types.is_struct(field.type):
-                self._columns.append(_ColumnDigest(path, field.type))
+        self.fields = [FieldDigest(field, "", plan) for field in schema]
+        """One digest per top-level field, in schema order."""
         self._signature = _signature(schema)
-        self._has_structs = any(pa.types.is_struct(f.type) for f in schema)
-        self._rows = 0  # rows hashed so far
-        self._pending: list[pa.RecordBatch] = []  # rows of an incomplete window (structs)
-        self._pending_rows = 0
         self._digest: bytes | None = None
+        self._rows = 0
 
     @property
     def schema(self) -> pa.Schema:
@@ -157,19 +259,39 @@ class LogicalHasher:
                 f"record batch schema {_describe(batch.schema)} does not match the hashed "
                 f"schema {_describe(self._schema)}"
             )
-        if self._has_structs:
-            self._add_by_windows(batch)
+        if self._parallel and batch.num_rows >= _PARALLEL_MIN_ROWS and len(self.fields) > 1:
+            # Every field has its own SHA3 states: the fields of a large batch are hashed on
+            # several threads (SHA3 updates and Arrow/numpy kernels release the GIL); the
+            # order of updates within each field is unchanged, so the digest is the same.
+            columns = batch.columns
+            futures = [
+                hash_pool().submit(f.update, c) for f, c in zip(self.fields, columns, strict=True)
+            ]
+            for future in futures:
+                future.result()
         else:
-            self._hash([batch])
+            for field, column in zip(self.fields, batch.columns, strict=True):
+                field.update(column)
 
     def digest(self) -> bytes:
         if self._digest is None:
-            self._flush()
+            rows = {field.finish() for field in self.fields}
+            if len(rows) > 1:
+                raise ValidationError(
+                    f"the fields of the hashed records have different numbers of rows: {rows}"
+                )
+            self._rows = rows.pop() if rows else 0
             final = self._names.copy()
-            for column in self._columns:
+            for column in self._leaves():
                 final.update(column.digest())
             self._digest = final.digest()
         return self._digest
+
+    @property
+    def rows(self) -> int:
+        """How many records were hashed (known once the digest is)."""
+        self.digest()
+        return self._rows
 
     def multihash(self) -> Multihash:
         return Multihash(ARROW0_SHA3_256, self.digest())
@@ -182,84 +304,21 @@ class LogicalHasher:
         there. A writer that hashes the records it writes must then hash the written file
         (``logical_hash_parquet``) to record the reference's hash.
         """
-        return any(column.depends_on_reads for column in self._columns)
+        return any(column.depends_on_reads for column in self._leaves())
 
     @property
     def exposed_slots(self) -> int:
         """How many null slots of struct fields were hashed as values (the OR quirk)."""
-        return sum(column.exposed_slots for column in self._columns)
+        return sum(column.exposed_slots for column in self._leaves())
 
-    def _add_by_windows(self, batch: pa.RecordBatch) -> None:
-        """Hash whole reference batches; hold back the rows of an incomplete one."""
-        start, rows = 0, batch.num_rows
-        while start < rows:
-            position = self._rows + self._pending_rows
-            if not self._pending:
-                whole = self._plan.last_batch_end(position, position + rows - start) - position
-                if whole > 0:
-                    self._hash([batch.slice(start, whole)])
-                    start += whole
-                    continue
-            end = self._plan.batch_end(position)
-            take = min(end - position, rows - start)
-            self._pending.append(batch.slice(start, take))
-            self._pending_rows += take
-            start += take
-            if position + take == end:
-                self._flush()
-
-    def _flush(self) -> None:
-        if self._pending:
-            pending, self._pending, self._pending_rows = self._pending, [], 0
-            self._hash(pending)
-
-    def _hash(self, batches: list[pa.RecordBatch]) -> None:
-        """Hash consecutive batches whose rows start at ``self._rows``.
-
-        Every leaf column has its own SHA3 state, so large batches hash their columns on
-        several threads (the SHA3 updates and Arrow/numpy kernels release the GIL); the order
-        of updates within each column is unchanged, so the digest is the same.
-        """
-        columns = [[b.column(i) for b in batches] for i in range(len(self._schema))]
-        work: list[tuple[_ColumnDigest, list[pa.Array], Mask]] = []
-        rows = sum(b.num_rows for b in batches)
-        starts = self._plan.batch_starts(self._rows, rows)
-        self._collect_fields(self._schema, columns, None, starts, iter(self._columns), work)
-        if self._parallel and rows >= _PARALLEL_MIN_ROWS and len(work) > 1:
-            futures = [_pool().submit(c.update, p, m, self._rows, self._plan) for c, p, m in work]
-            for future in futures:
-                future.result()
-        else:
-            for column, pieces, parent in work:
-                column.update(pieces, parent, self._rows, self._plan)
-        self._rows += rows
-
-    def _collect_fields(
-        self,
-        fields: Iterable[pa.Field],
-        columns: list[list[pa.Array]],
-        parent: Mask,
-        starts: npt.NDArray[np.int64],
-        leaves: Iterator[_ColumnDigest],
-        work: list[tuple[_ColumnDigest, list[pa.Array], Mask]],
-    ) -> None:
-        for field, pieces in zip(fields, columns, strict=True):
-            if pa.types.is_struct(field.type):
-                combined = combine_with_parent(parent, _concat_validity(pieces), starts)
-                children = [[p.field(i) for p in pieces] for i in range(field.type.num_fields)]
-                self._collect_fields(field.type.fields, children, combined, starts, leaves, work)
-            else:
-                work.append((next(leaves), pieces, parent))
+    def _leaves(self) -> Iterator[_ColumnDigest]:
+        """Every leaf column's digest, in walk order."""
+        for field in self.fields:
+            yield from field.leaves
 
 
 _PARALLEL_MIN_ROWS = 8192
 """Batches smaller than this hash their columns on the calling thread."""
-
-
-@functools.cache
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    workers = min(4, os.cpu_count() or 1)
-    return concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="logical-hash")
 
 
 def _signature(schema: pa.Schema) -> list[tuple[str, int, bytes]]:

@@ -7,14 +7,14 @@ once even when several blocks name it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.hashing import physical_hash_file
-from common.hashing.logical import hash_parquet_records, open_parquet
+from common.hashing import digest_data_file, physical_hash_file
+from common.hashing.logical import open_parquet
 from common.odf.errors import OdfError
 from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
@@ -43,33 +43,28 @@ class FileFacts:
 
 
 def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
-    """Size, physical hash, record count and logical hash of ``data/<physical_hash>``."""
+    """Size, physical hash, record count and logical hash of ``data/<physical_hash>``, from
+    one read of the file (``digest_data_file``); then its string columns' UTF-8."""
     rel = f"data/{physical_hash}"
-    facts = _raw_facts(root / rel, rel)
-    if facts.size is None:
-        return facts
+    path = root / rel
+    if not path.is_file():
+        return FileFacts(path=rel)
     try:
-        with open_parquet(root / rel) as parquet:
-            records = parquet.metadata.num_rows
-            columns = column_types(parquet.schema_arrow)
+        digest = digest_data_file(path)
+        with open_parquet(path) as parquet:
             invalid_utf8 = _invalid_utf8_column(parquet)
-        hasher = hash_parquet_records(root / rel)
     except OdfError as e:
-        return FileFacts(
-            path=rel,
-            size=facts.size,
-            physical_hash=facts.physical_hash,
-            unreadable=" ".join(str(e).split()),
-        )
+        facts = _raw_facts(path, rel)  # the bytes are still hashed, the records cannot be
+        return replace(facts, unreadable=" ".join(str(e).split()))
     return FileFacts(
         path=rel,
-        size=facts.size,
-        physical_hash=facts.physical_hash,
-        logical_hash=hasher.multihash(),
-        records=records,
-        columns=columns,
+        size=digest.size,
+        physical_hash=digest.physical_hash,
+        logical_hash=digest.logical_hash,
+        records=digest.records,
+        columns=column_types(digest.schema),
         invalid_utf8=invalid_utf8,
-        exposed_slots=hasher.exposed_slots,
+        exposed_slots=digest.exposed_slots,
     )
 
 
