@@ -1,4 +1,8 @@
-"""Arrow IPC inputs handed to Spark as local Parquet files, so the JVM reads them itself.
+"""Arrow IPC inputs handed to Spark as staged Parquet files, where executors cannot map them.
+
+Where the executors can map an Arrow IPC input (a local master, or a file under the shared
+staging directory: ``Staging.maps``), it is read in place (``arrow_scan.py``) and nothing here
+runs but ``spark_values`` and ``stageable``. Elsewhere the input is staged as below.
 
 ``createDataFrame(pyarrow.Table)`` streams every record from the Python driver into the JVM
 and converts it there row by row: about 10 s for a million records, where Spark's own Parquet
