@@ -20,7 +20,10 @@ minus the engine call it logs (``-v``: ``engine_s``).
 
 Targets: the coordinator's overhead at most 10% of the whole for the default exchange
 (``TransformConfig().exchange``: Parquet), in process and through the CLI (which runs with
-the default), and every run gives the same logical hash.
+the default), every run gives the same logical hash, and the default exchange is the faster
+one: its median whole transaction at most ``DEFAULT_EXCHANGE_TARGET`` times the other's (the
+line ``default exchange: ...`` is the measurement that justifies it). ``--no-cli`` leaves the
+``odf pull`` runs out (exchange comparison at several sizes).
 Exits 1 when a target is missed.
 ``--json PATH`` also writes the figures for ``bench/run_all.py``.
 """
@@ -63,6 +66,9 @@ from coordinator.workspace import Workspace
 from tests.support.engine_server import engine_server_process
 
 OVERHEAD_TARGET = 0.10
+DEFAULT_EXCHANGE_TARGET = 1.10
+"""The default exchange's whole transaction at most this times the other's (run-to-run noise
+on the shared 2-core machine is about 10%)."""
 SYSTEM_TIME = datetime(2030, 1, 1, tzinfo=UTC)
 QUERY = (
     "SELECT event_time, city, population, population * 2 AS population_x2 "
@@ -209,6 +215,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2, help="transactions per exchange format")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="3g")
+    parser.add_argument("--no-cli", action="store_true", help="no odf pull runs")
     add_json_argument(parser)
     args = parser.parse_args()
     configure_logging(0)
@@ -234,7 +241,7 @@ def main() -> int:
                 for fmt in ExchangeFormat:
                     ds = create_derivative(ws, f"{fmt.value}-{i}", "big", version)
                     results[fmt].append(run_one(ws, engines, ds, fmt))
-        cli = cli_runs(ws, Path(tmp), version, args.repeats, args.master)
+        cli = [] if args.no_cli else cli_runs(ws, Path(tmp), version, args.repeats, args.master)
     return report(results, cli, args.json)
 
 
@@ -252,20 +259,30 @@ def report(
     default = TransformConfig().exchange
     shares = {f: statistics.median(r.overhead_share for r in runs) for f, runs in results.items()}
     overhead = shares[default]
-    cli_overhead = statistics.median(cli)
+    cli_overhead = statistics.median(cli) if cli else 0.0
     arrow_total = statistics.median(r.wall for r in arrow)
     parquet_total = statistics.median(r.wall for r in parquet)
     arrow_engine = statistics.median(r.result.timings.engine for r in arrow)
     parquet_engine = statistics.median(r.result.timings.engine for r in parquet)
+    through_cli = f"{cli_overhead:.1%} through odf pull" if cli else "odf pull not run"
     print(
         f"coordinator overhead (median, {default.value}, the default exchange): {overhead:.1%}"
-        f" in process, {cli_overhead:.1%} through odf pull (target <= {OVERHEAD_TARGET:.0%}"
+        f" in process, {through_cli} (target <= {OVERHEAD_TARGET:.0%}"
         f" each); {', '.join(f'{f.value} {v:.1%}' for f, v in shares.items())} in process"
     )
     print(
         f"arrow vs parquet: total {arrow_total:.2f} s vs {parquet_total:.2f} s"
         f" ({arrow_total / parquet_total:.2f}x), engine {arrow_engine:.2f} s vs"
         f" {parquet_engine:.2f} s ({arrow_engine / parquet_engine:.2f}x)"
+    )
+    totals = {ExchangeFormat.ARROW: arrow_total, ExchangeFormat.PARQUET: parquet_total}
+    (other,) = [f for f in totals if f is not default]
+    default_ratio = totals[default] / totals[other]
+    faster = min(totals, key=totals.__getitem__)
+    print(
+        f"default exchange: {default.value}, whole transaction {totals[default]:.2f} s vs"
+        f" {other.value} {totals[other]:.2f} s ({default_ratio:.2f}x, target <="
+        f" {DEFAULT_EXCHANGE_TARGET:.2f}x): the faster one is {faster.value}"
     )
     events = [r.result.event for r in arrow + parquet]
     hashes = {e.new_data.logical_hash for e in events if e.new_data}
@@ -290,9 +307,18 @@ def report(
             Figure(
                 "same logical hash in every run", float(same), "bool", target=1.0, at_least=True
             ),
+            Figure(
+                f"default exchange ({default.value}) vs {other.value}, whole transaction,"
+                f" {rows:,} records",
+                totals[default],
+                "s",
+                baseline=totals[other],
+                target=DEFAULT_EXCHANGE_TARGET,
+            ),
         ],
     )
-    if overhead > OVERHEAD_TARGET or cli_overhead > OVERHEAD_TARGET or not same:
+    slower = default_ratio > DEFAULT_EXCHANGE_TARGET
+    if overhead > OVERHEAD_TARGET or cli_overhead > OVERHEAD_TARGET or not same or slower:
         print("FAIL")
         return 1
     print("OK")

@@ -6,9 +6,10 @@ interval (unless their footers show they hold just its records, ``offset_bounds.
 reach the query in offset order (a backlog of several files is brought into one partition
 and sorted by offset locally, as the reference engine does, with no shuffle).
 An input without new data (no interval) is an empty DataFrame with that schema. Parquet files
-are read by Spark itself, all of an input's in one scan; Arrow IPC files are memory-mapped by
-pyarrow and staged as local Parquet files that Spark scans (``staging.py``; with a cluster
-master, handed to ``createDataFrame``).
+are read by Spark itself, all of an input's in one scan; Arrow IPC files are read where they lie
+by the tasks of a ``mapInArrow`` (``arrow_scan.py``; on a cluster without shared storage,
+handed to ``createDataFrame``, ``staging.py``). An Arrow IPC file whose column types disagree
+with the input's schema is refused.
 
 Spark timestamps have microsecond precision and its Parquet reader rejects nanosecond
 timestamps (what pyarrow writes by default, e.g. ingested ``timestamp[ns, tz=UTC]`` columns).
@@ -30,10 +31,12 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import OffsetInterval
-from engine_spark.exchange import DataFormat, detect_format, read_arrow, read_schema
+from engine_spark.arrow_scan import arrow_input, nullable
+from engine_spark.errors import InputDataError
+from engine_spark.exchange import DataFormat, detect_format, read_schema
 from engine_spark.offset_bounds import holds_exactly
 from engine_spark.schema_mapping import spark_input_schema, spark_input_table
-from engine_spark.staging import Staging, arrow_frame
+from engine_spark.staging import Staging
 
 
 def quote_identifier(name: str) -> str:
@@ -127,7 +130,8 @@ def read_file(session: SparkSession, path: str, schema: StructType, staging: Sta
     """One data file as a DataFrame with ``schema`` (missing columns are null)."""
     if detect_format(path) is DataFormat.PARQUET:
         return read_parquet(session, [path], schema)
-    df = arrow_frame(session, read_arrow(path), staging)
+    check_column_types(path, file_schema(session, path), schema)
+    df = arrow_input(session, path, staging)
     present = set(df.columns)
     return df.select(
         *[
@@ -135,6 +139,20 @@ def read_file(session: SparkSession, path: str, schema: StructType, staging: Sta
             for f in schema.fields
         ]
     ).toDF(*schema.fieldNames())
+
+
+def check_column_types(path: str, found: StructType, schema: StructType) -> None:
+    """Refuse a file whose columns have other types than ``schema`` gives them (nullability
+    aside); columns it lacks read as null, columns ``schema`` lacks are not read."""
+    wanted = {f.name: f.dataType for f in schema.fields}
+    for field in found.fields:
+        want = wanted.get(field.name)
+        if want is not None and nullable(want) != nullable(field.dataType):
+            raise InputDataError(
+                f"column {field.name!r} is {field.dataType.simpleString()}, but the input's"
+                f" schema says {want.simpleString()}",
+                path=path,
+            )
 
 
 def read_parquet(session: SparkSession, paths: Sequence[str], schema: StructType) -> DataFrame:

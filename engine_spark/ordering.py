@@ -29,6 +29,7 @@ ORDER_PRESERVING_NODES = frozenset(
         "Generate",
         "LocalRelation",
         "LogicalRDD",
+        "MapInArrow",
         "Relation",
         "LogicalRelation",
         "OneRowRelation",
@@ -39,7 +40,9 @@ ORDER_PRESERVING_NODES = frozenset(
 )
 """Logical plan nodes that emit rows in the order their children produce them. Also order
 preserving: a local ``Sort`` (``SORT BY``, and how a multi-file input is put in offset order)
-and a ``Repartition`` without shuffle (``coalesce``)."""
+and a ``Repartition`` without shuffle (``coalesce``). ``MapInArrow`` is an Arrow IPC input
+read in place (``arrow_scan.py``): each partition's rows in file order; a query cannot make
+one."""
 
 
 class RowOrder(Enum):

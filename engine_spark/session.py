@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,6 +89,8 @@ def build_session(settings: SessionSettings) -> SparkSession:
     os.environ.setdefault("TZ", "UTC")
     if settings.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python tasks (Arrow IPC inputs read in place, arrow_scan.py) run this interpreter.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for name in _QUIET_PYTHON_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     quiet_pandas_warning()

@@ -1,4 +1,8 @@
-"""Arrow IPC inputs handed to Spark as local Parquet files, so the JVM reads them itself.
+"""Arrow IPC inputs handed to Spark as staged Parquet files, where executors cannot map them.
+
+Where the executors can map an Arrow IPC input (a local master, or a file under the shared
+staging directory: ``Staging.maps``), it is read in place (``arrow_scan.py``) and nothing here
+runs but ``spark_values`` and ``stageable``. Elsewhere the input is staged as below.
 
 ``createDataFrame(pyarrow.Table)`` streams every record from the Python driver into the JVM
 and converts it there row by row: about 10 s for a million records, where Spark's own Parquet
@@ -69,9 +73,12 @@ STAGED_ROW_GROUP = 128 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Staging:
-    """Where one request stages its Arrow IPC inputs; ``directory=None``: not staged."""
+    """Where one request stages its Arrow IPC inputs; ``directory=None``: not staged.
+    ``mapped_root``: the executors can map the files under it, so Arrow IPC inputs there are
+    read where they lie (``arrow_scan.py``), not staged."""
 
     directory: Path | None
+    mapped_root: Path | None = None
 
     OFF: ClassVar[Staging]
 
@@ -90,6 +97,10 @@ class Staging:
             row_group_size=STAGED_ROW_GROUP,
         )
         return path
+
+    def maps(self, path: str) -> bool:
+        """Whether the executors can map the file at ``path`` themselves."""
+        return self.mapped_root is not None and under(self.mapped_root, path)
 
 
 Staging.OFF = Staging(directory=None)
@@ -110,13 +121,17 @@ def under(directory: Path, path: str) -> bool:
 @contextmanager
 def staging_area(enabled: bool, parent: Path | None = None) -> Iterator[Staging]:
     """A fresh staging directory for one request (in ``parent``, by default the system's
-    temporary directory), removed with everything in it on exit."""
+    temporary directory), removed with everything in it on exit.
+
+    Executors that read files staged there read the inputs under ``parent`` (a cluster's
+    shared staging directory), or any file without one (a local master): those inputs are
+    not staged (``Staging.maps``)."""
     if not enabled:
         yield Staging.OFF
         return
     directory = Path(tempfile.mkdtemp(prefix="odf-engine-staging-", dir=parent))
     try:
-        yield Staging(directory)
+        yield Staging(directory, mapped_root=parent or Path("/"))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -58,6 +58,7 @@ _ROW_WISE = frozenset(
         "LogicalRelation",
         "LocalRelation",
         "LogicalRDD",
+        "MapInArrow",
         "Relation",
         "ResolvedHint",
         "Expand",

@@ -1,0 +1,130 @@
+"""Arrow IPC inputs read in place against the former restaging, and against Parquet inputs.
+
+One warm engine (``SparkEngine`` in process, ``local[2]``) runs the same ExecuteTransform
+(the map/filter query of ``bench_transform.py``) over the same ``--rows`` records, alternating:
+
+- ``in-place``: the input as one Arrow IPC file (64k-row batches, as the coordinator cuts
+  them), read where it lies by ``mapInArrow`` tasks (``engine_spark/arrow_scan.py``);
+- ``staged``: the same file the former way, memory-mapped on the driver and restaged as a
+  Parquet file that Spark scans (``Staging.maps`` answering no, as on a cluster whose
+  executors cannot map the file);
+- ``parquet``: the same records as a Parquet file (the Parquet exchange).
+
+The first round (Spark's JIT, the Python workers' start) is not counted. Prints the median
+engine time of each and the ratios; target: in place at most ``TARGET`` times staged (not
+slower than what it replaces, within the shared machine's noise). Exits 1 when missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+from bench.bench_transform import QUERY, build_slice
+from common.odf import engine_protocol as ep
+from common.odf.fragments import DatasetVocabulary, OffsetInterval, TransformSql
+from common.odf.identity import DatasetID
+from engine_spark.engine import SparkEngine
+from engine_spark.session import SessionSettings, build_session
+from engine_spark.staging import Staging
+
+TARGET = 1.10
+SYSTEM_TIME = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def request(path: Path, rows: int, out: Path) -> ep.TransformRequest:
+    vocab = DatasetVocabulary()
+    return ep.TransformRequest(
+        dataset_id=DatasetID.new_seeded(b"bench-out"),
+        dataset_alias="out",
+        system_time=SYSTEM_TIME,
+        vocab=vocab,
+        transform=TransformSql(engine="spark", query=QUERY),
+        query_inputs=(
+            ep.TransformRequestInput(
+                dataset_id=DatasetID.new_seeded(b"bench-raw"),
+                dataset_alias="raw",
+                query_alias="raw",
+                vocab=vocab,
+                offset_interval=OffsetInterval(start=0, end=rows - 1),
+                data_paths=(str(path),),
+                schema_file=str(path),
+                explicit_watermarks=(),
+            ),
+        ),
+        next_offset=0,
+        prev_checkpoint_path=None,
+        new_checkpoint_path=str(out / "checkpoint"),
+        new_data_path=str(out / "data"),
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--driver-memory", default="3g")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-arrow-inputs-") as tmp:
+        table = build_slice(args.rows)
+        arrow, parquet = Path(tmp) / "input.arrow", Path(tmp) / "input.parquet"
+        with pa.OSFile(str(arrow), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+            for batch in table.to_batches(max_chunksize=64 * 1024):
+                writer.write_batch(batch)
+        pq.write_table(table, parquet)
+        session = build_session(
+            SessionSettings(master="local[2]", driver_memory=args.driver_memory)
+        )
+        engine = SparkEngine(session)
+        in_place = Staging.maps
+
+        def staged(self: Staging, path: str) -> bool:
+            return False
+
+        modes: dict[str, tuple[Path, Callable[[Staging, str], bool]]] = {
+            "in-place": (arrow, in_place),
+            "staged": (arrow, staged),
+            "parquet": (parquet, in_place),
+        }
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
+        for round_ in range(args.repeats + 1):
+            for mode, (path, maps) in modes.items():
+                Staging.maps = maps  # type: ignore[method-assign]
+                out = Path(tmp) / f"{mode}-{round_}"
+                start = time.perf_counter()
+                engine.execute_transform(request(path, args.rows, out))
+                took = time.perf_counter() - start
+                print(f"round {round_} {mode:<9} {took:6.2f} s" + ("" if round_ else " (warm-up)"))
+                if round_:
+                    times[mode].append(took)
+        Staging.maps = in_place  # type: ignore[method-assign]
+        engine.close()
+    medians = {mode: statistics.median(v) for mode, v in times.items()}
+    ratio = medians["in-place"] / medians["staged"]
+    print(
+        f"{args.rows:,} records, engine time (median of {args.repeats}): in place"
+        f" {medians['in-place']:.2f} s, staged {medians['staged']:.2f} s, parquet"
+        f" {medians['parquet']:.2f} s; in place / staged {ratio:.2f}x (target <= {TARGET:.2f}x),"
+        f" in place / parquet {medians['in-place'] / medians['parquet']:.2f}x"
+    )
+    if ratio > TARGET:
+        print("FAIL")
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
