@@ -441,12 +441,11 @@ class Application:
         progress: Progress,
         system_time: datetime | None,
     ) -> Iterator[PullEvent]:
-        from coordinator.engine.raw_query import RawQueryEngines
-        from coordinator.ingest.polling import pull_root
-        from coordinator.transform.plan import UpToDate
-
         kind = dataset.state().kind
         if kind is DatasetKind.ROOT:
+            from coordinator.engine.raw_query import RawQueryEngines
+            from coordinator.ingest.polling import pull_root  # the ingest code: only for roots
+
             for result in pull_root(
                 dataset,
                 fetch_uncacheable=fetch_uncacheable,
@@ -456,6 +455,8 @@ class Application:
             ):
                 yield RootPulled(dataset.alias, result)
         elif kind is DatasetKind.DERIVATIVE:
+            from coordinator.transform.plan import UpToDate
+
             for step in transformer.steps(dataset):
                 if isinstance(step, UpToDate):
                     yield DerivativeDone(dataset.alias, step.reason)

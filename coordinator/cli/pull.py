@@ -26,7 +26,6 @@ from coordinator.app import (
     TransactionCommitted,
 )
 from coordinator.cli.connect import add_daemon_argument, use_cases
-from coordinator.cli.ingest import describe
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
 from coordinator.ingest.progress import Progress, ProgressTask
@@ -160,6 +159,8 @@ class _PullTasks:
 def describe_pull_event(event: PullEvent) -> str:
     match event:
         case RootPulled(_, result):
+            from coordinator.cli.ingest import describe  # the ingest code: only for roots
+
             return describe(result, "the polling source")
         case TransactionCommitted():
             return describe_transaction(event)

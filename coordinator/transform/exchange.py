@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
@@ -28,6 +28,9 @@ from coordinator.dataset import Dataset
 from coordinator.transform.errors import InputDataMissingError
 from coordinator.transform.plan import DataFileRef, InputPlan
 from coordinator.transform.shared_staging import stage_file
+
+if TYPE_CHECKING:  # the Parquet reader loads only for the Arrow exchange (write_arrow_slice)
+    import pyarrow.parquet as pq
 
 ARROW_SUFFIX = ".arrow"
 _BATCH_ROWS = 64 * 1024
@@ -103,6 +106,8 @@ def write_arrow_slice(
     A data file holds consecutive offsets, so the records of the interval are a row range of
     each file. The first file's schema is the slice's; later files are cast to it.
     """
+    import pyarrow.parquet as pq
+
     schema: pa.Schema | None = None
     writer: ipc.RecordBatchFileWriter | None = None
     written = 0
