@@ -390,7 +390,6 @@ class Application:
 
         A dataset that fails is reported (``PullFailed``) and the pull goes on, skipping the
         datasets that depend on it; ``fail_fast`` raises the first error instead."""
-        from coordinator.ingest.progress import NO_PROGRESS
         from coordinator.transform.runner import (
             Transformer,
             engine_mounts,
@@ -423,7 +422,7 @@ class Application:
                         transformer,
                         engines,
                         fetch_uncacheable,
-                        progress or NO_PROGRESS,
+                        progress,
                         system_time,
                     )
                 except OdfError as e:
@@ -438,19 +437,20 @@ class Application:
         transformer: Transformer,
         engines: EngineSession,
         fetch_uncacheable: bool,
-        progress: Progress,
+        progress: Progress | None,
         system_time: datetime | None,
     ) -> Iterator[PullEvent]:
         kind = dataset.state().kind
         if kind is DatasetKind.ROOT:
             from coordinator.engine.raw_query import RawQueryEngines
             from coordinator.ingest.polling import pull_root  # the ingest code: only for roots
+            from coordinator.ingest.progress import NO_PROGRESS
 
             for result in pull_root(
                 dataset,
                 fetch_uncacheable=fetch_uncacheable,
                 engines=RawQueryEngines(engines),
-                progress=progress,
+                progress=progress or NO_PROGRESS,
                 system_time=system_time,
             ):
                 yield RootPulled(dataset.alias, result)

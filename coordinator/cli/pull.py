@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import ValidationError
 from coordinator.app import (
@@ -28,8 +28,10 @@ from coordinator.app import (
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
-from coordinator.ingest.progress import Progress, ProgressTask
 from coordinator.ingest.source_state import parse_rfc3339
+
+if TYPE_CHECKING:
+    from coordinator.ingest.progress import Progress, ProgressTask
 
 
 def register(subparsers: Any) -> None:
