@@ -32,7 +32,6 @@ from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.events import ExecuteTransform, SetDataSchema
 from common.odf.multihash import Multihash
-from common.serde.arrow_schema import decode_arrow_schema
 from coordinator.config import ExchangeFormat
 from coordinator.dataset import CommitItem, Dataset
 from coordinator.engine.client import EngineClient
@@ -328,6 +327,8 @@ def validated_schema(engine: EngineClient, plan: TransformPlan, dataset: Dataset
             ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema) for i in plan.inputs
         ),
     )
+    from common.serde.arrow_schema import decode_arrow_schema
+
     return decode_arrow_schema(engine.validate_query(request).output_schema)
 
 
