@@ -25,9 +25,10 @@ once, outside the timing), alternating:
   time minus the engine call the daemon logs (its ``transform.committed``: ``engine_s``).
 
 Also the floor of the one-shot process (informational): a Python process importing what the
-pull has imported when it calls the engine (gRPC, pyarrow for the exchange files, the model,
-the application), plus the in-process hashing and commit, as a share of that plus the engine
-call: what a process doing the transaction itself cannot go below.
+pull has imported when it calls the engine (gRPC, YAML, the model, the application; pyarrow
+and the hashing code load during the call), plus the in-process hashing and commit, as a
+share of that plus the engine call: what a process doing the transaction itself cannot go
+below.
 
 Targets: the coordinator's overhead at most 10% of the whole for the default exchange
 (``TransformConfig().exchange``: Parquet), in process and through the CLI (both ways; the CLI
