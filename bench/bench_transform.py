@@ -255,7 +255,12 @@ def cli_runs(ws: Workspace, tmp: Path, version: str, repeats: int, master: str) 
                 print(f"  of which the daemon's transaction outside the engine: {in_daemon:.2f} s")
                 daemon.append(run)
     python = [sys.executable, "-c", "pass"]
-    imports = [sys.executable, "-c", "import " + ", ".join(PRE_CALL_MODULES)]
+    imports = [
+        sys.executable,
+        "-c",
+        "from common.logs import configure_logging\nconfigure_logging(1)\n"  # as odf -v
+        "import " + ", ".join(PRE_CALL_MODULES),
+    ]
     starts = [_timed(python, ws, env)[0] for _ in range(5)]
     pre_call = [_timed(imports, ws, env)[0] for _ in range(5)]
     return CliRuns(one_shot, daemon, statistics.median(starts), statistics.median(pre_call))
