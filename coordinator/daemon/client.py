@@ -26,15 +26,6 @@ from common.odf.fragments import TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
-from coordinator.app import (
-    AddedDataset,
-    DatasetSummary,
-    IngestFile,
-    PullEvent,
-    ReplayProgress,
-    SnapshotSource,
-)
-from coordinator.app.application import no_schema_error
 from coordinator.daemon import convert
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
@@ -44,6 +35,14 @@ from coordinator.engine.errors import EngineUnavailableError
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from coordinator.app import (
+        AddedDataset,
+        DatasetSummary,
+        IngestFile,
+        PullEvent,
+        ReplayProgress,
+        SnapshotSource,
+    )
     from coordinator.evolution.query_change import QueryChange
     from coordinator.ingest.context import IngestResult
     from coordinator.ingest.progress import Progress, ProgressTask
@@ -92,6 +91,7 @@ class DaemonClient:
 
     def add(self, sources: Sequence[SnapshotSource]) -> Iterator[AddedDataset]:
         from common.serde.yaml_codec import dump_snapshot
+        from coordinator.app import AddedDataset
 
         request = pb.AddRequest(
             snapshots=[
@@ -120,6 +120,8 @@ class DaemonClient:
         reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
         schema = convert.from_schema_bytes(reply.arrow_schema)
         if schema is None:
+            from coordinator.app.application import no_schema_error
+
             raise no_schema_error(reply.summary.name)
         return schema
 
