@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 
 _U8 = struct.Struct("<B").pack_into
+_I16 = struct.Struct("<h").pack_into
 _BOOL = struct.Struct("<?").pack_into
 _I32 = struct.Struct("<i").pack_into
 _U32 = struct.Struct("<I").pack_into
@@ -109,6 +110,13 @@ class FastBuilder:
             self.Prep(1, 0)
             self.head -= 1
             _U8(self.Bytes, self.head, x)
+            self.vtable[slot] = len(self.Bytes) - self.head
+
+    def PrependInt16Slot(self, slot: int, x: int, default: int) -> None:
+        if x != default:
+            self.Prep(2, 0)
+            self.head -= 2
+            _I16(self.Bytes, self.head, x)
             self.vtable[slot] = len(self.Bytes) - self.head
 
     def PrependInt32Slot(self, slot: int, x: int, default: int) -> None:

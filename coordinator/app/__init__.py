@@ -4,8 +4,8 @@ The CLI (``coordinator.cli``) and the daemon call its use cases (add, list, dele
 schema, ingest, pull, set-transform, verify, query); it calls the domain packages
 (``transform``, ``ingest``, ``verify``, ``evolution``, ``query``), which call ``dataset`` and
 ``engine``. ``snapshots`` reads DatasetSnapshot files for ``add``; ``listing`` summarizes a
-dataset for ``list``; ``UseCases`` is what the CLI asks of a workspace, in process
-(``Application``) or through its daemon.
+dataset for ``list``; ``pull_events`` are what ``pull`` reports; ``UseCases`` is what the CLI
+asks of a workspace, in process (``Application``) or through its daemon.
 
 The names are imported when first used (PEP 562): ``odf list`` and ``odf log`` import only
 the light modules they need, not the whole application (CLI start time).
@@ -18,19 +18,16 @@ from typing import TYPE_CHECKING
 from common.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from coordinator.app.application import (
-        AddedDataset,
-        Application,
+    from coordinator.app.application import AddedDataset, Application, IngestFile, ReplayProgress
+    from coordinator.app.listing import DatasetSummary
+    from coordinator.app.pull_events import (
         DerivativeDone,
-        IngestFile,
         PullEvent,
         PullFailed,
         PullStarted,
-        ReplayProgress,
         RootPulled,
         TransactionCommitted,
     )
-    from coordinator.app.listing import DatasetSummary
     from coordinator.app.snapshots import SnapshotSource, read_snapshots, snapshot_files
     from coordinator.app.use_cases import UseCases
 
@@ -38,15 +35,15 @@ _WHERE = {
     "AddedDataset": "application",
     "Application": "application",
     "DatasetSummary": "listing",
-    "DerivativeDone": "application",
+    "DerivativeDone": "pull_events",
     "IngestFile": "application",
-    "PullEvent": "application",
-    "PullFailed": "application",
-    "PullStarted": "application",
+    "PullEvent": "pull_events",
+    "PullFailed": "pull_events",
+    "PullStarted": "pull_events",
     "ReplayProgress": "application",
-    "RootPulled": "application",
+    "RootPulled": "pull_events",
     "SnapshotSource": "snapshots",
-    "TransactionCommitted": "application",
+    "TransactionCommitted": "pull_events",
     "UseCases": "use_cases",
     "read_snapshots": "snapshots",
     "snapshot_files": "snapshots",

@@ -17,11 +17,18 @@ from typing import TYPE_CHECKING
 
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError, ValidationError
-from common.odf.events import ExecuteTransform
 from common.odf.fragments import DatasetKind, TransformInput, TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from coordinator.app.listing import DatasetSummary, list_datasets, log, summarize
+from coordinator.app.pull_events import (
+    DerivativeDone,
+    PullEvent,
+    PullFailed,
+    PullStarted,
+    RootPulled,
+    TransactionCommitted,
+)
 from coordinator.app.snapshots import SnapshotSource, creation_order
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
@@ -39,7 +46,6 @@ if TYPE_CHECKING:  # imported where used: a command loads only what it runs
     from coordinator.query.export import Exported, ExportFormat
     from coordinator.transform.lineage import Lineage
     from coordinator.transform.runner import Transformer
-    from coordinator.transform.transaction import TransactionResult
     from coordinator.verify.replay import ReplayResult
     from coordinator.verify.report import DatasetReport
 
@@ -49,57 +55,6 @@ ReplayProgress = Callable[[str, "ReplayResult"], None]
 
 
 # --- results and events --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RootPulled:
-    """A root dataset's polling source committed (or found nothing new)."""
-
-    dataset: str
-    result: IngestResult
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionCommitted:
-    """A derivative dataset committed one transaction: its ``ExecuteTransform`` at ``head``."""
-
-    dataset: str
-    head: Multihash
-    event: ExecuteTransform
-    input_records: int
-    output_records: int
-
-    @classmethod
-    def of(cls, dataset: str, result: TransactionResult) -> TransactionCommitted:
-        return cls(dataset, result.head, result.event, result.input_records, result.output_records)
-
-
-@dataclass(frozen=True, slots=True)
-class DerivativeDone:
-    """A derivative dataset has nothing more to do, and why (``up to date``, waiting...)."""
-
-    dataset: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class PullFailed:
-    """A dataset could not be pulled (``error``), or was skipped because an input of it
-    failed (``skipped``: that input's name); the pull goes on with the others."""
-
-    dataset: str
-    error: str
-    skipped: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PullStarted:
-    """The pull of a dataset begins (for progress displays)."""
-
-    dataset: str
-
-
-PullEvent = RootPulled | TransactionCommitted | DerivativeDone | PullFailed | PullStarted
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,7 +345,6 @@ class Application:
 
         A dataset that fails is reported (``PullFailed``) and the pull goes on, skipping the
         datasets that depend on it; ``fail_fast`` raises the first error instead."""
-        from coordinator.ingest.progress import NO_PROGRESS
         from coordinator.transform.runner import (
             Transformer,
             engine_mounts,
@@ -423,7 +377,7 @@ class Application:
                         transformer,
                         engines,
                         fetch_uncacheable,
-                        progress or NO_PROGRESS,
+                        progress,
                         system_time,
                     )
                 except OdfError as e:
@@ -438,24 +392,26 @@ class Application:
         transformer: Transformer,
         engines: EngineSession,
         fetch_uncacheable: bool,
-        progress: Progress,
+        progress: Progress | None,
         system_time: datetime | None,
     ) -> Iterator[PullEvent]:
-        from coordinator.engine.raw_query import RawQueryEngines
-        from coordinator.ingest.polling import pull_root
-        from coordinator.transform.plan import UpToDate
-
         kind = dataset.state().kind
         if kind is DatasetKind.ROOT:
+            from coordinator.engine.raw_query import RawQueryEngines
+            from coordinator.ingest.polling import pull_root  # the ingest code: only for roots
+            from coordinator.ingest.progress import NO_PROGRESS
+
             for result in pull_root(
                 dataset,
                 fetch_uncacheable=fetch_uncacheable,
                 engines=RawQueryEngines(engines),
-                progress=progress,
+                progress=progress or NO_PROGRESS,
                 system_time=system_time,
             ):
                 yield RootPulled(dataset.alias, result)
         elif kind is DatasetKind.DERIVATIVE:
+            from coordinator.transform.plan import UpToDate
+
             for step in transformer.steps(dataset):
                 if isinstance(step, UpToDate):
                     yield DerivativeDone(dataset.alias, step.reason)

@@ -17,13 +17,9 @@ if TYPE_CHECKING:
     from common.odf.block import MetadataBlock
     from common.odf.fragments import TransformSql
     from common.odf.multihash import Multihash
-    from coordinator.app.application import (
-        AddedDataset,
-        IngestFile,
-        PullEvent,
-        ReplayProgress,
-    )
+    from coordinator.app.application import AddedDataset, IngestFile, ReplayProgress
     from coordinator.app.listing import DatasetSummary
+    from coordinator.app.pull_events import PullEvent
     from coordinator.app.snapshots import SnapshotSource
     from coordinator.evolution.query_change import QueryChange
     from coordinator.ingest.context import IngestResult

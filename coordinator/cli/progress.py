@@ -14,11 +14,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from coordinator.ingest.progress import NO_PROGRESS
-from coordinator.ingest.progress import Progress as IngestProgress
-
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from coordinator.ingest.progress import Progress as IngestProgress
+    from coordinator.ingest.progress import ProgressTask
+
+
+class _Hidden:
+    """No progress shown: what ``coordinator.ingest.progress.NO_PROGRESS`` does, without
+    importing the ingest code (and pyarrow with it) into a command that runs none of it (a
+    pull of derivatives, anything through the daemon)."""
+
+    def task(self, description: str, *, total: int | None = None, unit: str = "B") -> ProgressTask:
+        del description, total, unit
+        return self
+
+    def advance(self, amount: int) -> None:
+        del amount
+
+    def close(self) -> None:
+        pass
+
+
+HIDDEN: IngestProgress = _Hidden()
 
 
 def progress_wanted(args: argparse.Namespace) -> bool:
@@ -33,7 +52,7 @@ def terminal_progress(
     """Rich progress bars when the console (default: stderr) is a terminal and ``args``
     allow them (``progress_wanted``), otherwise none."""
     if args is not None and not progress_wanted(args):
-        yield NO_PROGRESS
+        yield HIDDEN
         return
     from rich.console import Console
 
@@ -41,7 +60,7 @@ def terminal_progress(
 
     console = console or Console(stderr=True)
     if not console.is_terminal:
-        yield NO_PROGRESS
+        yield HIDDEN
         return
     progress = RichProgress(console)
     try:

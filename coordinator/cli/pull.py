@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import ValidationError
 from coordinator.app import (
@@ -26,11 +26,12 @@ from coordinator.app import (
     TransactionCommitted,
 )
 from coordinator.cli.connect import add_daemon_argument, use_cases
-from coordinator.cli.ingest import describe
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
-from coordinator.ingest.progress import Progress, ProgressTask
 from coordinator.ingest.source_state import parse_rfc3339
+
+if TYPE_CHECKING:
+    from coordinator.ingest.progress import Progress, ProgressTask
 
 
 def register(subparsers: Any) -> None:
@@ -160,6 +161,8 @@ class _PullTasks:
 def describe_pull_event(event: PullEvent) -> str:
     match event:
         case RootPulled(_, result):
+            from coordinator.cli.ingest import describe  # the ingest code: only for roots
+
             return describe(result, "the polling source")
         case TransactionCommitted():
             return describe_transaction(event)

@@ -5,6 +5,10 @@ sends one call and turns the replies back into the values ``Application`` return
 commands print the same output and exit with the same codes as in process. Errors come back
 as ``DaemonCallError`` carrying the daemon's one-line message (what the in-process command
 would print). A Ctrl-C cancels the call.
+
+The client is all a command imports when a daemon serves it: gRPC and the messages, not
+pyarrow nor the code of the use cases (a pull's events, a listing); what only some calls
+need (Arrow for records, YAML for snapshots) loads in those calls.
 """
 
 from __future__ import annotations
@@ -12,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
-import pyarrow as pa
 
 from common.odf.block import MetadataBlock
 from common.odf.errors import NotFoundError, OdfError
@@ -23,26 +26,28 @@ from common.odf.fragments import TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
-from common.serde.yaml_codec import dump_snapshot, dump_yaml, to_plain
-from coordinator.app import (
-    AddedDataset,
-    DatasetSummary,
-    IngestFile,
-    PullEvent,
-    ReplayProgress,
-    SnapshotSource,
-)
-from coordinator.app.application import no_schema_error
 from coordinator.daemon import convert
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from coordinator.daemon.rundir import DaemonInfo
 from coordinator.engine.errors import EngineUnavailableError
-from coordinator.evolution.query_change import QueryChange
-from coordinator.ingest.context import IngestResult
-from coordinator.ingest.progress import NO_PROGRESS, Progress, ProgressTask
-from coordinator.query import QueryResult
-from coordinator.verify.report import DatasetReport
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from coordinator.app import (
+        AddedDataset,
+        DatasetSummary,
+        IngestFile,
+        PullEvent,
+        ReplayProgress,
+        SnapshotSource,
+    )
+    from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.context import IngestResult
+    from coordinator.ingest.progress import Progress, ProgressTask
+    from coordinator.query import QueryResult
+    from coordinator.verify.report import DatasetReport
 
 CHUNK_BYTES = 1 << 20
 T = TypeVar("T")
@@ -85,6 +90,9 @@ class DaemonClient:
         return [convert.from_summary(s) for s in reply.datasets]
 
     def add(self, sources: Sequence[SnapshotSource]) -> Iterator[AddedDataset]:
+        from common.serde.yaml_codec import dump_snapshot
+        from coordinator.app import AddedDataset
+
         request = pb.AddRequest(
             snapshots=[
                 pb.Snapshot(origin=s.origin, yaml=dump_snapshot(s.snapshot)) for s in sources
@@ -112,6 +120,8 @@ class DaemonClient:
         reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
         schema = convert.from_schema_bytes(reply.arrow_schema)
         if schema is None:
+            from coordinator.app.application import no_schema_error
+
             raise no_schema_error(reply.summary.name)
         return schema
 
@@ -125,7 +135,7 @@ class DaemonClient:
         source_name: str | None = None,
         input_format: str | None = None,
         event_time: datetime | None = None,
-        progress: Progress = NO_PROGRESS,
+        progress: Progress | None = None,
     ) -> Iterator[IngestResult]:
         for file in files:
             header = pb.IngestHeader(
@@ -151,7 +161,7 @@ class DaemonClient:
         recursive: bool = False,
         system_time: datetime | None = None,
         fetch_uncacheable: bool = False,
-        progress: Progress = NO_PROGRESS,
+        progress: Progress | None = None,
         fail_fast: bool = False,
     ) -> Iterator[PullEvent]:
         request = pb.PullRequest(
@@ -183,6 +193,8 @@ class DaemonClient:
             name=name, engine=engine, version=version, inputs=list(inputs or ())
         )
         if isinstance(query, TransformSql):
+            from common.serde.yaml_codec import dump_yaml, to_plain
+
             request.transform_yaml = dump_yaml(to_plain(query))
         else:
             request.sql = query
@@ -263,13 +275,15 @@ def _upload(header: pb.IngestHeader, path: Path) -> Iterator[pb.IngestRequest]:
 
 
 class _LocalTasks:
-    """The daemon's progress messages replayed on the local progress display."""
+    """The daemon's progress messages replayed on the local progress display (none: dropped)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress | None) -> None:
         self.progress = progress
         self.tasks: dict[int, ProgressTask] = {}
 
     def apply(self, m: pb.Progress) -> None:
+        if self.progress is None:
+            return
         task = self.tasks.get(m.task)
         if task is None:
             total = m.total if m.HasField("total") else None

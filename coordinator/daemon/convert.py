@@ -2,15 +2,18 @@
 
 Pure functions, both directions, so the thin-client CLI gets back exactly the values the
 in-process application returns and renders them with the same code.
+
+The thin client imports this module for every call, so what only some messages need (pyarrow
+for records and schemas; the results of ingest, queries, query changes and replays, which
+bring the code of those use cases) is imported in the functions that build them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from common.odf.events import ExecuteTransform, SetTransform
@@ -27,10 +30,6 @@ from coordinator.app import (
 )
 from coordinator.app import TransactionCommitted as Committed
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
-from coordinator.evolution.query_change import QueryChange
-from coordinator.ingest.context import IngestResult
-from coordinator.query import QueryResult
-from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import (
     BlockRef,
     Check,
@@ -39,6 +38,14 @@ from coordinator.verify.report import (
     Problem,
     TransactionResult,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.context import IngestResult
+    from coordinator.query import QueryResult
+    from coordinator.verify.replay import ReplayResult
 
 BATCH_ROWS = 64 * 1024
 """Rows per ``Records`` message (each message stays well under gRPC's 4 MiB default)."""
@@ -80,6 +87,8 @@ def schema_bytes(schema: pa.Schema | None) -> bytes:
     """A schema as an Arrow IPC stream with no batches (empty for none)."""
     if schema is None:
         return b""
+    import pyarrow as pa
+
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema):
         pass
@@ -87,11 +96,17 @@ def schema_bytes(schema: pa.Schema | None) -> bytes:
 
 
 def from_schema_bytes(data: bytes) -> pa.Schema | None:
-    return pa.ipc.open_stream(data).schema if data else None
+    if not data:
+        return None
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(data).schema
 
 
 def records_messages(table: pa.Table, num_records: int) -> Iterator[pb.Records]:
     """``table`` as ``Records`` messages (the schema always sent), then the total."""
+    import pyarrow as pa
+
     batches = table.to_batches(max_chunksize=BATCH_ROWS) or [
         pa.RecordBatch.from_pylist([], schema=table.schema)
     ]
@@ -104,6 +119,10 @@ def records_messages(table: pa.Table, num_records: int) -> Iterator[pb.Records]:
 
 
 def from_records_messages(messages: Iterable[pb.Records]) -> QueryResult:
+    import pyarrow as pa
+
+    from coordinator.query import QueryResult
+
     schema: pa.Schema | None = None
     batches: list[pa.RecordBatch] = []
     total = 0
@@ -165,6 +184,8 @@ def ingest_result(r: IngestResult) -> pb.IngestResult:
 
 
 def from_ingest_result(m: pb.IngestResult) -> IngestResult:
+    from coordinator.ingest.context import IngestResult
+
     return IngestResult(
         dataset=m.dataset,
         old_head=from_hash_text(m.old_head),
@@ -237,6 +258,8 @@ def query_change(c: QueryChange, set_transform_block: bytes, migration_block: by
 
 
 def from_query_change(m: pb.SetTransformResponse) -> QueryChange:
+    from coordinator.evolution.query_change import QueryChange
+
     set_transform = decode_block(m.set_transform_block).event
     assert isinstance(set_transform, SetTransform)
     migration = decode_block(m.migration_block).event if m.migration_block else None
@@ -286,6 +309,8 @@ def replayed(dataset: str, r: ReplayResult) -> pb.VerifyEvent:
 
 
 def from_replayed(m: pb.Replayed) -> tuple[str, ReplayResult]:
+    from coordinator.verify.replay import ReplayResult
+
     block = from_block_ref(m, "block")
     assert block is not None
     result = ReplayResult(

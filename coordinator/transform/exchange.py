@@ -15,19 +15,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
-from common.serde.arrow_schema import decode_arrow_schema
+from common.serde.arrow_ipc_file import empty_ipc_file
 from coordinator.config import ExchangeFormat
 from coordinator.dataset import Dataset
 from coordinator.transform.errors import InputDataMissingError
 from coordinator.transform.plan import DataFileRef, InputPlan
 from coordinator.transform.shared_staging import stage_file
+
+if TYPE_CHECKING:  # pyarrow loads only for the Arrow exchange (write_arrow_slice)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 ARROW_SUFFIX = ".arrow"
 _BATCH_ROWS = 64 * 1024
@@ -69,7 +70,7 @@ def prepare_input(
                 for k, path in enumerate(paths)
             ]
         data_paths = tuple(str(path) for path in paths)
-        write_empty_arrow(decode_arrow_schema(plan.schema), schema_file)
+        write_schema_file(plan.schema, schema_file)
     return PreparedInput(
         request=ep.TransformRequestInput(
             dataset_id=plan.dataset_id,
@@ -103,6 +104,10 @@ def write_arrow_slice(
     A data file holds consecutive offsets, so the records of the interval are a row range of
     each file. The first file's schema is the slice's; later files are cast to it.
     """
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+
     schema: pa.Schema | None = None
     writer: ipc.RecordBatchFileWriter | None = None
     written = 0
@@ -148,6 +153,20 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return batch.cast(schema)
 
 
-def write_empty_arrow(schema: pa.Schema, out: Path) -> None:
-    with pa.OSFile(str(out), "wb") as sink, ipc.new_file(sink, schema.remove_metadata()):
-        pass
+def write_schema_file(schema: bytes, out: Path) -> None:
+    """An input's schema (its stored Schema flatbuffer) as an Arrow IPC file with no records,
+    written around the stored bytes without pyarrow (``empty_ipc_file``): the Parquet exchange
+    then reaches its engine call without importing pyarrow. A schema with custom metadata is
+    decoded and written by pyarrow, without the metadata."""
+    try:
+        data = empty_ipc_file(schema)
+    except ValueError:
+        import pyarrow as pa
+        import pyarrow.ipc as ipc
+
+        from common.serde.arrow_schema import decode_arrow_schema
+
+        bare = decode_arrow_schema(schema).remove_metadata()
+        with pa.OSFile(str(out), "wb") as sink, ipc.new_file(sink, bare):
+            return
+    out.write_bytes(data)

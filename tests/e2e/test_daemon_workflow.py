@@ -24,7 +24,7 @@ from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import block_hash
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
-from tests.support.cli import odf, ok
+from tests.support.cli import imported_by, odf, ok
 from tests.support.daemon import Served, serving, start, stop, wait_until
 from tests.support.datasets import derivative, root
 from tests.support.workspace import add, dataset, new_workspace
@@ -130,6 +130,28 @@ def test_the_thin_client_prints_what_the_command_prints_in_process(served: Serve
     # One warm engine served every call (none died with the call's thread).
     assert served.metric("odf_engine_starts_total") == 1
     assert served.metric("odf_engine_restarts_total") == 0
+
+
+def test_a_pull_through_the_daemon_loads_only_grpc_and_the_messages(served: Served) -> None:
+    """The thin client neither does the work nor loads what does it: no pyarrow (nor numpy),
+    no YAML, no transactions, ingest, engine client or hashing; the daemon has them warm."""
+    ws = served.ws
+    wait_until(lambda: records(ws, "b") >= 2, what="b has data")
+    calls = served.metric('odf_calls_total{call="pull",outcome="ok"}')
+    loaded = imported_by(ws, "-q", "pull", "b", whole=True, daemon=True)
+    assert served.metric('odf_calls_total{call="pull",outcome="ok"}') == calls + 1
+    assert "grpc" in loaded
+    heavy = {"pyarrow", "numpy", "yaml", "structlog", "rich"}
+    assert not loaded & heavy, sorted(loaded & heavy)
+    work = {
+        "coordinator.transform.runner",
+        "coordinator.transform.transaction",
+        "coordinator.ingest.context",
+        "coordinator.ingest.polling",
+        "coordinator.engine.client",
+        "common.hashing",
+    }
+    assert not loaded & work, sorted(loaded & work)
 
 
 def test_verify_through_the_daemon_replays_and_reports_as_in_process(served: Served) -> None:

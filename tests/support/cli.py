@@ -7,6 +7,7 @@ streams as text and never raises on a non-zero exit: ``ok`` is the variant that 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -66,3 +67,23 @@ def start_odf(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subpr
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
     )
+
+
+def imported_by(cwd: Path, *args: str, whole: bool = False, daemon: bool = False) -> set[str]:
+    """The top-level packages (``whole``: the modules) ``odf ARGS`` has imported when it
+    exits; in process unless ``daemon`` (then through the daemon serving ``cwd``, if any)."""
+    name = "m" if whole else "m.split('.')[0]"
+    code = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: print(json.dumps(sorted({{{name} for m in"
+        " sys.modules})), file=sys.stderr))\n"
+        "from coordinator.cli import main\n"
+        f"sys.exit(main({list(args)!r}))\n"
+    )
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    if not daemon:
+        env["ODF_NO_DAEMON"] = "1"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True, env=env
+    )
+    return set(json.loads(result.stderr.strip().splitlines()[-1]))

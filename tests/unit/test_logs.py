@@ -61,3 +61,22 @@ def test_verbose_shows_debug() -> None:
         "get_logger('x').debug('details')\n"
     )
     assert "details" in done.stderr
+
+
+def test_a_log_line_loads_neither_rich_nor_attrs_and_rich_still_imports_later() -> None:
+    done = _run(
+        "import sys\n"
+        "from common.logs import configure_logging, get_logger\n"
+        "configure_logging(0)\n"
+        "log = get_logger('x')\n"
+        "try:\n"
+        "    raise ValueError('boom')\n"
+        "except ValueError:\n"
+        "    log.exception('failed')\n"
+        "print(sorted(m for m in ('rich', 'attr', 'pygments') if m in sys.modules))\n"
+        "import rich.console\n"
+        "print(rich.console.Console.__name__)\n"
+    )
+    assert done.stdout.splitlines() == ["[]", "Console"]
+    assert "failed" in done.stderr
+    assert "Traceback (most recent call last)" in done.stderr and "ValueError: boom" in done.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.cli import COMMANDS, build_parser, command_modules
-from tests.support.cli import REPO, ok
+from tests.support.cli import REPO, imported_by, ok
 
 HEAVY = ("pyarrow", "grpc", "docker", "pyspark", "structlog", "numpy", "Crypto")
 
@@ -48,32 +47,10 @@ def test_full_help_lists_every_command() -> None:
         assert all(c in usage for c in commands)
 
 
-def _imported_by(cwd: Path, *args: str, whole: bool = False) -> set[str]:
-    """The top-level packages (``whole``: the modules) ``odf ARGS`` has imported when it
-    exits."""
-    name = "m" if whole else "m.split('.')[0]"
-    code = (
-        "import atexit, json, sys\n"
-        f"atexit.register(lambda: print(json.dumps(sorted({{{name} for m in"
-        " sys.modules})), file=sys.stderr))\n"
-        "from coordinator.cli import main\n"
-        f"sys.exit(main({list(args)!r}))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "ODF_NO_DAEMON": "1"},
-    )
-    return set(json.loads(result.stderr.strip().splitlines()[-1]))
-
-
 def test_quick_commands_load_no_heavy_library(tmp_path: Path) -> None:
     ok(tmp_path, "init")
     for args in (("--version",), ("list",), ("list", "-o", "json")):
-        loaded = _imported_by(tmp_path, *args)
+        loaded = imported_by(tmp_path, *args)
         assert not loaded & set(HEAVY), (args, sorted(loaded & set(HEAVY)))
 
 
@@ -86,9 +63,9 @@ def test_list_and_log_load_neither_the_application_nor_pyarrow(tmp_path: Path) -
         DatasetSnapshot(name="a", kind=DatasetKind.ROOT, metadata=())
     )
     app = {"coordinator.app.application", "rich"}
-    listed = _imported_by(tmp_path, "list", whole=True)
+    listed = imported_by(tmp_path, "list", whole=True)
     assert not listed & (app | set(HEAVY) | {"common.odf.events", "yaml"}), sorted(listed)
-    logged = _imported_by(tmp_path, "log", "a", whole=True)
+    logged = imported_by(tmp_path, "log", "a", whole=True)
     assert not logged & (app | set(HEAVY)), sorted(logged)
 
 
@@ -107,5 +84,27 @@ def test_quiet_ingest_of_a_csv_loads_neither_pandas_grpc_nor_rich(tmp_path: Path
     snapshot = DatasetSnapshot(name="a", kind=DatasetKind.ROOT, metadata=(source,))
     Workspace.init(tmp_path).create_dataset(snapshot)
     (tmp_path / "a.csv").write_text("event_time,v\n2024-01-01T00:00:00Z,x\n2024-01-02,y\n")
-    loaded = _imported_by(tmp_path, "-q", "ingest", "a", "a.csv")
+    loaded = imported_by(tmp_path, "-q", "ingest", "a", "a.csv")
     assert not loaded & {"pandas", "grpc", "rich"}, sorted(loaded)  # -q: no bars, no rich
+
+
+def test_the_transaction_code_loads_the_output_readers_only_when_asked() -> None:
+    """Hashing and pyarrow (with numpy) load while the engine works (``OUTPUT_MODULES``,
+    imported in the background during the engine call), not before it: the Parquet exchange
+    writes its schema files without pyarrow."""
+    code = (
+        "import sys\n"
+        "import coordinator.transform.runner, coordinator.app.application\n"
+        "from coordinator.transform.transaction import OUTPUT_MODULES\n"
+        "early = [m for m in (*OUTPUT_MODULES, 'common.hashing', 'pyarrow', 'numpy')"
+        " if m in sys.modules]\n"
+        "print(early)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.stdout.strip() == "[]"

@@ -9,8 +9,7 @@ from rich.console import Console
 
 from common.odf.events import AddPushSource
 from common.odf.fragments import MergeStrategyAppend, ReadStepCsv
-from coordinator.cli.progress import terminal_progress
-from coordinator.ingest.progress import NO_PROGRESS
+from coordinator.cli.progress import HIDDEN, terminal_progress
 from coordinator.ingest.push import push_ingest
 from tests.unit.ingest.helpers import new_dataset
 
@@ -22,7 +21,10 @@ def terminal() -> tuple[Console, io.StringIO]:
 
 def test_not_a_terminal_shows_nothing() -> None:
     with terminal_progress(console=Console(file=io.StringIO(), force_terminal=False)) as progress:
-        assert progress is NO_PROGRESS
+        assert progress is HIDDEN
+        task = progress.task("ingest data.csv", unit="records")  # takes everything, shows nothing
+        task.advance(10)
+        task.close()
 
 
 def test_fetch_and_ingest_tasks_share_one_display(tmp_path: Path) -> None:
