@@ -60,7 +60,7 @@ from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
-from engine_spark.staging import Staging, stages_locally, staging_area, under
+from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
 from engine_spark.stream_transaction import (
     carried_stream,
     check_incremental,
@@ -99,13 +99,15 @@ class SparkEngine:
         session: SparkSession,
         *,
         stage_arrow: bool | None = None,
+        arrow_inputs: ArrowInputs = ArrowInputs.STAGED,
         output_writer: OutputWriter = OutputWriter.STREAM,
         shared_staging: Path | None = None,
         connect: ConnectServer | None = None,
     ) -> None:
         """``stage_arrow``: hand Arrow IPC inputs to Spark as Parquet files (default: when
         the master is local or there is a shared staging directory, see ``staging.py``), else
-        through ``createDataFrame``. ``output_writer``: how row-wise outputs are written
+        through ``createDataFrame``; ``arrow_inputs``: staged, or read where they lie
+        (``staging.ArrowInputs``). ``output_writer``: how row-wise outputs are written
         (``OutputWriter``; Spark's own writer only with a local master, or for outputs under
         the shared staging directory). ``shared_staging``: a directory every node of the
         cluster reaches at this path (ignored with a local master). ``connect``: execute on
@@ -119,6 +121,7 @@ class SparkEngine:
         self._stage_arrow = (
             (local or self._shared is not None) if stage_arrow is None else stage_arrow
         )
+        self._arrow_inputs = arrow_inputs
         if output_writer is OutputWriter.SPARK and not local:
             output_writer = OutputWriter.STREAM
         self._output_writer = output_writer
@@ -146,7 +149,9 @@ class SparkEngine:
             return self._connect_transform(self._connect, request)
         with (
             self._isolated("transform", request.dataset_alias) as session,
-            staging_area(self._stage_arrow, self._shared) as staging,
+            staging_area(
+                self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
+            ) as staging,
             work_area() as area,
         ):
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
@@ -253,7 +258,9 @@ class SparkEngine:
             return self._connect_raw_query(self._connect, request)
         with (
             self._isolated("raw_query", request.output_data_path) as session,
-            staging_area(self._stage_arrow, self._shared) as staging,
+            staging_area(
+                self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
+            ) as staging,
         ):
             if request.input_data_paths:  # none: a query of constants, with no input view
                 inputs = load_files(session, request.input_data_paths, staging)
@@ -377,7 +384,9 @@ class SparkEngine:
             raise refuse("ad-hoc queries (odf sql): run them on a local or cluster engine")
         with (
             self._isolated("query", request.output_data_path) as session,
-            staging_area(self._stage_arrow, self._shared) as staging,
+            staging_area(
+                self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
+            ) as staging,
         ):
             for inp in request.inputs:
                 schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None

@@ -6,9 +6,10 @@ interval (unless their footers show they hold just its records, ``offset_bounds.
 reach the query in offset order (a backlog of several files is brought into one partition
 and sorted by offset locally, as the reference engine does, with no shuffle).
 An input without new data (no interval) is an empty DataFrame with that schema. Parquet files
-are read by Spark itself, all of an input's in one scan; Arrow IPC files are read where they lie
-by the tasks of a ``mapInArrow`` (``arrow_scan.py``; on a cluster without shared storage,
-handed to ``createDataFrame``, ``staging.py``). An Arrow IPC file whose column types disagree
+are read by Spark itself, all of an input's in one scan; Arrow IPC files are restaged as
+Parquet (``staging.py``; on a cluster without shared storage, handed to ``createDataFrame``)
+or, with ``ArrowInputs.IN_PLACE``, read where they lie by the tasks of a ``mapInArrow``
+(``arrow_scan.py``). An Arrow IPC file whose column types disagree
 with the input's schema is refused.
 
 Spark timestamps have microsecond precision and its Parquet reader rejects nanosecond

@@ -19,7 +19,7 @@ from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from engine_spark.arrow_scan import MIN_SPLIT_ROWS, arrow_input
 from engine_spark.engine import SparkEngine
-from engine_spark.staging import Staging, arrow_frame, staging_area
+from engine_spark.staging import ArrowInputs, Staging, arrow_frame, staging_area
 from tests.integration.engine import client
 from tests.integration.engine.datasets import CITIES, InputDataset, OutputDataset, at, sql
 from tests.integration.engine.test_arrow_staging import OLD, every_type
@@ -42,7 +42,7 @@ def test_inputs_read_in_place_equal_create_data_frame_for_every_type(
     table = every_type()
     path = write_ipc(workdir / "every.arrow", table, batch_rows=2)  # rows across batches
     want = arrow_frame(session, table, Staging.OFF).toArrow()
-    with staging_area(True) as staging:
+    with staging_area(True, arrow_inputs=ArrowInputs.IN_PLACE) as staging:
         df = arrow_input(session, path, staging)
         assert "MapInArrow" in df._jdf.queryExecution().analyzed().toString()
         assert df.inputFiles() == []
@@ -60,19 +60,23 @@ def test_a_large_input_is_read_by_several_tasks_in_file_order(
     n = 2 * MIN_SPLIT_ROWS + 7
     table = pa.table({"offset": pa.array(range(n), pa.int64()), "v": pa.array(range(n, 0, -1))})
     path = write_ipc(workdir / "big.arrow", table, batch_rows=50_000)
-    with staging_area(True) as staging:
+    with staging_area(True, arrow_inputs=ArrowInputs.IN_PLACE) as staging:
         df = arrow_input(spark_engine.session, path, staging)
         assert df.rdd.getNumPartitions() == 2
         assert df.toArrow().column("offset").to_pylist() == list(range(n))
 
 
-def test_no_staging_file_is_written_for_an_arrow_input(
-    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path, monkeypatch: pytest.MonkeyPatch
+def test_no_staging_file_is_written_for_an_arrow_input_read_in_place(
+    spark_engine: SparkEngine,
+    engine_stub: engine_pb2_grpc.EngineStub,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def staged(self: Staging, table: pa.Table) -> str:
         raise AssertionError("an Arrow IPC input was staged")
 
     monkeypatch.setattr(Staging, "write", staged)
+    monkeypatch.setattr(spark_engine, "_arrow_inputs", ArrowInputs.IN_PLACE)
     src = InputDataset(workdir / "in", "cities", CITIES)
     out = OutputDataset(workdir / "out", "big", sql("select event_time, city from cities"))
     src.append(
@@ -107,12 +111,17 @@ def _population_as_text(path: str) -> None:
     ],
     ids=["truncated", "schema-disagrees"],
 )
+@pytest.mark.parametrize("mode", list(ArrowInputs), ids=[m.value for m in ArrowInputs])
 def test_hostile_arrow_inputs_are_refused_in_one_line(
+    spark_engine: SparkEngine,
     engine_stub: engine_pb2_grpc.EngineStub,
     workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
     damage: Callable[[str], None],
     message: str,
+    mode: ArrowInputs,
 ) -> None:
+    monkeypatch.setattr(spark_engine, "_arrow_inputs", mode)
     src = InputDataset(workdir / "in", "cities", CITIES)
     out = OutputDataset(workdir / "out", "x", sql("select event_time, city from cities"))
     src.append([{"event_time": at(0), "city": "A", "population": 1}])  # the schema file

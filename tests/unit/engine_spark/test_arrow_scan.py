@@ -21,7 +21,7 @@ from pyspark.sql.types import (
 from engine_spark.arrow_scan import Piece, nullable, open_batches, pieces, split_rows
 from engine_spark.errors import InputDataError
 from engine_spark.inputs import check_column_types
-from engine_spark.staging import Staging, staging_area
+from engine_spark.staging import ArrowInputs, Staging, staging_area
 
 
 def test_rows_are_split_into_balanced_consecutive_ranges_one_per_core() -> None:
@@ -73,15 +73,22 @@ def test_the_schema_is_nullable_all_the_way_down_like_a_parquet_scan() -> None:
 def test_executors_map_any_file_with_a_local_master_and_only_shared_ones_on_a_cluster(
     tmp_path: Path,
 ) -> None:
-    with staging_area(True) as local:
+    in_place = ArrowInputs.IN_PLACE
+    with staging_area(True, arrow_inputs=in_place) as local:
         assert local.maps(str(tmp_path / "input.arrow"))
     shared = tmp_path / "shared"
     shared.mkdir()
-    with staging_area(True, shared) as cluster:
+    with staging_area(True, shared, arrow_inputs=in_place) as cluster:
         assert cluster.maps(str(shared / "tx" / "input.arrow"))
         assert not cluster.maps(str(tmp_path / "input.arrow"))
         assert not cluster.maps(str(shared / ".." / "input.arrow"))
     assert not Staging.OFF.maps(str(tmp_path / "input.arrow"))
+
+
+def test_arrow_inputs_are_staged_unless_read_in_place_is_chosen(tmp_path: Path) -> None:
+    with staging_area(True) as staged, staging_area(True, tmp_path) as staged_shared:
+        assert not staged.maps(str(tmp_path / "input.arrow"))
+        assert not staged_shared.maps(str(tmp_path / "tx" / "input.arrow"))
 
 
 def _write(path: Path, table: pa.Table, *, stream: bool = False) -> Path:

@@ -72,6 +72,19 @@ def test_output_writer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
         parse_args([])
 
 
+def test_arrow_inputs_are_staged_by_default_or_read_in_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ODF_ENGINE_ARROW_INPUTS", raising=False)
+    assert parse_args([]).arrow_inputs == "staged"
+    monkeypatch.setenv("ODF_ENGINE_ARROW_INPUTS", "in-place")
+    assert parse_args([]).arrow_inputs == "in-place"
+    assert parse_args(["--arrow-inputs", "staged"]).arrow_inputs == "staged"
+    monkeypatch.setenv("ODF_ENGINE_ARROW_INPUTS", "mapped")
+    with pytest.raises(SystemExit):
+        parse_args([])
+
+
 def test_shared_staging_must_be_a_directory(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
