@@ -53,3 +53,26 @@ def test_a_failed_benchmark_is_a_missed_row_and_fails_the_table() -> None:
     rows, ok = table_rows([BenchResult("blocks", 0, (met, encode))])
     assert ok
     assert rows[1][1:] == ("6,000 blocks/s", "", "", ">= 5,000 blocks/s", "OK")
+
+
+def test_spark_floor_rows_are_informational() -> None:
+    from bench import spark_floor
+
+    median = {
+        "ours": 1.2,
+        "datafusion": 0.1,
+        "aggregate": 0.3,
+        **dict(zip(spark_floor.WAYS, (0.8, 0.6), strict=True)),
+    }
+    target_row, plain_df, ours_plain, no_output = spark_floor.figures(
+        1_000_000, median, 3.0, counted=True
+    )
+    assert (target_row.ours, target_row.baseline, target_row.ok) == (1.2, 0.1, False)
+    assert (plain_df.ours, plain_df.baseline, plain_df.ok) == (0.6, 0.1, None)  # the faster way
+    assert (ours_plain.ours, ours_plain.baseline, ours_plain.ok) == (1.2, 0.6, None)
+    assert (no_output.ours, no_output.ok) == (0.3, None)
+    rows, ok = table_rows([BenchResult("datafusion", 1, (target_row, plain_df, ours_plain))])
+    assert not ok
+    assert [r[0] for r in rows if r[5] == "MISSED"] == [target_row.name]
+    (differ, *_) = spark_floor.figures(1_000_000, median, 3.0, counted=False)
+    assert "RECORD COUNTS DIFFER" in differ.name and differ.ok is False
