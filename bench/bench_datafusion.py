@@ -9,6 +9,8 @@ SQL in process over the same Parquet data file and writing the result as one Par
 (session, registration, query and write all timed). Both are timed in the same run, alternating,
 medians of ``--repeats``.
 
+The engine call's own time (gRPC round trip included) is reported too, against the floor.
+
 In the same run, alternating with both, plain PySpark runs the same SQL over the same file in
 this process (``spark_floor.py``: its own SparkSession with the engine's configuration, the
 result written as one Parquet file the faster of the two plain ways; also the query as an
@@ -63,8 +65,8 @@ def target(rows: int) -> float:
 
 def ours(
     ws: Workspace, engines: EngineSession, name: str, root: str, version: str, fmt: ExchangeFormat
-) -> tuple[float, int]:
-    """One whole transaction: seconds and output records."""
+) -> tuple[float, int, float]:
+    """One whole transaction: seconds, output records, and the seconds of its engine call."""
     ds = create_derivative(ws, name, root, version)
     transformer = Transformer(
         workspace_resolver(ws),
@@ -74,7 +76,7 @@ def ours(
     )
     started = time.perf_counter()
     (result,) = transformer.transform(ds).transactions
-    return time.perf_counter() - started, result.output_records
+    return time.perf_counter() - started, result.output_records, result.timings.engine
 
 
 def started_engines(
@@ -153,7 +155,7 @@ def main() -> int:
         spark_floor.aggregate_only(spark, QUERY, data_file(warm))
         header = (
             f"{'records':>10} {'ours':>8} {'datafusion':>11} {'ratio':>7} {'target':>7}"
-            f" {'plain':>8} {'plain/df':>9} {'ours/plain':>11}"
+            f" {'plain':>8} {'plain/df':>9} {'ours/plain':>11} {'engine':>7} {'eng/plain':>10}"
             f" {'arrow':>7} {'writer':>7} {'no-out':>7}"
         )
         if args.compare_collect:
@@ -162,14 +164,18 @@ def main() -> int:
         for rows in args.sizes:
             root = f"in-{rows}"
             source = data_file(create_root(ws, root, rows, Path(tmp)))
-            labels = [*engines, "datafusion", *spark_floor.WAYS, "aggregate"]
+            labels = [*engines, "engine", "datafusion", *spark_floor.WAYS, "aggregate"]
             times: dict[str, list[float]] = {label: [] for label in labels}
             counts = set()
             for i in range(args.repeats):
                 for label, session in engines.items():
-                    seconds, n = ours(ws, session, f"{label}-{rows}-{i}", root, version, fmt)
+                    seconds, n, engine = ours(
+                        ws, session, f"{label}-{rows}-{i}", root, version, fmt
+                    )
                     times[label].append(seconds)
                     counts.add(n)
+                    if label == "ours":
+                        times["engine"].append(engine)
                 seconds, n = theirs(source, Path(tmp) / f"df-{rows}-{i}.parquet")
                 times["datafusion"].append(seconds)
                 counts.add(n)
@@ -191,6 +197,7 @@ def main() -> int:
                 f"{rows:>10} {median['ours']:>8.3f} {median['datafusion']:>11.3f}"
                 f" {ours_df:>6.1f}x {target(rows):>6.0f}x"
                 f" {rows_figures[1].ours:>8.3f} {plain_df:>8.1f}x {ours_plain:>10.2f}x"
+                f" {median['engine']:>7.3f} {rows_figures[3].ratio or 0.0:>9.2f}x"
                 + "".join(f" {median[way]:>7.3f}" for way in spark_floor.WAYS)
                 + f" {median['aggregate']:>7.3f}"
             )
