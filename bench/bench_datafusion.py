@@ -9,12 +9,20 @@ SQL in process over the same Parquet data file and writing the result as one Par
 (session, registration, query and write all timed). Both are timed in the same run, alternating,
 medians of ``--repeats``.
 
+The engine call's own time (gRPC round trip included) is reported too, against the floor.
+
+In the same run, alternating with both, plain PySpark runs the same SQL over the same file in
+this process (``spark_floor.py``: its own SparkSession with the engine's configuration, the
+result written as one Parquet file the faster of the two plain ways; also the query as an
+aggregate with no output): Spark's floor. Its rows, "plain Spark vs DataFusion" and "ours vs
+plain Spark", have no target: they show when a target lies below what Spark itself needs.
+
 With ``--compare-collect`` a second engine runs the same transactions with the former output
 path (every result collected into Python and written by pyarrow, ``ODF_ENGINE_OUTPUT_WRITER=
 collect``), so the figures before and after streaming outputs come from one run.
 
 Targets: at most 5x DataFusion's time at 100k records, at most 3x at 1M records and more.
-Exits 1 when a target is missed (or the outputs' record counts differ).
+Exits 1 when a target is missed (or the record counts differ, plain Spark's included).
 ``--json PATH`` also writes the figures for ``bench/run_all.py``.
 """
 
@@ -33,6 +41,7 @@ import datafusion
 import pyarrow.parquet as pq
 from bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root
 
+from bench import spark_floor
 from bench.figures import Figure, add_json_argument, write_json
 from common.logs import configure_logging
 from coordinator.config import ExchangeFormat, TransformConfig
@@ -56,8 +65,8 @@ def target(rows: int) -> float:
 
 def ours(
     ws: Workspace, engines: EngineSession, name: str, root: str, version: str, fmt: ExchangeFormat
-) -> tuple[float, int]:
-    """One whole transaction: seconds and output records."""
+) -> tuple[float, int, float]:
+    """One whole transaction: seconds, output records, and the seconds of its engine call."""
     ds = create_derivative(ws, name, root, version)
     transformer = Transformer(
         workspace_resolver(ws),
@@ -67,7 +76,7 @@ def ours(
     )
     started = time.perf_counter()
     (result,) = transformer.transform(ds).transactions
-    return time.perf_counter() - started, result.output_records
+    return time.perf_counter() - started, result.output_records, result.timings.engine
 
 
 def started_engines(
@@ -127,10 +136,6 @@ def main() -> int:
     fmt = ExchangeFormat(args.exchange) if args.exchange else TransformConfig().exchange
     failed = False
     print(f"datafusion {datafusion.__version__}, exchange {fmt.value}, master {args.master}")
-    header = f"{'records':>10} {'ours':>8} {'datafusion':>11} {'ratio':>7} {'target':>7}"
-    if args.compare_collect:
-        header += f" {'collected':>10} {'ratio':>7}"
-    print(header + "   (s, medians)")
     with tempfile.TemporaryDirectory(prefix="bench-datafusion-") as tmp, ExitStack() as stack:
         ws = Workspace.init(Path(tmp) / "ws")
         provider = EmbeddedEngineProvider(
@@ -141,39 +146,60 @@ def main() -> int:
         if args.compare_collect:
             collect = {"ODF_ENGINE_OUTPUT_WRITER": "collect"}
             engines["collected"] = started_engines(stack, provider, version, collect)
-        create_root(ws, "warm", 1000, Path(tmp))
+        spark = spark_floor.plain_session(args.master, args.driver_memory)
+        stack.callback(spark.stop)
+        warm = create_root(ws, "warm", 1000, Path(tmp))
         for label, session in engines.items():  # JIT and caches, not counted
             ours(ws, session, f"warm-{label}", "warm", version, fmt)
+        spark_floor.write_ways(spark, QUERY, data_file(warm), Path(tmp), "warm")
+        spark_floor.aggregate_only(spark, QUERY, data_file(warm))
+        header = (
+            f"{'records':>10} {'ours':>8} {'datafusion':>11} {'ratio':>7} {'target':>7}"
+            f" {'plain':>8} {'plain/df':>9} {'ours/plain':>11} {'engine':>7} {'eng/plain':>10}"
+            f" {'arrow':>7} {'writer':>7} {'no-out':>7}"
+        )
+        if args.compare_collect:
+            header += f" {'collected':>10} {'ratio':>7}"
+        print(header + "   (s, medians)")
         for rows in args.sizes:
             root = f"in-{rows}"
             source = data_file(create_root(ws, root, rows, Path(tmp)))
-            times: dict[str, list[float]] = {label: [] for label in [*engines, "datafusion"]}
+            labels = [*engines, "engine", "datafusion", *spark_floor.WAYS, "aggregate"]
+            times: dict[str, list[float]] = {label: [] for label in labels}
             counts = set()
             for i in range(args.repeats):
                 for label, session in engines.items():
-                    seconds, n = ours(ws, session, f"{label}-{rows}-{i}", root, version, fmt)
+                    seconds, n, engine = ours(
+                        ws, session, f"{label}-{rows}-{i}", root, version, fmt
+                    )
                     times[label].append(seconds)
                     counts.add(n)
+                    if label == "ours":
+                        times["engine"].append(engine)
                 seconds, n = theirs(source, Path(tmp) / f"df-{rows}-{i}.parquet")
                 times["datafusion"].append(seconds)
                 counts.add(n)
+                ways = spark_floor.write_ways(spark, QUERY, source, Path(tmp), f"{rows}-{i}")
+                for way, (seconds, n) in zip(spark_floor.WAYS, ways, strict=True):
+                    times[way].append(seconds)
+                    counts.add(n)
+                seconds, n = spark_floor.aggregate_only(spark, QUERY, source)
+                times["aggregate"].append(seconds)
+                counts.add(n)
             median = {label: statistics.median(t) for label, t in times.items()}
-            ratio = median["ours"] / median["datafusion"]
-            ok = ratio <= target(rows) and len(counts) == 1
-            figures.append(
-                Figure(
-                    f"whole transaction vs DataFusion, {rows:,} records"
-                    + ("" if len(counts) == 1 else " (RECORD COUNTS DIFFER)"),
-                    median["ours"] if len(counts) == 1 else float("inf"),
-                    "s",
-                    median["datafusion"],
-                    target(rows),
-                )
-            )
+            counted = len(counts) == 1
+            rows_figures = spark_floor.figures(rows, median, target(rows), counted=counted)
+            figures += rows_figures
+            ok = bool(rows_figures[0].ok) and counted
             failed |= not ok
+            ours_df, plain_df, ours_plain = (f.ratio or 0.0 for f in rows_figures[:3])
             line = (
                 f"{rows:>10} {median['ours']:>8.3f} {median['datafusion']:>11.3f}"
-                f" {ratio:>6.1f}x {target(rows):>6.0f}x"
+                f" {ours_df:>6.1f}x {target(rows):>6.0f}x"
+                f" {rows_figures[1].ours:>8.3f} {plain_df:>8.1f}x {ours_plain:>10.2f}x"
+                f" {median['engine']:>7.3f} {rows_figures[3].ratio or 0.0:>9.2f}x"
+                + "".join(f" {median[way]:>7.3f}" for way in spark_floor.WAYS)
+                + f" {median['aggregate']:>7.3f}"
             )
             if args.compare_collect:
                 before = median["collected"]
@@ -181,7 +207,7 @@ def main() -> int:
             print(
                 line
                 + f"   {'ok' if ok else 'MISSED'}"
-                + ("" if len(counts) == 1 else f" (record counts differ: {sorted(counts)})"),
+                + ("" if counted else f" (record counts differ: {sorted(counts)})"),
                 flush=True,
             )
     print("FAIL" if failed else "OK")

@@ -4,11 +4,21 @@
 a single row is written. Here the result's Arrow batches (``toArrowBatchRdd``: Spark's own
 conversion, the one ``toArrow`` uses) are served by ``PythonRDD.toLocalIteratorAndServe``:
 one partition at a time in partition order, the next one computed while the current one is
-read. Each batch gets its system columns (``outputs.build_output``, offsets continuing from
-the previous batch) and is appended to the output file, so memory holds about two partitions
-whatever the result's size, the order is exactly ``toArrow``'s (partition order, then batch
-order), and so is every value and type: the batches are read with the schema ``toArrow``
-casts to. The file is written next to the target and renamed into place when complete.
+read. The batches are re-cut into row groups of ``OUTPUT_ROW_GROUP_ROWS`` records (the last one
+fewer: where pyarrow's ``write_table`` cuts a whole table, and the coordinator's ingest too);
+each gets its system columns (``outputs.build_output``, offsets continuing from the previous
+one) and is appended to the output file, so memory holds about two partitions and one row
+group whatever the result's size, the order is exactly ``toArrow``'s (partition order, then
+batch order), and so is every value and type: the batches are read with the schema
+``toArrow`` casts to. The file is written next to the target and renamed into place when
+complete.
+
+Row groups as large as the collect path's, not one per Arrow batch (``spark.sql.execution.
+arrow.maxRecordsPerBatch``): measured on 5M input records (4.29M output), 3.2 s of engine CPU
+time with a row group per 200k-record batch against 2.6 s with 1Mi-record row groups (pyarrow
+builds a dictionary for every column chunk before it falls back to plain encoding, so small
+row groups of high-cardinality columns cost more), as much as collecting and writing the
+result whole.
 
 Results with an ``op`` column (whose corrections are checked and repaired across rows) and
 value-sorted results are collected whole instead.
@@ -37,6 +47,9 @@ from common.odf.fragments import DatasetVocabulary
 from engine_spark.exchange import FILE_MODE, PARQUET_COMPRESSION, DataFormat, output_format
 from engine_spark.outputs import OutputColumns, build_output
 from engine_spark.schema_mapping import UTC
+
+OUTPUT_ROW_GROUP_ROWS = 1 << 20
+"""Records per row group of a streamed output (pyarrow's ``write_table`` default)."""
 
 
 def result_batches(result: DataFrame) -> Iterator[pa.RecordBatch]:
@@ -78,8 +91,10 @@ def stream_output(
     system_time: datetime,
     next_offset: int,
     path: str,
+    row_group_rows: int = OUTPUT_ROW_GROUP_ROWS,
 ) -> int:
-    """Write the output slice of ``result`` at ``path``; returns its records (none: no file)."""
+    """Write the output slice of ``result`` at ``path``, in row groups of ``row_group_rows``
+    records; returns its records (none: no file)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -87,11 +102,9 @@ def stream_output(
     rows = 0
     writer: _SliceWriter | None = None
     try:
-        for batch in result_batches(result):
-            if batch.num_rows == 0:
-                continue
+        for group in row_groups(result_batches(result), row_group_rows):
             out = build_output(
-                pa.Table.from_batches([batch]),
+                group,
                 columns,
                 vocab,
                 system_time=system_time,
@@ -115,6 +128,27 @@ def stream_output(
         raise
 
 
+def row_groups(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """``batches`` re-cut into tables of ``rows`` records, the last one fewer (none when there
+    are no records). Holds at most ``rows`` records plus one batch."""
+    if rows < 1:
+        raise ValueError(f"a row group needs at least one record, not {rows}")
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        count += batch.num_rows
+        while count >= rows:
+            table = pa.Table.from_batches(pending)
+            yield table.slice(0, rows)
+            rest = table.slice(rows)
+            pending, count = rest.to_batches(), rest.num_rows
+    if count:
+        yield pa.Table.from_batches(pending)
+
+
 class _SliceWriter:
     """Appends tables to one Parquet or Arrow IPC file (the formats ``write_table`` writes)."""
 
@@ -132,7 +166,7 @@ class _SliceWriter:
         if self._ipc is not None:
             self._ipc.write_table(table)
         elif self._parquet is not None:
-            self._parquet.write_table(table)
+            self._parquet.write_table(table, row_group_size=max(1, table.num_rows))
 
     def close(self) -> None:
         if self._ipc is not None:

@@ -87,3 +87,28 @@ def _parent(proc: Path) -> int | None:
     except OSError:
         return None
     return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def test_spark_floor_rows_are_informational() -> None:
+    from bench import spark_floor
+
+    median = {
+        "ours": 1.2,
+        "engine": 0.9,
+        "datafusion": 0.1,
+        "aggregate": 0.3,
+        **dict(zip(spark_floor.WAYS, (0.8, 0.6), strict=True)),
+    }
+    target_row, plain_df, ours_plain, engine_plain, no_output = spark_floor.figures(
+        1_000_000, median, 3.0, counted=True
+    )
+    assert (target_row.ours, target_row.baseline, target_row.ok) == (1.2, 0.1, False)
+    assert (plain_df.ours, plain_df.baseline, plain_df.ok) == (0.6, 0.1, None)  # the faster way
+    assert (ours_plain.ours, ours_plain.baseline, ours_plain.ok) == (1.2, 0.6, None)
+    assert (engine_plain.ours, engine_plain.baseline, engine_plain.ok) == (0.9, 0.6, None)
+    assert (no_output.ours, no_output.ok) == (0.3, None)
+    rows, ok = table_rows([BenchResult("datafusion", 1, (target_row, plain_df, ours_plain))])
+    assert not ok
+    assert [r[0] for r in rows if r[5] == "MISSED"] == [target_row.name]
+    (differ, *_) = spark_floor.figures(1_000_000, median, 3.0, counted=False)
+    assert "RECORD COUNTS DIFFER" in differ.name and differ.ok is False

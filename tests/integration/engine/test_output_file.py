@@ -24,6 +24,7 @@ from common.odf.fragments import DatasetVocabulary, OffsetInterval
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
 from engine_spark.output_file import write_output
+from engine_spark.output_stream import stream_output
 from engine_spark.outputs import OutputColumns, OutputWriter
 from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
 
@@ -124,6 +125,40 @@ def test_streamed_outputs_match_the_collect_path(
         assert a.column("offset").to_pylist() == list(range(10, 143))
         assert a.column("big").to_pylist()[69:71] == [69 * 1_000_003, 100 * 1_000_003]
         assert leftovers(streamed.parent) == []
+        if not suffix:  # both partitions in one row group, as the collect path writes them
+            assert pq.read_metadata(streamed).num_row_groups == 1
+
+
+def test_streamed_outputs_are_cut_into_row_groups_across_batches_and_partitions(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """Spark's batches (two partitions, two batches each) are re-cut into row groups of the
+    given size, the last one fewer, with offsets and values in order; the engine's requests
+    use row groups as large as ``pq.write_table``'s (the collect path's, above)."""
+    session = spark_engine.session.newSession()
+    session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "30")
+    result = session.sql(
+        "select timestamp_millis(id * 1000) as event_time, id * 3 as v from range(0, 133, 1, 2)"
+    )
+    assert result.rdd.getNumPartitions() == 2
+    path = workdir / "out" / "data"
+    columns = OutputColumns(event_time="event_time", op=None, data=("v",))
+    rows = stream_output(
+        result,
+        columns,
+        DatasetVocabulary(),
+        system_time=at(0),
+        next_offset=7,
+        path=str(path),
+        row_group_rows=50,
+    )
+    assert rows == 133
+    meta = pq.read_metadata(path)
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [50, 50, 33]
+    table = pq.read_table(path)
+    assert table.column("offset").to_pylist() == list(range(7, 140))
+    assert table.column("v").to_pylist() == [i * 3 for i in range(133)]
+    assert leftovers(path.parent) == []
 
 
 def read_table(path: Path) -> pa.Table:
