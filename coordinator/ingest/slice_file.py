@@ -4,8 +4,9 @@ Each merged, sorted batch gets its offsets (contiguous from the slice's start of
 ``system_time`` column, its columns are put in the output order, and it is buffered until a
 row group is full (1,048,576 rows as the reference, or 128 MiB of Arrow data), so that memory
 stays bounded and small inputs make one row group. Settings follow the reference writer:
-snappy, dictionary encoding, data page version 1.0. The file's bytes are hashed as they are
-written (``HashingFile``), so its physical hash needs no second read of it.
+snappy, dictionary encoding, data page version 1.0 (the encoder's buffers come from
+``memory_pool``). The file's bytes are hashed as they are written (``HashingFile``), so its
+physical hash needs no second read of it.
 
 The logical hash of each batch and the encoding of each row group run in two lanes
 (``lane``), overlapped with the reading of the next batches: the caller only numbers the
@@ -30,6 +31,7 @@ from common.hashing import LogicalHasher, PhysicalHasher, logical_hash_parquet
 from common.odf.fragments import DatasetVocabulary
 from common.odf.multihash import Multihash
 from coordinator.ingest.lane import Lane
+from coordinator.ingest.memory_pool import pipeline_pool
 from coordinator.ingest.system_columns import TIME_TYPE
 
 ROW_GROUP_ROWS = 1 << 20
@@ -168,6 +170,7 @@ class SliceFile:
                 use_dictionary=True,
                 data_page_version="1.0",
                 write_statistics=True,
+                memory_pool=pipeline_pool(),
             )
         table = pa.Table.from_batches(self._buffer, schema=self.output)
         self._encoding.submit(self._writer.write_table, table, row_group_size=table.num_rows)

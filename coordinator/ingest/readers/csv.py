@@ -32,6 +32,7 @@ from common.odf.fragments import ReadStepCsv
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
 from coordinator.ingest.lane import ordered_map
+from coordinator.ingest.memory_pool import pipeline_pool
 from coordinator.ingest.readers.csv_segments import SEGMENT_BYTES, Segment, SegmentCutter
 from coordinator.ingest.readers.stream import DataStream, read_batches
 from coordinator.ingest.readers.temporal import conform_batch, first_out_of_range, is_temporal
@@ -174,6 +175,7 @@ class _CsvReader:
                 read_options=read_options,
                 parse_options=self._parse_options(),
                 convert_options=self._convert_options(types),
+                memory_pool=pipeline_pool(),
             )
         except pa.ArrowInvalid as e:
             if str(e) == "Empty CSV file":
@@ -241,6 +243,7 @@ class _CsvReader:
                 read_options=read_options,
                 parse_options=self._parse_options(),
                 convert_options=self._convert_options(types),
+                memory_pool=pipeline_pool(),
             )
         except pa.ArrowInvalid as e:
             if str(e) == "Empty CSV file":  # only a header, or blank lines
@@ -264,6 +267,7 @@ class _CsvReader:
                     read_options=read_options,
                     parse_options=self._parse_options(),
                     convert_options=self._convert_options(types),
+                    memory_pool=pipeline_pool(),
                 )
             except pa.ArrowInvalid as e:
                 if str(e) == "Empty CSV file":
