@@ -259,7 +259,9 @@ class _CsvReader:
         try:
             source.seek(offset)
             read_options = pacsv.ReadOptions(
-                block_size=self.block_size, column_names=list(types), skip_rows=0
+                block_size=self.block_size,
+                column_names=list(types),
+                skip_rows=int(self.header) if offset == 0 else 0,  # quoted from the first line
             )
             try:
                 reader = pacsv.open_csv(

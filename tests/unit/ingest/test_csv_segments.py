@@ -120,6 +120,12 @@ DDL = ReadStepCsv(
             ReadStepCsv(header=True, schema=("t STRING", "id BIGINT", "city STRING", "x DOUBLE")),
         ),
         (
+            "quoted from the header on (as pyarrow writes CSV)",
+            '"t","id","city","x"\n'
+            + "".join(f'"{TIMES[i % 4]}",{i},"city {i % 7}",{i / 4}\n' for i in range(300)),
+            DDL,
+        ),
+        (
             "nulls",
             "t,id,city,x\n" + rows(300).replace(",city 3,", ",city 3,,").replace(",,", ","),
             DDL,
