@@ -42,12 +42,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.figures import Figure, add_json_argument, write_json  # noqa: E402
-
 TREE_ENV = "BENCH_INGEST_TREE"
 """The checkout whose ingest is timed (``--tree``), handed to the child processes."""
+
+sys.path.insert(0, str(ROOT))
+if os.environ.get(TREE_ENV):  # a child timing another checkout imports that one's code
+    sys.path.insert(0, os.environ[TREE_ENV])
+
+from bench.figures import Figure, add_json_argument, write_json  # noqa: E402
 
 
 def tree() -> Path:

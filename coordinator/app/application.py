@@ -10,6 +10,7 @@ prints or knows about terminals; nothing below this layer reads the configuratio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # imported where used: a command loads only what it runs
     from coordinator.evolution.query_change import QueryChange
     from coordinator.ingest.compaction import Compacted
     from coordinator.ingest.context import IngestResult
+    from coordinator.ingest.preprocess import RawQueryEngine, RawQueryEngineProvider
     from coordinator.ingest.progress import Progress
     from coordinator.query import QueryResult
     from coordinator.query.export import Exported, ExportFormat
@@ -303,14 +305,24 @@ class Application:
         progress: Progress | None = None,
     ) -> Iterator[IngestResult]:
         """Push ``files`` into a root dataset's push source, one commit each, in order."""
-        from coordinator.engine import EngineMounts
-        from coordinator.engine.raw_query import RawQueryEngines
         from coordinator.ingest.progress import NO_PROGRESS
         from coordinator.ingest.push import push_ingest
 
         dataset = self.dataset(name)
-        mounts = EngineMounts.of([], [dataset.layout.staging_root])
-        with self.engines(mounts) as engines:
+        with ExitStack() as started:
+            session: list[RawQueryEngineProvider] = []
+
+            def engines(engine: str) -> RawQueryEngine:
+                """A preprocess query's engine: the engine code loads (and the session
+                starts) only when a source has such a query."""
+                if not session:
+                    from coordinator.engine import EngineMounts
+                    from coordinator.engine.raw_query import RawQueryEngines
+
+                    mounts = EngineMounts.of([], [dataset.layout.staging_root])
+                    session.append(RawQueryEngines(started.enter_context(self.engines(mounts))))
+                return session[0](engine)
+
             for file in files:
                 yield push_ingest(
                     dataset,
@@ -319,7 +331,7 @@ class Application:
                     source_name=source_name,
                     input_format=input_format,
                     event_time=event_time,
-                    engines=RawQueryEngines(engines),
+                    engines=engines,
                     progress=progress or NO_PROGRESS,
                 )
 

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from common.hashing.physical import PhysicalHasher
+from common.odf.multihash import Multihash
 from coordinator.dataset.layout import PENDING_PREFIX
 
 
@@ -64,6 +66,53 @@ def start_writeback(fd: int, offset: int, length: int) -> None:
     function = _sync_file_range()
     if function is not None:
         function(fd, offset, length, _SYNC_FILE_RANGE_WRITE)
+
+
+WRITEBACK_BYTES = 8 << 20
+"""How much a ``HashedFile`` grows between two starts of its writeback."""
+
+
+class HashedFile:
+    """A new file (never an existing one), written sequentially: its physical hash is
+    computed from the bytes as they go by (``PhysicalHasher`` releases the GIL on large
+    writes), and the disk writes it back as it grows (``start_writeback`` every
+    ``WRITEBACK_BYTES``), so the ``fsync`` that makes it durable later finds little left."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        self._hasher = PhysicalHasher()
+        self.size = 0
+        self._written_back = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data)
+        size = view.nbytes
+        self._hasher.update(view)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self.size += size
+        if self.size - self._written_back >= WRITEBACK_BYTES:
+            start_writeback(self._fd, self._written_back, self.size - self._written_back)
+            self._written_back = self.size
+        return size
+
+    def physical_hash(self) -> Multihash:
+        """The multihash of everything written so far."""
+        return self._hasher.multihash()
+
+    def sync(self) -> None:
+        """Make the bytes written durable (``fsync``)."""
+        os.fsync(self._fd)
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _write_file(path: Path, data: bytes, *, sync: bool) -> None:

@@ -6,17 +6,20 @@ the CSV parser, the logical hash and the Parquet encoder (all of which release t
 their native code) work at the same time on different batches. At most ``depth`` tasks are
 queued or running: ``submit`` waits for the oldest beyond that, which bounds the memory the
 lane holds. A task's error is raised to the caller by the ``submit`` or ``drain`` that waits
-for it.
+for it. ``ordered_map`` is the parallel form, for tasks that do not depend on each other (the
+segments of a CSV file): several threads, the results in order.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 from collections import deque
-from collections.abc import Callable
-from typing import ParamSpec
+from collections.abc import Callable, Iterable, Iterator
+from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Lane:
@@ -50,3 +53,29 @@ class Lane:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
+
+
+def ordered_map(
+    task: Callable[[T], R], items: Iterable[T], *, workers: int, name: str
+) -> Iterator[R]:
+    """``task`` of each item on ``workers`` threads, the results in the items' order.
+
+    Items are taken as results are consumed, at most ``workers`` + 1 ahead of the consumer,
+    which bounds the memory held. A task's error is raised where its result would be; the
+    threads end when the results are exhausted, or when the consumer stops early.
+    """
+    if workers < 1:
+        raise ValueError("ordered_map runs at least one worker")
+    pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix=name)
+    pending: deque[concurrent.futures.Future[R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(task, item))
+            if len(pending) > workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True)

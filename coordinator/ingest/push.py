@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.logs import get_logger
 from common.odf.events import AddPushSource
@@ -22,11 +23,13 @@ from coordinator.ingest.context import (
     retrying_conflicts,
 )
 from coordinator.ingest.errors import SourceNotFoundError
-from coordinator.ingest.preprocess import RawQueryEngineProvider, preprocess
 from coordinator.ingest.progress import NO_PROGRESS, Progress, counted
 from coordinator.ingest.readers import read_data, read_step_for_format
 from coordinator.ingest.readers.stream import DataStream
 from coordinator.ingest.writer import WriteOptions, stage_write
+
+if TYPE_CHECKING:
+    from coordinator.ingest.preprocess import RawQueryEngineProvider
 
 log = get_logger(__name__)
 
@@ -107,6 +110,8 @@ def _push_once(
         if path.stat().st_size > 0:
             data = read_data(step, path, name=shown)
             if source.preprocess is not None:
+                from coordinator.ingest.preprocess import preprocess  # the engine protocol
+
                 data = preprocess(data, source.preprocess, engines, staging)
             data = counted(data, progress, f"ingest {shown}")
         options = WriteOptions(

@@ -4,8 +4,10 @@ Each merged, sorted batch gets its offsets (contiguous from the slice's start of
 ``system_time`` column, its columns are put in the output order, and it is buffered until a
 row group is full (1,048,576 rows as the reference, or 128 MiB of Arrow data), so that memory
 stays bounded and small inputs make one row group. Settings follow the reference writer:
-snappy, dictionary encoding, data page version 1.0. The file's bytes are hashed as they are
-written (``HashingFile``), so its physical hash needs no second read of it.
+snappy, dictionary encoding, data page version 1.0 (the encoder's buffers come from
+``memory_pool``). The file's bytes are hashed as they are written (``HashingFile``), so its
+physical hash needs no second read of it, and written back to the disk as the file grows, so
+the commit's fsync of it has little left to wait for.
 
 The logical hash of each batch and the encoding of each row group run in two lanes
 (``lane``), overlapped with the reading of the next batches: the caller only numbers the
@@ -26,10 +28,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.arrow_values import sequence, time_of, timestamp_scalar
-from common.hashing import LogicalHasher, PhysicalHasher, logical_hash_parquet
+from common.hashing import LogicalHasher, logical_hash_parquet
 from common.odf.fragments import DatasetVocabulary
 from common.odf.multihash import Multihash
+from coordinator.dataset.durable import HashedFile
 from coordinator.ingest.lane import Lane
+from coordinator.ingest.memory_pool import pipeline_pool
 from coordinator.ingest.system_columns import TIME_TYPE
 
 ROW_GROUP_ROWS = 1 << 20
@@ -41,36 +45,29 @@ _SYSTEM_TIME = -2
 
 
 class HashingFile(io.RawIOBase):
-    """A new file, written sequentially, whose physical hash is computed from the bytes as
-    they go by (``PhysicalHasher`` releases the GIL on large writes)."""
+    """The slice's new file as a Python file for Arrow's output stream: hashed as written and
+    written back to the disk as it grows (``durable.HashedFile``)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
-        self._file = open(path, "wb")  # noqa: SIM115  (closed by ``close``)
-        self._physical = PhysicalHasher()
-        self._size = 0
+        self._file = HashedFile(path)
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        view = memoryview(data)
-        self._physical.update(view)
-        self._file.write(view)
-        self._size += view.nbytes
-        return view.nbytes
+        return self._file.write(data)
 
     def tell(self) -> int:
-        return self._size
+        return self._file.size
 
     def close(self) -> None:
-        if not self.closed:
-            self._file.close()
+        self._file.close()
         super().close()
 
     def physical_hash(self) -> Multihash:
         """The multihash of everything written so far."""
-        return self._physical.multihash()
+        return self._file.physical_hash()
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +165,7 @@ class SliceFile:
                 use_dictionary=True,
                 data_page_version="1.0",
                 write_statistics=True,
+                memory_pool=pipeline_pool(),
             )
         table = pa.Table.from_batches(self._buffer, schema=self.output)
         self._encoding.submit(self._writer.write_table, table, row_group_size=table.num_rows)

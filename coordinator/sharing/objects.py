@@ -5,8 +5,8 @@ An object is written in a staging directory of the receiving dataset while its p
 thread, with no second read; more bytes than announced are refused at once, and only a file
 of exactly the announced size and physical hash is fsync'd and renamed to its name. Anything
 else is deleted: nothing unverified ever carries an object's name. The disk writes the file
-back while it is being received (``start_writeback`` every ``WRITEBACK_BYTES``), so the
-final fsync finds little left to do.
+back while it is being received (``durable.HashedFile``), so the final fsync finds little
+left to do.
 """
 
 from __future__ import annotations
@@ -17,13 +17,10 @@ from enum import Enum
 from pathlib import Path
 from types import TracebackType
 
-from common.hashing.physical import PhysicalHasher
 from common.odf.multihash import Multihash
-from coordinator.dataset.durable import start_writeback
+from coordinator.dataset.durable import HashedFile
 from coordinator.dataset.layout import DatasetLayout
 from coordinator.sharing.errors import RejectedContentError
-
-WRITEBACK_BYTES = 8 << 20
 
 
 class ObjectKind(Enum):
@@ -71,22 +68,17 @@ class ObjectSink:
         self.source = source
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self.pending = into.staging / f"{ref.kind.value}-{ref.physical_hash.to_multibase()}"
-        self._fd = os.open(self.pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        self._hasher = PhysicalHasher()
-        self.received = 0
-        self._written_back = 0
+        self._file = HashedFile(self.pending)
+
+    @property
+    def received(self) -> int:
+        return self._file.size
 
     def write(self, chunk: bytes | bytearray | memoryview) -> None:
         view = memoryview(chunk)
-        self.received += view.nbytes
-        if self.received > self.ref.size:
+        if self.received + view.nbytes > self.ref.size:
             raise self.rejected(f"is larger than the {self.ref.size} bytes its block names")
-        self._hasher.update(view)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        if self.received - self._written_back >= WRITEBACK_BYTES:
-            start_writeback(self._fd, self._written_back, self.received - self._written_back)
-            self._written_back = self.received
+        self._file.write(view)
 
     def rejected(self, why: str) -> RejectedContentError:
         return RejectedContentError(
@@ -114,16 +106,13 @@ class ObjectSink:
     def _finish(self) -> None:
         if self.received != self.ref.size:
             raise self.rejected(f"has {self.received} bytes, its block names {self.ref.size}")
-        actual = self._hasher.multihash()
+        actual = self._file.physical_hash()
         if actual != self.ref.physical_hash:
             raise self.rejected(f"has physical hash {actual}: its content was changed")
-        os.fsync(self._fd)
-        os.close(self._fd)
-        self._fd = -1
+        self._file.sync()
+        self._file.close()
         os.replace(self.pending, self.final)
 
     def _discard(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
         self.pending.unlink(missing_ok=True)

@@ -6,12 +6,21 @@ types are inferred (``inferSchema``) or all strings. An empty field is NULL for 
 so is ``nullValue`` when set (the reference rejects any ``nullValue`` but ``""``).
 Booleans are case-insensitive ``true``/``false``. No escape character: quotes are doubled.
 A bad row stops the whole ingest with an error naming the file, line and column.
+
+A file larger than a segment is parsed in parallel, segment by segment (``csv_segments``),
+up to its first quote character, and streamed from there. The types are fixed before the
+segments are parsed (the DDL schema, or the types inferred from the first block, as the
+streaming reader does), so every segment is converted as the streaming reader would have.
+A DDL schema's TIMESTAMP and DATE columns are parsed by the CSV converter itself where it
+agrees with the reference's rules (RFC 3339 with a zone, years 1 to 9999); a segment with any
+other time text is read again with those columns as text, parsed by ``temporal``.
 """
 
 from __future__ import annotations
 
 import csv as pycsv
 import itertools
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,14 +31,20 @@ import pyarrow.csv as pacsv
 from common.odf.fragments import ReadStepCsv
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
+from coordinator.ingest.lane import ordered_map
+from coordinator.ingest.memory_pool import pipeline_pool
+from coordinator.ingest.readers.csv_segments import SEGMENT_BYTES, Segment, SegmentCutter
 from coordinator.ingest.readers.stream import DataStream, read_batches
-from coordinator.ingest.readers.temporal import conform_batch, is_temporal
+from coordinator.ingest.readers.temporal import conform_batch, first_out_of_range, is_temporal
 
 BLOCK_SIZE = 1 << 20
 """Bytes of CSV text per batch: large enough to amortise per-batch work, small to stream.
 Larger blocks make pyarrow's streaming reader hold more the longer the file (measured: its
 allocations peak at 219 MiB on 4M rows and 305 MiB on 8M with 8 MiB blocks, flat at 38 MiB
 with 1 MiB blocks), so the peak memory of an ingest would grow with the file."""
+
+PARSERS = min(os.cpu_count() or 1, 8)
+"""Threads that parse segments: one per core (each ``read_csv`` of a segment is one thread)."""
 
 
 def _casings(word: str) -> list[str]:
@@ -42,22 +57,37 @@ _FALSE = _casings("false")
 _CONVERSION_ERROR = re.compile(
     r"In CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S
 )
+_ROW_NUMBER = re.compile(r"Row #\d+: ")
+"""pyarrow's row number in an error: counted within a segment, so dropped (the line is found
+by re-reading the file)."""
 _FIELD_COUNT_ERROR = re.compile(r"Expected (\d+) columns, got (\d+): (.*)$", re.S)
 
 
 def read_csv(
-    step: ReadStepCsv, path: Path, *, name: str, block_size: int = BLOCK_SIZE
+    step: ReadStepCsv,
+    path: Path,
+    *,
+    name: str,
+    block_size: int = BLOCK_SIZE,
+    segment_size: int = SEGMENT_BYTES,
 ) -> DataStream:
-    """The records of the CSV file at ``path``; ``name`` is what errors call the file."""
-    return _CsvReader(step, path, name, block_size).open()
+    """The records of the CSV file at ``path``; ``name`` is what errors call the file.
+    ``block_size``: bytes per block of the streaming reader; ``segment_size``: bytes per
+    segment parsed in parallel (a file of at most one segment is streamed)."""
+    return _CsvReader(step, path, name, block_size, segment_size).open()
 
 
 class _CsvReader:
-    def __init__(self, step: ReadStepCsv, path: Path, name: str, block_size: int) -> None:
+    def __init__(
+        self, step: ReadStepCsv, path: Path, name: str, block_size: int, segment_size: int
+    ) -> None:
         self.step = step
         self.path = path
         self.name = name
         self.block_size = block_size
+        self.segment_size = segment_size
+        self.direct_time = True
+        """Whether segments still try the CSV converter on time columns (see the module)."""
         self.separator = _single_char(step.separator, ",", "separator")
         self.quote = _single_char(step.quote, '"', "quote")
         _check_default(step.encoding, ("utf8", "utf-8"), "encoding")
@@ -81,7 +111,9 @@ class _CsvReader:
             read_options = self._read_options(column_names=self.names, skip_rows=int(self.header))
             types = {f.name: pa.string() if is_temporal(f.type) else f.type for f in self.schema}
             reader = self._open(read_options, types)
-            return DataStream(self.schema, self._typed_batches(reader, self.schema))
+            direct = {f.name: f.type for f in self.schema}
+            batches = self._all_batches(reader, types, direct)
+            return DataStream(self.schema, self._typed_batches(batches, self.schema))
         read_options = self._read_options(autogenerate=not self.header)
         reader = self._open(read_options, {})
         self.names = self._output_names(reader.schema.names)
@@ -92,7 +124,8 @@ class _CsvReader:
         schema = pa.schema(
             [pa.field(n, f.type) for n, f in zip(self.names, reader.schema, strict=True)]
         )
-        return DataStream(schema, self._renamed_batches(reader, schema))
+        types = {f.name: f.type for f in reader.schema}
+        return DataStream(schema, self._renamed_batches(self._all_batches(reader, types), schema))
 
     def _output_names(self, names: list[str]) -> list[str]:
         if self.header:
@@ -113,10 +146,8 @@ class _CsvReader:
             autogenerate_column_names=autogenerate,
         )
 
-    def _open(
-        self, read_options: pacsv.ReadOptions, types: dict[str, pa.DataType]
-    ) -> pacsv.CSVStreamingReader:
-        parse_options = pacsv.ParseOptions(
+    def _parse_options(self) -> pacsv.ParseOptions:
+        return pacsv.ParseOptions(
             delimiter=self.separator,
             quote_char=self.quote,
             double_quote=True,
@@ -124,7 +155,9 @@ class _CsvReader:
             newlines_in_values=True,
             ignore_empty_lines=True,
         )
-        convert_options = pacsv.ConvertOptions(
+
+    def _convert_options(self, types: dict[str, pa.DataType]) -> pacsv.ConvertOptions:
+        return pacsv.ConvertOptions(
             column_types=types,
             null_values=self.null_values,
             strings_can_be_null=True,
@@ -132,12 +165,17 @@ class _CsvReader:
             true_values=_TRUE,
             false_values=_FALSE,
         )
+
+    def _open(
+        self, read_options: pacsv.ReadOptions, types: dict[str, pa.DataType]
+    ) -> pacsv.CSVStreamingReader:
         try:
             return pacsv.open_csv(
                 self.path,
                 read_options=read_options,
-                parse_options=parse_options,
-                convert_options=convert_options,
+                parse_options=self._parse_options(),
+                convert_options=self._convert_options(types),
+                memory_pool=pipeline_pool(),
             )
         except pa.ArrowInvalid as e:
             if str(e) == "Empty CSV file":
@@ -146,21 +184,113 @@ class _CsvReader:
         except pa.ArrowNotImplementedError as e:
             raise ReadError(str(e), path=self.name) from None
 
-    def _batches(self, reader: pacsv.CSVStreamingReader) -> Iterator[pa.RecordBatch]:
-        return read_batches(reader, self._translate)
+    def _all_batches(
+        self,
+        reader: pacsv.CSVStreamingReader,
+        types: dict[str, pa.DataType],
+        direct: dict[str, pa.DataType] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The file's batches in ``types`` (``direct``: types segments try first): from the
+        open ``reader`` for a file of one segment, else from segments and the streamed rest."""
+        if self.path.stat().st_size <= self.segment_size:
+            yield from read_batches(reader, self._translate)
+            return
+        reader.close()
+        cutter = SegmentCutter(self.path, quote=self.quote, size=self.segment_size)
+
+        def parse(segment: Segment) -> pa.RecordBatch | None:
+            return self._parse_segment(segment, types, direct or types)
+
+        try:
+            for batch in ordered_map(parse, cutter, workers=PARSERS, name="csv-parse"):
+                if batch is not None:
+                    yield batch
+        except pa.ArrowInvalid as e:
+            raise self._translate(e) from None
+        if cutter.rest is not None:
+            yield from self._stream_rest(cutter.rest, types)
+
+    def _parse_segment(
+        self, segment: Segment, types: dict[str, pa.DataType], direct: dict[str, pa.DataType]
+    ) -> pa.RecordBatch | None:
+        """The segment's records in ``direct`` types if the converter takes them and its
+        times are in years 1-9999, else in ``types``; None when it has no records. Runs on a
+        parser thread: a parse error (``ArrowInvalid``) is raised to the consumer."""
+        if direct != types and self.direct_time:
+            try:
+                batch = self._read_segment(segment, direct)
+            except pa.ArrowInvalid:
+                self.direct_time = False  # e.g. times without a zone: the next ones too
+            else:
+                if batch is None or not any(
+                    first_out_of_range(c) is not None for c in batch.columns
+                ):
+                    return batch
+        return self._read_segment(segment, types)
+
+    def _read_segment(
+        self, segment: Segment, types: dict[str, pa.DataType]
+    ) -> pa.RecordBatch | None:
+        read_options = pacsv.ReadOptions(
+            use_threads=False,
+            block_size=len(segment.data) + 1,  # one block: one batch
+            column_names=list(types),
+            skip_rows=int(self.header) if segment.offset == 0 else 0,
+        )
+        try:
+            table = pacsv.read_csv(
+                pa.BufferReader(pa.py_buffer(segment.data)),
+                read_options=read_options,
+                parse_options=self._parse_options(),
+                convert_options=self._convert_options(types),
+                memory_pool=pipeline_pool(),
+            )
+        except pa.ArrowInvalid as e:
+            if str(e) == "Empty CSV file":  # only a header, or blank lines
+                return None
+            raise
+        if table.num_rows == 0:
+            return None
+        return table.combine_chunks().to_batches()[0]
+
+    def _stream_rest(self, offset: int, types: dict[str, pa.DataType]) -> Iterator[pa.RecordBatch]:
+        """The batches of the file from ``offset`` (a record's start) on, streamed."""
+        source = pa.OSFile(str(self.path))
+        try:
+            source.seek(offset)
+            read_options = pacsv.ReadOptions(
+                block_size=self.block_size,
+                column_names=list(types),
+                skip_rows=int(self.header) if offset == 0 else 0,  # quoted from the first line
+            )
+            try:
+                reader = pacsv.open_csv(
+                    source,
+                    read_options=read_options,
+                    parse_options=self._parse_options(),
+                    convert_options=self._convert_options(types),
+                    memory_pool=pipeline_pool(),
+                )
+            except pa.ArrowInvalid as e:
+                if str(e) == "Empty CSV file":
+                    return
+                raise self._translate(e) from None
+            yield from read_batches(reader, self._translate)
+        finally:
+            source.close()
 
     def _renamed_batches(
-        self, reader: pacsv.CSVStreamingReader, schema: pa.Schema
+        self, batches: Iterator[pa.RecordBatch], schema: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
-        for batch in self._batches(reader):
+        for batch in batches:
             yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
     def _typed_batches(
-        self, reader: pacsv.CSVStreamingReader, schema: pa.Schema
+        self, batches: Iterator[pa.RecordBatch], schema: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         """Batches converted to the DDL schema: temporal columns parsed, NOT NULL checked."""
         first_record = 0
-        for batch in self._batches(reader):
+        for batch in batches:
             yield conform_batch(
                 batch,
                 schema,
@@ -195,7 +325,7 @@ class _CsvReader:
         return ReadError(f"column {column!r}: {reason}", path=where)
 
     def _translate(self, error: pa.ArrowInvalid) -> ReadError:
-        message = str(error)
+        message = _ROW_NUMBER.sub("", str(error))
         m = _CONVERSION_ERROR.search(message)
         if m:
             column_index, type_name, value = int(m.group(1)), m.group(2), m.group(3)

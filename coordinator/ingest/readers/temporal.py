@@ -86,12 +86,13 @@ def conform_batch(
     null_problem: str,
 ) -> pa.RecordBatch:
     """``batch`` (text read for ``schema``'s columns, in order) as ``schema``: temporal columns
-    parsed, NOT NULL columns checked. A bad value raises ``bad_record(record, column,
+    parsed (unless already of their type, and checked to be in years 1-9999 by the reader),
+    NOT NULL columns checked. A bad value raises ``bad_record(record, column,
     problem)``, ``record`` counted from ``first`` (the batch's first record in the file)."""
     columns = []
     for i, field in enumerate(schema):
         column = batch.column(i)
-        if is_temporal(field.type):
+        if is_temporal(field.type) and not column.type.equals(field.type):
             try:
                 column = parse_temporal(column, field.type)
             except BadValue as e:

@@ -13,11 +13,9 @@ from common.odf.fragments import (
     SqlQueryStep,
     TransformSql,
 )
-from coordinator.app import Application
-from coordinator.engine import EngineMounts
-from coordinator.engine.raw_query import RawQueryEngines
+from coordinator.app import Application, IngestFile
+from coordinator.engine import EngineMounts, EnginePool
 from coordinator.ingest.errors import PreprocessError
-from coordinator.ingest.push import push_ingest
 from coordinator.workspace import Workspace
 from tests.unit.ingest.helpers import add_data_events, all_data, new_dataset, rows
 
@@ -45,10 +43,12 @@ def test_preprocess_queries_shape_the_data(tmp_path: Path) -> None:
     data = tmp_path / "a.csv"
     data.write_text("A,1000\nB,2000\nC,3000\n")
     ws = Workspace(tmp_path / "ws")
-    mounts = EngineMounts.of([], [ds.layout.staging_root])
-    with Application(ws).engines(mounts) as session:
-        engines = RawQueryEngines(session)
-        result = push_ingest(ds, data, source_name="good", engines=engines)
+    app = Application(ws)
+    # As `odf ingest` runs it: the application's session starts the engine at the first
+    # preprocess query; a pool (as the daemon's) lets both ingests share one engine.
+    app.pool = EnginePool(app.provider, EngineMounts.of([], [ws.datasets_dir]), idle_timeout=600)
+    try:
+        (result,) = app.ingest(ds.alias, [IngestFile(data, "a.csv")], source_name="good")
         assert result.num_records == 3
         assert rows(all_data(ds), "op", "city", "population") == [
             (0, "A", 10001),
@@ -57,7 +57,9 @@ def test_preprocess_queries_shape_the_data(tmp_path: Path) -> None:
         ]
         head = ds.head()
         with pytest.raises(PreprocessError, match="the preprocess query is invalid") as e:
-            push_ingest(ds, data, source_name="bad", engines=engines)
+            list(app.ingest(ds.alias, [IngestFile(data, "a.csv")], source_name="bad"))
         assert "\n" not in str(e.value)
         assert ds.head() == head
+    finally:
+        app.pool.close()
     assert len(add_data_events(ds)) == 1

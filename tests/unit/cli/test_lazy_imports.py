@@ -69,7 +69,7 @@ def test_list_and_log_load_neither_the_application_nor_pyarrow(tmp_path: Path) -
     assert not logged & (app | set(HEAVY)), sorted(logged)
 
 
-def test_quiet_ingest_of_a_csv_loads_neither_pandas_grpc_nor_rich(tmp_path: Path) -> None:
+def test_quiet_ingest_of_a_csv_loads_neither_pandas_grpc_rich_nor_engines(tmp_path: Path) -> None:
     """pyarrow imports pandas on its first conversion of Python objects (0.7-1.5 s)."""
     from common.odf.events import AddPushSource
     from common.odf.fragments import DatasetKind, MergeStrategyAppend, ReadStepCsv
@@ -84,8 +84,10 @@ def test_quiet_ingest_of_a_csv_loads_neither_pandas_grpc_nor_rich(tmp_path: Path
     snapshot = DatasetSnapshot(name="a", kind=DatasetKind.ROOT, metadata=(source,))
     Workspace.init(tmp_path).create_dataset(snapshot)
     (tmp_path / "a.csv").write_text("event_time,v\n2024-01-01T00:00:00Z,x\n2024-01-02,y\n")
-    loaded = imported_by(tmp_path, "-q", "ingest", "a", "a.csv")
+    loaded = imported_by(tmp_path, "-q", "ingest", "a", "a.csv", whole=True)
     assert not loaded & {"pandas", "grpc", "rich"}, sorted(loaded)  # -q: no bars, no rich
+    engine = sorted(m for m in loaded if m.startswith("coordinator.engine"))
+    assert not engine, engine  # no preprocess query: no engine code
 
 
 def test_the_transaction_code_loads_the_output_readers_only_when_asked() -> None:
@@ -96,7 +98,7 @@ def test_the_transaction_code_loads_the_output_readers_only_when_asked() -> None
         "import sys\n"
         "import coordinator.transform.runner, coordinator.app.application\n"
         "from coordinator.transform.transaction import OUTPUT_MODULES\n"
-        "early = [m for m in (*OUTPUT_MODULES, 'common.hashing', 'pyarrow', 'numpy')"
+        "early = [m for m in (*OUTPUT_MODULES, 'common.hashing.record_digest', 'pyarrow', 'numpy')"
         " if m in sys.modules]\n"
         "print(early)\n"
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from common.hashing.physical import PhysicalHasher
 from coordinator.dataset import durable
 from coordinator.dataset.durable import start_writeback
 from coordinator.dataset.layout import PENDING_PREFIX
@@ -62,3 +63,20 @@ def test_writeback_of_a_range_keeps_the_bytes(tmp_path: Path) -> None:
         start_writeback(f.fileno(), 0, 100_000)
         start_writeback(f.fileno(), 50_000, 10**9)  # past the end: nothing to do, no error
     assert path.read_bytes() == b"x" * 100_000
+
+
+def test_a_hashed_file_is_hashed_and_written_back_as_it_grows(tmp_path: Path) -> None:
+    path = tmp_path / "new"
+    file = durable.HashedFile(path)
+    pieces = [bytes([i]) * (3 << 20) for i in range(4)]  # past WRITEBACK_BYTES
+    assert [file.write(memoryview(p)) for p in pieces] == [len(p) for p in pieces]
+    file.sync()
+    file.close()
+    assert file.closed
+    content = path.read_bytes()
+    assert content == b"".join(pieces) and file.size == len(content)
+    whole = PhysicalHasher()
+    whole.update(content)
+    assert file.physical_hash() == whole.multihash()
+    with pytest.raises(FileExistsError):  # only ever a new file
+        durable.HashedFile(path)
