@@ -28,6 +28,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -44,6 +45,7 @@ QUIET = "-Xlog:cds=off,cds+dynamic=off"
 """No CDS warnings (an archive the JVM cannot use, classes it skips while dumping)."""
 OPTION_ENVS = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS")
 """Environment variables whose JVM options reach the driver JVM: part of the key."""
+UNUSED_DAYS = 7
 JVM_EXIT_TIMEOUT_S = 60.0
 """How long ``finish`` waits for the JVM to write the archive and exit."""
 
@@ -145,10 +147,17 @@ def stale_temps(entries: Iterable[str], alive: Callable[[int], bool]) -> list[st
     return stale
 
 
-def superseded(key: str, entries: Iterable[str]) -> list[str]:
-    """Archives of other keys (an older JDK, Spark or options): removed when a new one is
-    in place, so the cache holds one archive per machine setup, not one per upgrade."""
-    return [n for n in entries if n.endswith(ARCHIVE_SUFFIX) and not n.startswith(f"{key}-")]
+def superseded(key: str, entries: Iterable[tuple[str, float]], now: float) -> list[str]:
+    """Archives of other keys (an older JDK, Spark or other options) unused for
+    ``UNUSED_DAYS`` (a start touches the archive it maps): removed when a new one is written,
+    so upgrades do not pile up archives, and engines with different options on one machine
+    (a daemon's, a command's) keep one each instead of replacing each other's."""
+    oldest = now - UNUSED_DAYS * 86400
+    return [
+        name
+        for name, mtime in entries
+        if name.endswith(ARCHIVE_SUFFIX) and not name.startswith(f"{key}-") and mtime < oldest
+    ]
 
 
 def plan_for(
@@ -247,6 +256,9 @@ def prepare(env: Mapping[str, str], options: Sequence[str]) -> ArchivePlan | Non
         return None
     _remove(directory, stale_temps((n for n, _ in entries), _alive))
     plan = plan_for(archive_key(inputs), directory, entries, os.getpid(), secrets.token_hex(4))
+    if plan.mode is Mode.USE:
+        with contextlib.suppress(OSError):
+            os.utime(plan.path)  # in use: not pruned as unused
     log.info("cds.plan", mode=plan.mode.value, archive=str(plan.path))
     return plan
 
@@ -276,7 +288,8 @@ def finish(plan: ArchivePlan, jvm: subprocess.Popen[bytes] | None) -> Path | Non
     final = plan.directory / archive_name(plan.key, size)
     os.replace(plan.path, final)
     with os.scandir(plan.directory) as it:
-        _remove(plan.directory, superseded(plan.key, [e.name for e in it]))
+        entries = [(e.name, e.stat().st_mtime) for e in it]
+    _remove(plan.directory, superseded(plan.key, entries, time.time()))
     log.info("cds.written", archive=str(final), size=size)
     return final
 

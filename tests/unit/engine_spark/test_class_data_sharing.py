@@ -91,7 +91,11 @@ def test_leftovers_are_found() -> None:
         "README",
     ]
     assert cds.stale_temps(names, alive=lambda pid: pid == 10) == names[1:3]
-    assert cds.superseded(key, names) == [cds.archive_name("b" * 32, 5)]
+    week = cds.UNUSED_DAYS * 86400
+    now = 10 * week
+    dated = [(name, now - 2 * week) for name in names] + [(cds.archive_name("c" * 32, 5), now)]
+    # Other keys' archives unused for a week go; this key's, and one used lately, stay.
+    assert cds.superseded(key, dated, now) == [cds.archive_name("b" * 32, 5)]
 
 
 def test_archive_options_are_not_part_of_the_key() -> None:
