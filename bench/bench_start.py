@@ -10,11 +10,13 @@ archive, as a user's first command does:
 
 - ``warm-up`` (the old behaviour, the baseline): the engine runs a warm-up transaction
   before it serves (``ODF_ENGINE_WARM_UP=on``), no archive (``ODF_ENGINE_CDS=off``), its
-  modules imported before the JVM is launched (``ODF_ENGINE_JVM_FIRST=off``);
+  modules imported before the JVM is launched (``ODF_ENGINE_JVM_FIRST=off``), Spark stopped
+  and the interpreter torn down before it exits (``ODF_ENGINE_FAST_STOP=off``);
 - ``former default``: the same without the warm-up (one-shot commands skip it);
-- ``+ CDS archive``: the application class-data sharing archive;
-- ``default``: what ``odf`` does now: also the JVM launched first, the engine's modules
-  imported while it boots;
+- then each start-up cut added to the one before: ``+ CDS archive`` (the application
+  class-data sharing archive), ``+ JVM first`` (the engine's modules imported while the JVM
+  boots), ``default`` (what ``odf`` does now: also the fast stop, the engine process exits as
+  soon as the server stopped and the JVM stops Spark itself);
 - then the default plus one JVM option each (``JAVA_TOOL_OPTIONS``, given to every JVM of the
   engine; its archive is its own, as the options are part of the archive's key): C1 only
   (``-XX:TieredStopAtLevel=1``), the serial garbage collector.
@@ -44,6 +46,7 @@ INHERITED_NOT = (
     "ODF_ENGINE_WARM_UP",
     "ODF_ENGINE_CDS",
     "ODF_ENGINE_JVM_FIRST",
+    "ODF_ENGINE_FAST_STOP",
     "JAVA_TOOL_OPTIONS",
     "XDG_CACHE_HOME",
 )
@@ -51,11 +54,13 @@ QUERY = "SELECT count(*) AS n, max(population) AS top FROM small"
 
 
 def variants() -> dict[str, dict[str, str]]:
-    former = {"ODF_ENGINE_CDS": "off", "ODF_ENGINE_JVM_FIRST": "off"}
+    cuts = ("ODF_ENGINE_CDS", "ODF_ENGINE_JVM_FIRST", "ODF_ENGINE_FAST_STOP")
+    former = dict.fromkeys(cuts, "off")
     return {
         "warm-up": {"ODF_ENGINE_WARM_UP": "on", **former},
         "former default": former,
-        "+ CDS archive": {"ODF_ENGINE_JVM_FIRST": "off"},
+        "+ CDS archive": dict.fromkeys(cuts[1:], "off"),
+        "+ JVM first": dict.fromkeys(cuts[2:], "off"),
         "default": {},
         "+ C1 only": {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"},
         "+ serial GC": {"JAVA_TOOL_OPTIONS": "-XX:+UseSerialGC"},
