@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -118,3 +120,30 @@ def test_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cds.CDS_ENV, "maybe")
     with pytest.raises(SystemExit):
         parse_args([])
+
+
+def _writer(tmp_path: Path, plan: cds.ArchivePlan, code: int) -> subprocess.Popen[bytes]:
+    """A process in the JVM's place: writes the archive once its stdin closes, exits ``code``."""
+    script = f"cat > /dev/null; printf 'archive' > '{plan.path}'; exit {code}"
+    return subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE)
+
+
+def test_the_archive_is_renamed_into_place_only_after_a_clean_exit(tmp_path: Path) -> None:
+    key = "a" * 32
+    plan = cds.plan_for(key, tmp_path, [], pid=1, token="t")
+    assert cds.finish(plan, _writer(tmp_path, plan, 1)) is None
+    assert list(tmp_path.iterdir()) == []  # a failed JVM's file is removed, never used
+    final = cds.finish(plan, _writer(tmp_path, plan, 0))
+    assert final == tmp_path / cds.archive_name(key, len("archive"))
+    assert [p.name for p in tmp_path.iterdir()] == [final.name]
+    assert cds.plan_for(key, tmp_path, [(final.name, 7)], pid=2, token="u").mode is Mode.USE
+
+
+def test_no_usable_cache_directory_means_no_archive(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert cds.prepare({**os.environ, "XDG_CACHE_HOME": str(blocker)}, ()) is None
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "c")}
+    plan = cds.prepare(env, ("spark.driver.memory=2g",))
+    assert plan is not None and plan.mode is Mode.CREATE
+    assert plan.path.parent == tmp_path / "c/odf/cds"
