@@ -1,4 +1,5 @@
-"""The class-data sharing archive's key, names and plan (pure: no JVM, no cache directory)."""
+"""The class-data sharing archive: its key, names and plan (pure), and its rename into place
+after a clean exit (a shell process in the JVM's place, a temporary cache directory)."""
 
 from __future__ import annotations
 
