@@ -15,11 +15,12 @@ archive, as a user's first command does:
 - ``former default``: the same without the warm-up (one-shot commands skip it);
 - then each start-up cut added to the one before: ``+ CDS archive`` (the application
   class-data sharing archive), ``+ JVM first`` (the engine's modules imported while the JVM
-  boots), ``default`` (what ``odf`` does now: also the fast stop, the engine process exits as
-  soon as the server stopped and the JVM stops Spark itself);
-- then the default plus one JVM option each (``JAVA_TOOL_OPTIONS``, given to every JVM of the
-  engine; its archive is its own, as the options are part of the archive's key): C1 only
-  (``-XX:TieredStopAtLevel=1``), the serial garbage collector.
+  boots), ``+ fast stop`` (the engine process exits as soon as the server stopped, the JVM
+  stops Spark itself), ``default`` (what ``odf sql`` does now: also C1 only,
+  ``-XX:TieredStopAtLevel=1``, for its one-shot engine, ``ODF_ENGINE_JIT=full`` turns it off);
+- then the default plus a JVM option (``JAVA_TOOL_OPTIONS``, given to every JVM of the
+  engine; its archive is its own, as the options are part of the archive's key): the serial
+  garbage collector.
 
 Target: ``default`` at most 60% of ``warm-up`` (medians). Exits 1 when missed.
 ``--json PATH`` also writes the figures for ``bench/run_all.py``.
@@ -47,6 +48,7 @@ INHERITED_NOT = (
     "ODF_ENGINE_CDS",
     "ODF_ENGINE_JVM_FIRST",
     "ODF_ENGINE_FAST_STOP",
+    "ODF_ENGINE_JIT",
     "JAVA_TOOL_OPTIONS",
     "XDG_CACHE_HOME",
 )
@@ -55,14 +57,15 @@ QUERY = "SELECT count(*) AS n, max(population) AS top FROM small"
 
 def variants() -> dict[str, dict[str, str]]:
     cuts = ("ODF_ENGINE_CDS", "ODF_ENGINE_JVM_FIRST", "ODF_ENGINE_FAST_STOP")
-    former = dict.fromkeys(cuts, "off")
+    full_jit = {"ODF_ENGINE_JIT": "full"}
+    former = {**dict.fromkeys(cuts, "off"), **full_jit}
     return {
         "warm-up": {"ODF_ENGINE_WARM_UP": "on", **former},
         "former default": former,
-        "+ CDS archive": dict.fromkeys(cuts[1:], "off"),
-        "+ JVM first": dict.fromkeys(cuts[2:], "off"),
+        "+ CDS archive": {**dict.fromkeys(cuts[1:], "off"), **full_jit},
+        "+ JVM first": {**dict.fromkeys(cuts[2:], "off"), **full_jit},
+        "+ fast stop": full_jit,
         "default": {},
-        "+ C1 only": {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"},
         "+ serial GC": {"JAVA_TOOL_OPTIONS": "-XX:+UseSerialGC"},
     }
 

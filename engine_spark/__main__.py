@@ -51,6 +51,9 @@ log = structlog.get_logger("engine_spark")
 OUTPUT_WRITERS = ("stream", "spark", "collect")
 JVM_FIRST_ENV = "ODF_ENGINE_JVM_FIRST"
 FAST_STOP_ENV = "ODF_ENGINE_FAST_STOP"
+JIT_ENV = "ODF_ENGINE_JIT"
+JIT_MODES = ("full", "quick")
+QUICK_JIT_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -106,6 +109,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f" {CDS_ENV}",
     )
     p.add_argument(
+        "--jit",
+        choices=JIT_MODES,
+        default=env.get(JIT_ENV, "full"),
+        help="the driver JVM's compilers: full (default: C1, then C2 for hot code) or quick"
+        " (C1 only: a short one-shot query, such as odf sql's, ends sooner; a long transaction"
+        f" runs slower); {JIT_ENV}",
+    )
+    p.add_argument(
         "--output-writer",
         choices=OUTPUT_WRITERS,
         default=env.get("ODF_ENGINE_OUTPUT_WRITER", "stream"),
@@ -154,6 +165,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.warm_up not in ("on", "off"):
         p.error(f"ODF_ENGINE_WARM_UP={args.warm_up!r}: must be 'on' or 'off'")
+    if args.jit not in JIT_MODES:
+        p.error(f"{JIT_ENV}={args.jit!r}: must be one of {', '.join(JIT_MODES)}")
     if args.cds not in ("on", "off"):
         p.error(f"{CDS_ENV}={args.cds!r}: must be 'on' or 'off'")
     if args.shared_staging is not None and not os.path.isdir(args.shared_staging):
@@ -206,6 +219,7 @@ def spark_backend_factory(args: argparse.Namespace) -> StartedEngine:
         master=master,
         driver_memory=args.driver_memory,
         log_level="WARN" if args.verbose >= 2 else "FATAL",
+        jvm_options=QUICK_JIT_OPTIONS if args.jit == "quick" else (),
     )
     archive = cds.prepare(os.environ, archive_key_options(settings)) if args.cds == "on" else None
     session, archive = start_session(settings, archive)
@@ -254,7 +268,8 @@ def start_session(
     if archive is None:
         return build_session(settings), None
     try:
-        return build_session(replace(settings, jvm_options=archive.jvm_options())), archive
+        options = (*settings.jvm_options, *archive.jvm_options())
+        return build_session(replace(settings, jvm_options=options)), archive
     except Exception as e:  # any start failure: retried without the archive
         if archive.mode is not cds.Mode.USE:
             raise
