@@ -362,13 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     fast = os.environ.get(FAST_STOP_ENV, "on") != "off"
     for started in engines:
         archive = started.archive
-        if archive is not None and archive.mode is cds.Mode.CREATE:
+        if not fast:
+            started.engine.close()
+        if archive is not None:
             from engine_spark.session import jvm_process
 
-            started.engine.close()
-            cds.finish(archive, jvm_process())
-        elif not fast:
-            started.engine.close()
+            cds.hand_over(archive, jvm_process())
     log.info("engine.stopped")
     if fast:
         # Nothing is left to wait for: the JVM sees its stdin close when this process ends and

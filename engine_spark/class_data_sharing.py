@@ -8,14 +8,15 @@ about a third faster (``bench/bench_start.py``).
 The archive lives in a per-user cache directory (``$XDG_CACHE_HOME/odf/cds``, else
 ``~/.cache/odf/cds``), named by a key over everything that makes an archive unusable: the
 JDK (its home, ``release`` file and ``libjvm.so``), the classpath's jars (names, sizes,
-modification times) and the JVM's options. A run that finds no archive for its key writes
-one under a temporary name; it is renamed into place only after the JVM exited cleanly, with
-its size in the name, so a crashed or killed run never leaves a half archive in use (a
-truncated archive crashes the JVM: SIGBUS). The JVM still checks every archive it maps and,
-with ``-Xshare:auto``, runs without one it cannot use; its CDS log lines are turned off.
+modification times) and the JVM's options. A run that finds no archive for its key has its
+JVM write one under a temporary name as it exits; a detached process (``settle``) renames it
+into place, with its size in the name, once the JVM exited and logged that it wrote it whole,
+so no command waits for it, and a crashed or killed run never leaves a half archive in use
+(a truncated archive crashes the JVM: SIGBUS). The JVM still checks every archive it maps
+and, with ``-Xshare:auto``, runs without one it cannot use; its CDS log lines are turned off.
 
 ``ODF_ENGINE_CDS=off`` turns it off. This module's first half is pure (keys, names, plans);
-``prepare`` and ``finish`` do the file system work.
+``prepare``, ``hand_over`` and ``settle`` do the process and file system work.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,13 +43,18 @@ log = structlog.get_logger("engine_spark.cds")
 CDS_ENV = "ODF_ENGINE_CDS"
 ARCHIVE_SUFFIX = ".jsa"
 TEMP_SUFFIX = ".tmp"
+LOG_TEMP_SUFFIX = "-log.tmp"
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
 """No CDS warnings (an archive the JVM cannot use, classes it skips while dumping)."""
 OPTION_ENVS = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS")
 """Environment variables whose JVM options reach the driver JVM: part of the key."""
 UNUSED_DAYS = 7
-JVM_EXIT_TIMEOUT_S = 60.0
-"""How long ``finish`` waits for the JVM to write the archive and exit."""
+SETTLE_TIMEOUT_S = 600.0
+"""How long ``settle`` waits for the JVM to write the archive and exit."""
+STALE_AFTER_S = 600.0
+"""A temporary file of a process that is gone, untouched this long, is a killed run's."""
+WRITTEN = "Written dynamic archive"
+"""What the JVM logs (``cds+dynamic`` at info) once the whole archive is written."""
 
 
 class Mode(enum.Enum):
@@ -65,10 +72,19 @@ class ArchivePlan:
     directory: Path
     key: str
 
+    @property
+    def log_path(self) -> Path:
+        """CREATE: the JVM's CDS log (only it says whether the archive was written whole)."""
+        return self.path.with_name(self.path.name.removesuffix(TEMP_SUFFIX) + LOG_TEMP_SUFFIX)
+
     def jvm_options(self) -> tuple[str, ...]:
         if self.mode is Mode.USE:
             return (f"-XX:SharedArchiveFile={self.path}", "-Xshare:auto", QUIET)
-        return (f"-XX:ArchiveClassesAtExit={self.path}", QUIET)
+        return (
+            f"-XX:ArchiveClassesAtExit={self.path}",
+            QUIET,
+            f"-Xlog:cds+dynamic=info:file={self.log_path}",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +151,15 @@ def find_archive(key: str, entries: Iterable[tuple[str, int]]) -> str | None:
     return None
 
 
-def stale_temps(entries: Iterable[str], alive: Callable[[int], bool]) -> list[str]:
-    """Temporary archives whose writing process is gone (killed before it could rename)."""
+def stale_temps(
+    entries: Iterable[tuple[str, float]], alive: Callable[[int], bool], now: float
+) -> list[str]:
+    """Temporary files (archives, logs) left by killed runs: their process is gone and they
+    were not written to for ``STALE_AFTER_S`` (a JVM still writing one after its engine
+    exited keeps it fresh)."""
     stale = []
-    for name in entries:
-        if not name.endswith(TEMP_SUFFIX):
+    for name, mtime in entries:
+        if not name.endswith(TEMP_SUFFIX) or mtime > now - STALE_AFTER_S:
             continue
         parts = name.split(".")
         if len(parts) != 4 or not parts[1].isdigit() or not alive(int(parts[1])):
@@ -250,11 +270,12 @@ def prepare(env: Mapping[str, str], options: Sequence[str]) -> ArchivePlan | Non
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with os.scandir(directory) as it:
-            entries = [(e.name, e.stat().st_size) for e in it if e.is_file()]
+            stats = [(e.name, e.stat()) for e in it if e.is_file()]
     except OSError as e:
         log.debug("cds.unavailable", directory=str(directory), reason=str(e))
         return None
-    _remove(directory, stale_temps((n for n, _ in entries), _alive))
+    entries = [(name, st.st_size) for name, st in stats]
+    _remove(directory, stale_temps([(n, st.st_mtime) for n, st in stats], _alive, time.time()))
     plan = plan_for(archive_key(inputs), directory, entries, os.getpid(), secrets.token_hex(4))
     if plan.mode is Mode.USE:
         with contextlib.suppress(OSError):
@@ -263,30 +284,49 @@ def prepare(env: Mapping[str, str], options: Sequence[str]) -> ArchivePlan | Non
     return plan
 
 
-def finish(plan: ArchivePlan, jvm: subprocess.Popen[bytes] | None) -> Path | None:
-    """After the engine stopped: end the JVM (EOF on its stdin, which PySpark's gateway takes
-    as the signal to exit), wait while it writes the archive, and rename a complete one into
-    place. Returns the archive's path, or None (nothing to do, or nothing usable written)."""
+def hand_over(plan: ArchivePlan, jvm: subprocess.Popen[bytes] | None) -> None:
+    """At the engine's stop: leave the archive to a detached process (``settle``), so neither
+    the engine nor the command that started it waits while the JVM writes it (~110-170 MB:
+    seconds, or a minute on a loaded machine). The JVM writes it once this process has
+    exited (its stdin closes: PySpark's gateway then exits the JVM)."""
     if plan.mode is not Mode.CREATE or jvm is None:
-        return None
+        return
+    args = [sys.executable, "-m", __name__, str(jvm.pid), str(plan.path), plan.key]
     try:
-        if jvm.stdin is not None:
-            jvm.stdin.close()
-        code = jvm.wait(JVM_EXIT_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        log.warning("cds.not_written", reason=f"the JVM did not exit: {e}")
-        _remove(plan.directory, [plan.path.name])
-        return None
+        subprocess.Popen(
+            args,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as e:
+        log.warning("cds.not_written", reason=f"cannot start its settler: {e}")
+
+
+def settle(plan: ArchivePlan, jvm_pid: int, timeout: float = SETTLE_TIMEOUT_S) -> Path | None:
+    """Wait until the JVM exited, then rename its archive into place if the JVM logged that
+    it was written whole; else remove what it left. Returns the archive's path, or None."""
+    deadline = time.monotonic() + timeout
+    while _alive(jvm_pid):
+        if time.monotonic() > deadline:
+            log.warning("cds.not_written", reason="the JVM did not exit")
+            _remove(plan.directory, [plan.path.name, plan.log_path.name])
+            return None
+        time.sleep(0.1)
     try:
+        written = WRITTEN in plan.log_path.read_text(errors="replace")
         size = plan.path.stat().st_size
     except OSError:
-        size = 0
-    if code != 0 or size == 0:
-        log.warning("cds.not_written", jvm_exit_code=code, size=size)
-        _remove(plan.directory, [plan.path.name])
+        written, size = False, 0
+    if not written or size == 0:
+        log.warning("cds.not_written", size=size)
+        _remove(plan.directory, [plan.path.name, plan.log_path.name])
         return None
     final = plan.directory / archive_name(plan.key, size)
     os.replace(plan.path, final)
+    _remove(plan.directory, [plan.log_path.name])
     with os.scandir(plan.directory) as it:
         entries = [(e.name, e.stat().st_mtime) for e in it]
     _remove(plan.directory, superseded(plan.key, entries, time.time()))
@@ -308,10 +348,21 @@ def _remove(directory: Path, names: Iterable[str]) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+if __name__ == "__main__":  # the detached settler started by ``hand_over``
+    _pid, _path, _key = sys.argv[1:4]
+    _archive = Path(_path)
+    settle(ArchivePlan(Mode.CREATE, _archive, _archive.parent, _key), int(_pid))

@@ -77,9 +77,11 @@ def test_an_archive_is_used_only_when_complete() -> None:
         create = cds.plan_for(key, directory, entries, pid=7, token="t")
         assert create.mode is Mode.CREATE
         assert create.path == directory / f"{key}.7.t.tmp"
+        assert create.log_path == directory / f"{key}.7.t-log.tmp"
         assert create.jvm_options() == (
             f"-XX:ArchiveClassesAtExit={create.path}",
             "-Xlog:cds=off,cds+dynamic=off",
+            f"-Xlog:cds+dynamic=info:file={create.log_path}",
         )
 
 
@@ -88,12 +90,18 @@ def test_leftovers_are_found() -> None:
     names = [
         cds.temp_name(key, 10, "x"),  # its writer still runs
         cds.temp_name(key, 11, "y"),  # killed
+        f"{key}.11.y-log.tmp",  # its log
         f"{key}.notapid.z.tmp",  # not ours
         cds.archive_name(key, 5),
         cds.archive_name("b" * 32, 5),
         "README",
     ]
-    assert cds.stale_temps(names, alive=lambda pid: pid == 10) == names[1:3]
+    old = cds.STALE_AFTER_S + 1
+    aged = [(name, 0.0) for name in names]
+    assert cds.stale_temps(aged, alive=lambda pid: pid == 10, now=old) == names[1:4]
+    # A JVM still writing its archive after its engine exited keeps the file fresh.
+    fresh = [(name, old - 1) for name in names]
+    assert cds.stale_temps(fresh, alive=lambda pid: pid == 10, now=old) == []
     week = cds.UNUSED_DAYS * 86400
     now = 10 * week
     dated = [(name, now - 2 * week) for name in names] + [(cds.archive_name("c" * 32, 5), now)]
@@ -123,18 +131,25 @@ def test_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
         parse_args([])
 
 
-def _writer(tmp_path: Path, plan: cds.ArchivePlan, code: int) -> subprocess.Popen[bytes]:
-    """A process in the JVM's place: writes the archive once its stdin closes, exits ``code``."""
-    script = f"cat > /dev/null; printf 'archive' > '{plan.path}'; exit {code}"
+def _jvm(plan: cds.ArchivePlan, *, logged: bool) -> subprocess.Popen[bytes]:
+    """A process in the JVM's place: writes the archive (and, if ``logged``, the line the JVM
+    logs when it wrote it whole) once its stdin closes."""
+    line = f"[info][cds,dynamic] {cds.WRITTEN} 0x1 - 0x2" if logged else "[info] dumping"
+    script = f"cat > /dev/null; printf archive > '{plan.path}'; echo '{line}' > '{plan.log_path}'"
     return subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE)
 
 
-def test_the_archive_is_renamed_into_place_only_after_a_clean_exit(tmp_path: Path) -> None:
+def test_the_archive_is_renamed_into_place_only_once_written_whole(tmp_path: Path) -> None:
     key = "a" * 32
     plan = cds.plan_for(key, tmp_path, [], pid=1, token="t")
-    assert cds.finish(plan, _writer(tmp_path, plan, 1)) is None
-    assert list(tmp_path.iterdir()) == []  # a failed JVM's file is removed, never used
-    final = cds.finish(plan, _writer(tmp_path, plan, 0))
+    for logged in (False, True):
+        jvm = _jvm(plan, logged=logged)
+        assert jvm.stdin is not None
+        jvm.stdin.close()  # what the engine's exit does
+        jvm.wait()  # a zombie until reaped, as the JVM is until its orphaned parent's reaper
+        final = cds.settle(plan, jvm.pid, timeout=10)
+        if not logged:  # killed or failed while writing: nothing is used, nothing is left
+            assert final is None and list(tmp_path.iterdir()) == []
     assert final == tmp_path / cds.archive_name(key, len("archive"))
     assert [p.name for p in tmp_path.iterdir()] == [final.name]
     assert cds.plan_for(key, tmp_path, [(final.name, 7)], pid=2, token="u").mode is Mode.USE
