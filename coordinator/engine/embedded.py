@@ -44,9 +44,7 @@ log = get_logger(__name__)
 SOCKET_NAME = "engine.sock"
 LOG_NAME = "engine.log"
 SCRATCH_NAME = "scratch"
-STOP_TIMEOUT_S = 60.0
-"""Time a stopping engine gets: its first start on a machine writes the JVM's class-data
-sharing archive as it exits (seconds on a loaded machine)."""
+STOP_TIMEOUT_S = 30.0
 KILL_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 1500
