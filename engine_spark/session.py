@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
@@ -39,6 +41,14 @@ class SessionSettings:
     log_level: str = "FATAL"
     """Spark's own (log4j) level; task failures are reported in responses, not logs."""
     extra_conf: Mapping[str, str] = field(default_factory=dict)
+    jvm_options: tuple[str, ...] = ()
+    """More options of the driver JVM (the class-data sharing archive's)."""
+
+
+def driver_java_options(settings: SessionSettings) -> str:
+    """``spark.driver.extraJavaOptions``: the launcher puts them on the driver JVM only (not on
+    its own short-lived JVM, as ``JAVA_TOOL_OPTIONS`` would)."""
+    return " ".join(("-Duser.timezone=UTC", EXIT_ON_OUT_OF_MEMORY, *settings.jvm_options))
 
 
 def session_conf(settings: SessionSettings) -> dict[str, str]:
@@ -65,7 +75,7 @@ def session_conf(settings: SessionSettings) -> dict[str, str]:
         "spark.sql.catalogImplementation": "in-memory",
         # Out of heap, the driver JVM exits (the request fails, the server reports it and the
         # coordinator sees a dead engine) instead of hanging with a dead scheduler thread.
-        "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC {EXIT_ON_OUT_OF_MEMORY}",
+        "spark.driver.extraJavaOptions": driver_java_options(settings),
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
     if settings.master.startswith("local"):
@@ -100,6 +110,13 @@ def build_session(settings: SessionSettings) -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(settings.log_level)
     return session
+
+
+def jvm_process() -> subprocess.Popen[bytes] | None:
+    """The driver JVM PySpark launched in this process (None if it joined a running one)."""
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None) if gateway is not None else None
+    return process if isinstance(process, subprocess.Popen) else None
 
 
 def request_session(session: SparkSession) -> SparkSession:

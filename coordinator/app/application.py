@@ -543,7 +543,20 @@ class Application:
         ``as_of`` (dataset -> block or time) reads datasets as they were then."""
         from coordinator.query import run_query
 
-        return run_query(self.ws, query, self.engines, aliases=aliases, limit=limit, as_of=as_of)
+        return run_query(
+            self.ws, query, self._query_engines, aliases=aliases, limit=limit, as_of=as_of
+        )
+
+    def _query_engines(self, mounts: EngineMounts | None = None) -> EngineSession:
+        """Engines for one ad-hoc query: a one-shot embedded engine compiles with C1 only
+        (its start-up is most of the command's time; ``bench/bench_start.py``)."""
+        from coordinator.engine import EngineSession
+        from coordinator.engine.embedded import EmbeddedEngineProvider
+
+        provider = self.provider
+        if self.pool is not None or not isinstance(provider, EmbeddedEngineProvider):
+            return self.engines(mounts)
+        return EngineSession(replace(provider, quick_jit=True), mounts)
 
 
 def _consumed_block(dependent: Dataset, input_id: DatasetID) -> Multihash | None:

@@ -49,6 +49,7 @@ KILL_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
 _LOG_TAIL_CHARS = 1500
 WARM_UP_ENV = "ODF_ENGINE_WARM_UP"
+JIT_ENV = "ODF_ENGINE_JIT"
 START_FAILED = "engine.start_failed"
 """What the engine server logs when its SparkSession cannot be built."""
 
@@ -67,6 +68,10 @@ class EmbeddedEngineProvider:
     """Run the engine's warm-up transaction before it serves: worth it for engines that
     serve many calls (the daemon's pool); a one-shot command starts ~2-3 s sooner without.
     ``ODF_ENGINE_WARM_UP`` in the environment (``on``/``off``) overrides it."""
+    quick_jit: bool = False
+    """The engine's JVM with C1 only (``--jit quick``): for a one-shot query (``odf sql``),
+    whose start-up is most of its time; never for transactions, which run slower without
+    C2. ``ODF_ENGINE_JIT`` in the environment (``full``/``quick``) overrides it."""
 
     @property
     def kind(self) -> str:
@@ -131,6 +136,8 @@ class EmbeddedEngineProvider:
             args += ["--shared-staging", shared, "--data-root", shared]
         if WARM_UP_ENV not in os.environ:
             args += ["--warm-up", "on" if self.warm_up else "off"]
+        if JIT_ENV not in os.environ:
+            args += ["--jit", "quick" if self.quick_jit else "full"]
         return args
 
     @contextmanager

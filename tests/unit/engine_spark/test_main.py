@@ -95,3 +95,24 @@ def test_shared_staging_must_be_a_directory(
     with pytest.raises(SystemExit):
         parse_args([])
     assert f"--shared-staging {tmp_path / 'missing'}: not a directory" in capsys.readouterr().err
+
+
+def test_quick_jit_is_for_one_shot_queries_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from coordinator.engine.embedded import EmbeddedEngineProvider
+    from coordinator.engine.provider import EngineMounts
+
+    monkeypatch.delenv("ODF_ENGINE_JIT", raising=False)
+    provider = EmbeddedEngineProvider()
+    mounts = EngineMounts.of([], [])
+    assert parse_args(provider.command(tmp_path, mounts)[3:]).jit == "full"
+    quick = replace(provider, quick_jit=True).command(tmp_path, mounts)
+    assert parse_args(quick[3:]).jit == "quick"
+    monkeypatch.setenv("ODF_ENGINE_JIT", "full")  # the environment overrides the provider
+    assert parse_args(replace(provider, quick_jit=True).command(tmp_path, mounts)[3:]).jit == "full"
+    monkeypatch.setenv("ODF_ENGINE_JIT", "fast")
+    with pytest.raises(SystemExit):
+        parse_args([])
