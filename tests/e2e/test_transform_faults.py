@@ -161,7 +161,7 @@ def _kill_before_commit(original: Callable[..., Any]) -> Callable[..., Any]:
 
 if __name__ == "__main__":
     from coordinator.cli import main
-    from coordinator.transform import transaction
+    from coordinator.transform import output  # the transaction imports it after the engine call
 
-    transaction.commit_items = _kill_before_commit(transaction.commit_items)  # type: ignore[assignment]
+    output.commit_items = _kill_before_commit(output.commit_items)  # type: ignore[assignment]
     sys.exit(main(sys.argv[1:]))
