@@ -54,6 +54,10 @@ images: install ## Build the local base image and the engine image with Podman (
 test-unit: install ## Fast tests only (no JVM, no containers)
 	$(VENV)/bin/pytest -m unit
 
+.PHONY: test-fast
+test-fast: install ## Unit tests in parallel, no process-starting tests (under a minute)
+	$(VENV)/bin/pytest -m "unit and not process" -n auto -q
+
 .PHONY: test
 test: install codegen-check lint ## Everything: codegen check, lint, all test tiers
 	@if [ -f scripts/build-images.sh ]; then bash scripts/build-images.sh; fi

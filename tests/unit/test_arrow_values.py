@@ -62,6 +62,7 @@ def test_numbers_bytes_and_sequences() -> None:
     assert time_of(ns) == datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=1)
 
 
+@pytest.mark.process  # starts a process: out of `make test-fast`
 def test_none_of_it_imports_pandas() -> None:
     code = (
         "import sys, datetime as d, pyarrow as pa\n"

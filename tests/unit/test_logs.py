@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.cli import REPO
+
+pytestmark = pytest.mark.process  # starts processes: out of `make test-fast`
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

@@ -22,6 +22,8 @@ from tests.integration.coordinator.checks import check_consistent, check_no_left
 from tests.integration.coordinator.commit_driver import commit_batch
 from tests.unit.coordinator.events import seed, set_schema
 
+pytestmark = pytest.mark.process  # starts processes: out of `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[3]
 DRIVER = [sys.executable, "-m", "tests.integration.coordinator.commit_driver"]
 

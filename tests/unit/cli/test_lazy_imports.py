@@ -13,6 +13,8 @@ import pytest
 from coordinator.cli import COMMANDS, build_parser, command_modules
 from tests.support.cli import REPO, imported_by, ok
 
+pytestmark = pytest.mark.process  # starts processes: out of `make test-fast`
+
 HEAVY = ("pyarrow", "grpc", "docker", "pyspark", "structlog", "numpy", "Crypto")
 
 

@@ -19,6 +19,8 @@ from coordinator.engine.image_pin import (
     sources_digest,
 )
 
+pytestmark = pytest.mark.process  # starts processes: out of `make test-fast`
+
 REPO = Path(__file__).resolve().parents[3]
 DIGEST = "sha256:" + "ab" * 32
 SOURCES = "cd" * 32

@@ -11,6 +11,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.process  # starts processes: out of `make test-fast`
+
 REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "images" / "engine-spark" / "jks_epoch.py"
 

@@ -114,6 +114,7 @@ def test_a_live_owner_keeps_its_directory_whatever_its_age(tmp_path: Path) -> No
     assert not live.exists()
 
 
+@pytest.mark.process  # starts a process: out of `make test-fast`
 def test_leftovers_of_killed_processes_are_removed_by_the_next_run(tmp_path: Path) -> None:
     code = (
         "import time\nfrom pathlib import Path\nfrom coordinator.tempdirs import owned_temp_dir\n"

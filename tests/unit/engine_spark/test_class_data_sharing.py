@@ -139,6 +139,7 @@ def _jvm(plan: cds.ArchivePlan, *, logged: bool) -> subprocess.Popen[bytes]:
     return subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE)
 
 
+@pytest.mark.process  # starts a process: out of `make test-fast`
 def test_the_archive_is_renamed_into_place_only_once_written_whole(tmp_path: Path) -> None:
     key = "a" * 32
     plan = cds.plan_for(key, tmp_path, [], pid=1, token="t")

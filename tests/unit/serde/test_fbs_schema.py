@@ -317,6 +317,7 @@ def _flatc() -> str | None:
     return str(local) if local.is_file() else shutil.which("flatc")
 
 
+@pytest.mark.process  # starts a process: out of `make test-fast`
 @pytest.mark.parametrize("name", ["odf.fbs", "engine_ext.fbs"])
 def test_flatc_compiles_the_schema(name: str, tmp_path: Path) -> None:
     flatc = _flatc()
