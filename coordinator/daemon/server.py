@@ -197,6 +197,9 @@ class Daemon:
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
                 elif pushes.is_push(self):
                     pushes.serve(self)
+                elif smart_pull.is_pull(self):
+                    may_read = not token_for_reads or pushes.authorized(self)
+                    smart_pull.serve_pull(self, workspace, may_read)
                 elif token_for_reads and not pushes.authorized(self):
                     self.close_connection = True
                     self.send_response(401)
@@ -207,8 +210,6 @@ class Daemon:
                     self.wfile.write(body)
                 elif self.path == "/metrics":
                     self._send(200, metrics.render(), metrics_module.CONTENT_TYPE)
-                elif smart_pull.is_pull(self):
-                    smart_pull.serve_pull(self, workspace)
                 else:
                     self._send_object()
 

@@ -39,11 +39,18 @@ def is_pull(handler: BoundedHandler) -> bool:
     )
 
 
-def serve_pull(handler: BoundedHandler, workspace: Workspace) -> None:
+def serve_pull(handler: BoundedHandler, workspace: Workspace, authorized: bool) -> None:
+    """One pull session; refused (401) unless ``authorized`` (the daemon's token, when reads
+    need it)."""
     opened = open_protocol(handler, _PULL_PATH)
     if opened is None:
         return
     segment, protocol, request = opened
+    if not authorized:
+        response = protocol.reject(HTTPStatus.UNAUTHORIZED, "reading needs the token (Bearer)\n")
+        response.headers["WWW-Authenticate"] = "Bearer"
+        send_response(handler, protocol, response)
+        return
     try:
         dataset = workspace.open_dataset(str(DatasetName.parse(segment)))
     except (OdfError, ValidationError):

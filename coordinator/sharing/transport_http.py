@@ -47,7 +47,6 @@ class HttpSource:
         self.limits = limits
         self.trust = trust.for_url(location.url)
         self.session = requests.Session()
-        self.session.verify = self.trust.verify
         self.session.max_redirects = 5
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=connections, max_retries=2)
         self.session.mount("http://", adapter)
@@ -111,7 +110,10 @@ class HttpSource:
     ) -> _Response:
         headers = {**(headers or {}), **self.trust.headers(url, self.location.url)}
         try:
-            response = self.session.get(url, stream=True, timeout=TIMEOUT, headers=headers)
+            # verify per request: requests lets $REQUESTS_CA_BUNDLE override a session's
+            response = self.session.get(
+                url, stream=True, timeout=TIMEOUT, headers=headers, verify=self.trust.verify
+            )
         except requests.RequestException as e:
             raise RemoteError(f"{url}: {_reason(e)}") from None
         if response.url.split("://", 1)[0] not in ("http", "https"):
