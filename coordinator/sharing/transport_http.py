@@ -27,7 +27,7 @@ from coordinator.sharing.limits import MAX_HEAD_BYTES, Limits
 from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.transport import CHUNK_BYTES, check_block_size, parse_head, sink_for
-from coordinator.sharing.trust import Trust
+from coordinator.sharing.trust import NO_TRUST, Trust
 
 TIMEOUT = (10.0, 60.0)
 """Seconds to connect, and between two reads."""
@@ -41,7 +41,7 @@ class HttpSource:
         limits: Limits,
         *,
         connections: int = 8,
-        trust: Trust = Trust(),
+        trust: Trust = NO_TRUST,
     ) -> None:
         self.location = location
         self.limits = limits

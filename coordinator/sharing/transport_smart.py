@@ -28,7 +28,7 @@ from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.transport_http import TIMEOUT, HttpSource
-from coordinator.sharing.trust import Trust
+from coordinator.sharing.trust import NO_TRUST, Trust
 
 _TYPES = {"data": "DataSlice", "checkpoints": "Checkpoint"}
 
@@ -40,7 +40,7 @@ class SmartSource:
         limits: Limits,
         *,
         connections: int = 8,
-        trust: Trust = Trust(),
+        trust: Trust = NO_TRUST,
     ) -> None:
         self.location = location
         self.trust = trust.for_url(location.url)

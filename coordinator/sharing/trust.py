@@ -74,3 +74,7 @@ def _origin(url: str) -> tuple[str, str]:
     parts = urlsplit(_plain(url))
     scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
     return scheme, parts.netloc.lower()
+
+
+NO_TRUST = Trust()
+"""The system's certificates, no token."""
