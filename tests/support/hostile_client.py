@@ -83,8 +83,8 @@ class HostileClient:
         """A ``PUT`` announcing ``announced`` bytes that sends one and stops."""
         sock, started = self.connect(), time.monotonic()
         sock.sendall(
-            f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {announced}\r\n{headers}\r\n".encode()
-            + b"x"
+            f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {announced}\r\n".encode()
+            + f"{headers}\r\nx".encode()
         )
         return self._until_closed(sock, started)
 
