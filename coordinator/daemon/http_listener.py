@@ -138,10 +138,10 @@ class Watchdog:
 
     def _cut(self, deadline: Deadline) -> None:
         log.info("daemon.http_cut", why=deadline.why)
+        self.on_cut(deadline.why)
         with contextlib.suppress(OSError):
             # the plain socket's shutdown, also under an SSLSocket (its own would unwrap)
             socket.socket.shutdown(deadline.sock, socket.SHUT_RDWR)
-        self.on_cut(deadline.why)
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
