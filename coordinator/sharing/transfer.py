@@ -71,15 +71,16 @@ def open_source(location: RemoteLocation, options: Options) -> DatasetSource:
     limits, parallel, trust = options.limits, options.parallel, options.trust
     if location.is_file:
         return FileSource(location, limits)
+    if location.scheme not in HTTP_SCHEMES and location.scheme not in SMART_SCHEMES:
+        raise RemoteError(f"{location}: unsupported scheme")
+    from coordinator.sharing.transport_http import HttpSource  # requests: when needed
+
     if location.scheme in HTTP_SCHEMES:
-        from coordinator.sharing.transport_http import HttpSource  # requests: when needed
-
         return HttpSource(location, limits, connections=parallel, trust=trust)
-    if location.scheme in SMART_SCHEMES:
-        from coordinator.sharing.transport_smart import SmartSource  # websockets: when needed
+    from coordinator.sharing.transport_smart import SmartSource  # websockets: when needed
 
-        return SmartSource(location, limits, connections=parallel, trust=trust)
-    raise RemoteError(f"{location}: unsupported scheme")
+    plain = RemoteLocation(location.url.split("+", 1)[1])  # http(s)://...
+    return SmartSource(location, HttpSource(plain, limits, connections=parallel, trust=trust))
 
 
 @dataclass(frozen=True, slots=True)

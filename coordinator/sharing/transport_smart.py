@@ -24,34 +24,23 @@ from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.errors import RejectedContentError, RemoteError
-from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.transport_http import TIMEOUT, HttpSource
-from coordinator.sharing.trust import NO_TRUST, Trust
 
 _TYPES = {"data": "DataSlice", "checkpoints": "Checkpoint"}
 
 
 class SmartSource:
-    def __init__(
-        self,
-        location: RemoteLocation,
-        limits: Limits,
-        *,
-        connections: int = 8,
-        trust: Trust = NO_TRUST,
-    ) -> None:
+    def __init__(self, location: RemoteLocation, http: HttpSource) -> None:
+        """``http``: the plain ``http(s)://`` twin of ``location`` (downloads, its trust)."""
         self.location = location
-        self.trust = trust.for_url(location.url)
-        self.limits = limits
+        self.http = http
+        self.trust = http.trust
+        self.limits = http.limits
         self.blocks: dict[Multihash, bytes] = {}
         self.urls: dict[tuple[str, Multihash], str] = {}
-        plain = location.url.split("+", 1)[1]  # http(s)://...
-        self.ws_url = ("ws" + plain[4:] if plain.startswith("http") else plain) + "/pull"
-        self.http = HttpSource(
-            RemoteLocation(plain), limits, connections=connections, trust=self.trust
-        )
+        self.ws_url = "ws" + http.location.url[4:] + "/pull"
 
     def read_head(self) -> Multihash | None:
         where = str(self.location)

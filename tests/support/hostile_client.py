@@ -60,24 +60,7 @@ class HostileClient:
         """A request's headers, one byte every ``interval`` seconds, never ending."""
         sock, started = self.connect(), time.monotonic()
         request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 100_000
-        stop = threading.Event()
-
-        def drip() -> None:
-            for byte in request:
-                if stop.wait(interval):
-                    return
-                try:
-                    sock.send(bytes([byte]))
-                except OSError:
-                    return
-
-        dripper = threading.Thread(target=drip, daemon=True)
-        dripper.start()
-        try:
-            return self._until_closed(sock, started)
-        finally:
-            stop.set()
-            dripper.join()
+        return self._drip(sock, request, interval, started)
 
     def slow_body(self, path: str, announced: int, headers: str = "") -> Outcome:
         """A ``PUT`` announcing ``announced`` bytes that sends one and stops."""
@@ -141,11 +124,24 @@ class HostileClient:
         """Open a WebSocket, then drip a message's frame a byte at a time."""
         started = time.monotonic()
         sock, _ = self.websocket(path)
-        frame = ws_frame(b"{" + b" " * 10_000 + b"}")
+        return self._drip(sock, ws_frame(b"{" + b" " * 10_000 + b"}"), interval, started)
+
+    def ws_send(self, path: str, frame: bytes, headers: str = "") -> Outcome:
+        """Open a WebSocket and send ``frame`` (raw bytes: a bad or a huge one)."""
+        started = time.monotonic()
+        sock, answer = self.websocket(path, headers)
+        assert b" 101 " in answer.split(b"\r\n", 1)[0], answer
+        self._send_all_or_cut(sock, frame)
+        return self._until_closed(sock, started)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _drip(self, sock: socket.socket, data: bytes, interval: float, started: float) -> Outcome:
+        """Send ``data`` a byte every ``interval`` seconds until the server closes."""
         stop = threading.Event()
 
         def drip() -> None:
-            for byte in frame:
+            for byte in data:
                 if stop.wait(interval):
                     return
                 try:
@@ -160,16 +156,6 @@ class HostileClient:
         finally:
             stop.set()
             dripper.join()
-
-    def ws_send(self, path: str, frame: bytes, headers: str = "") -> Outcome:
-        """Open a WebSocket and send ``frame`` (raw bytes: a bad or a huge one)."""
-        started = time.monotonic()
-        sock, answer = self.websocket(path, headers)
-        assert b" 101 " in answer.split(b"\r\n", 1)[0], answer
-        self._send_all_or_cut(sock, frame)
-        return self._until_closed(sock, started)
-
-    # --- helpers -----------------------------------------------------------------------------
 
     def _send_all_or_cut(self, sock: socket.socket, data: bytes) -> None:
         with contextlib.suppress(OSError):  # the server cut us off mid-way: the attack's point
