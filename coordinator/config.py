@@ -22,6 +22,12 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       maxParallel: 2              # odf serve: calls changing datasets at once (one per dataset)
       engineIdleTimeout: 600      # odf serve: seconds before an unused warm engine is stopped
       followLineage: true         # odf serve: update derivatives when their inputs move
+      requireTokenForReads: false # odf serve: pulls over HTTP and /metrics need the token
+      httpHeaderTimeout: 10       # odf serve: seconds to send a request's headers (and TLS)
+      httpBodyTimeout: 60         # odf serve: seconds for a body, plus 1 per 16 KiB of it
+      httpIdleTimeout: 120        # odf serve: seconds a WebSocket or a socket may be silent
+      httpMaxConnections: 128     # odf serve: HTTP connections at once (more: refused)
+      httpMaxConnectionsPerClient: 32  # odf serve: of them from one client address
       schedules:                  # odf serve: polling sources (and derivatives) pulled on a
         nyc.weather: 10m          #   schedule: an interval (30s, 10m, 2h, 1d) or a cron line
         nyc.taxi: "*/15 * * * *"
@@ -102,6 +108,16 @@ class DaemonConfig:
     engine_idle_timeout: float = 600.0
     follow_lineage: bool = True
     schedules: tuple[Schedule, ...] = ()
+    require_token_for_reads: bool = False
+    """Whether reading datasets over HTTP and ``/metrics`` need the token (``/healthz`` never)."""
+    http_header_timeout: float = 10.0
+    """Seconds from a connection to the end of its request's headers (TLS handshake included)."""
+    http_body_timeout: float = 60.0
+    """Seconds a request body may take, plus one per 16 KiB it announces."""
+    http_idle_timeout: float = 120.0
+    """Seconds a WebSocket may stay silent; every socket's read and write timeout."""
+    http_max_connections: int = 128
+    http_max_connections_per_client: int = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +280,15 @@ def _daemon_config(value: Any) -> DaemonConfig:
         "engineIdleTimeout",
         "followLineage",
         "schedules",
+        "requireTokenForReads",
+        "httpHeaderTimeout",
+        "httpBodyTimeout",
+        "httpIdleTimeout",
+        "httpMaxConnections",
+        "httpMaxConnectionsPerClient",
     )
     m = _mapping({} if value is None else value, "daemon", keys)
+    d = DaemonConfig()
     address = _host_port(m, "daemon", "address", DEFAULT_DAEMON_ADDRESS)
     http_address = _host_port(m, "daemon", "httpAddress", DEFAULT_DAEMON_HTTP_ADDRESS)
     schedules = m.get("schedules") or {}
@@ -282,6 +305,22 @@ def _daemon_config(value: Any) -> DaemonConfig:
         schedules=tuple(
             parse_schedule(str(name), when, path=f"daemon.schedules.{name}")
             for name, when in schedules.items()
+        ),
+        require_token_for_reads=_boolean(m, "daemon", "requireTokenForReads", False),
+        http_header_timeout=_positive(m, "daemon", "httpHeaderTimeout", d.http_header_timeout),
+        http_body_timeout=_positive(m, "daemon", "httpBodyTimeout", d.http_body_timeout),
+        http_idle_timeout=_positive(m, "daemon", "httpIdleTimeout", d.http_idle_timeout),
+        http_max_connections=int(
+            _positive(m, "daemon", "httpMaxConnections", d.http_max_connections, integer=True)
+        ),
+        http_max_connections_per_client=int(
+            _positive(
+                m,
+                "daemon",
+                "httpMaxConnectionsPerClient",
+                d.http_max_connections_per_client,
+                integer=True,
+            )
         ),
     )
 
@@ -443,6 +482,12 @@ SETTINGS: dict[str, Any] = {
     "daemon.maxParallel": lambda c: c.daemon.max_parallel,
     "daemon.engineIdleTimeout": lambda c: c.daemon.engine_idle_timeout,
     "daemon.followLineage": lambda c: c.daemon.follow_lineage,
+    "daemon.requireTokenForReads": lambda c: c.daemon.require_token_for_reads,
+    "daemon.httpHeaderTimeout": lambda c: c.daemon.http_header_timeout,
+    "daemon.httpBodyTimeout": lambda c: c.daemon.http_body_timeout,
+    "daemon.httpIdleTimeout": lambda c: c.daemon.http_idle_timeout,
+    "daemon.httpMaxConnections": lambda c: c.daemon.http_max_connections,
+    "daemon.httpMaxConnectionsPerClient": lambda c: c.daemon.http_max_connections_per_client,
     "daemon.schedules": lambda c: ", ".join(f"{s.dataset}={s.text}" for s in c.daemon.schedules),
 }
 """Every key of the file (``section.key``) and how to read its effective value."""

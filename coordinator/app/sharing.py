@@ -59,7 +59,7 @@ class Sharing:
             existing = self.workspace.open_dataset(str(name))
         except NotFoundError:
             existing = None
-        source = open_source(resolved.location, options.limits, options.parallel)
+        source = open_source(resolved.location, options)
         try:
             if existing is not None:
                 result = sync(existing, source, existing.alias, options)
@@ -79,7 +79,7 @@ class Sharing:
         remote = self.cloned(ds)
         if remote is None:
             raise OdfError(f"dataset {ds.alias!r} was not pulled from a remote")
-        source = open_source(remote, options.limits, options.parallel)
+        source = open_source(remote, options)
         try:
             return Transferred(ds.alias, remote, sync(ds, source, ds.alias, options))
         finally:

@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--http-address", metavar="HOST:PORT", help="HTTP (default: config daemon.httpAddress)"
     )
-    p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve gRPC over TLS")
+    p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve gRPC and HTTPS")
     p.add_argument("--tls-key", type=Path, metavar="PEM", help="the key of --tls-cert")
     p.add_argument(
         "--log-format",

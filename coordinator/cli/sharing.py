@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import OdfError, ValidationError
@@ -19,6 +20,7 @@ from coordinator.dataset import Dataset
 from coordinator.sharing.limits import DEFAULT_MAX_OBJECT_BYTES, DEFAULT_PARALLEL, Limits
 from coordinator.sharing.remote_refs import looks_remote
 from coordinator.sharing.repos import read_remotes
+from coordinator.sharing.trust import LocalDaemon, Trust
 from coordinator.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -44,6 +46,18 @@ def add_transfer_arguments(p: Any) -> None:
         metavar="BYTES",
         help="refuse a data file or checkpoint larger than this",
     )
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="the server's token, for pushes to odf+http(s):// and reads from a daemon that"
+        " requires it (default: $ODF_TOKEN; this workspace's own daemon: its token)",
+    )
+    p.add_argument(
+        "--ca-file",
+        metavar="PEM",
+        help="the certificate(s) to check https:// remotes with, e.g. a daemon's self-signed"
+        " one (default: the system's; this workspace's own daemon: its certificate)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -61,11 +75,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="overwrite a target whose chain diverged or went ahead (its extra blocks are lost)",
     )
-    p.add_argument(
-        "--token-file",
-        metavar="FILE",
-        help="the smart server's token, for odf+http(s):// targets (default: $ODF_TOKEN)",
-    )
     add_transfer_arguments(p)
     p.set_defaults(handler=cmd_push)
 
@@ -81,8 +90,28 @@ def _options(args: argparse.Namespace, progress: Any, *, force: bool = False) ->
         limits=Limits(max_object_bytes=args.max_object_size),
         parallel=args.parallel,
         progress=progress,
+        trust=_trust(args),
         force=force,
     )
+
+
+def _trust(args: argparse.Namespace) -> Trust:
+    """``--ca-file`` and the token of ``--token-file`` (or ``ODF_TOKEN``), with this
+    workspace's daemon (when one runs) for its own address."""
+    from coordinator.daemon.rundir import RunDir
+
+    ca_file = None
+    if args.ca_file is not None:
+        ca_file = Path(args.ca_file)
+        if not ca_file.is_file():
+            raise ValidationError(f"{args.ca_file}: no such file", path="--ca-file")
+    rundir = RunDir(Workspace.find().odf_dir)
+    info = rundir.read_info()
+    local = None
+    if info is not None:
+        cert = Path(info.tls_cert) if info.tls_cert else None
+        local = LocalDaemon(info.http_address, cert, rundir.read_token())
+    return Trust(ca_file, push_token(args.token_file), local)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -91,7 +120,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     sharing = Sharing(Workspace.find())
     with terminal_progress(args) as progress:
         options = _options(args, progress, force=args.force)
-        done = sharing.push(args.name, options, to=args.to, token=push_token(args.token_file))
+        done = sharing.push(args.name, options, to=args.to, token=options.trust.token)
     print(describe(done, "pushed to"))
     return 0
 

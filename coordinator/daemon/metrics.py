@@ -7,7 +7,9 @@
 - ``odf_queue_depth``: datasets waiting in the scheduler's queue;
 - ``odf_engine_starts_total``, ``odf_engine_restarts_total``, ``odf_engine_idle_stops_total``,
   ``odf_engines_running``: the warm engine pool;
-- ``odf_errors_total{call}``: calls and scheduled work that failed.
+- ``odf_errors_total{call}``: calls and scheduled work that failed;
+- ``odf_http_refused_total{why}``: HTTP connections refused over a cap (``cap``) or cut at a
+  deadline (``header``, ``body``, ``idle``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ class Metrics:
         self.transactions = Counter("odf_transactions", "Transactions committed", registry=r)
         self.records = Counter("odf_records", "Records committed", ["kind"], registry=r)
         self.bytes_in = Counter("odf_bytes_received", "Bytes uploaded for ingest", registry=r)
+        self.http_refused = Counter(
+            "odf_http_refused",
+            "HTTP connections refused over a cap or cut at a deadline",
+            ["why"],
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "odf_queue_depth", "Datasets waiting for the scheduler", registry=r
         )

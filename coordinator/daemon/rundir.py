@@ -38,7 +38,7 @@ class DaemonInfo:
     http_address: str
     started: datetime
     tls_cert: str | None = None
-    """The certificate the gRPC address serves (clients trust it), when over TLS."""
+    """The certificate both addresses serve (clients trust it), when over TLS."""
 
     def to_json(self) -> str:
         import json  # here: every command imports this module, few read or write the info

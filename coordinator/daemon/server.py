@@ -14,7 +14,10 @@ finish within ``grace`` seconds, stops the engines (which fails whatever still r
 transaction is committed whole or not at all), and removes ``daemon.json``.
 
 Exposure: loopback by default. Binding any other address needs TLS, or an explicit
-``insecure`` (the token then travels in clear text).
+``insecure`` (the token then travels in clear text). With TLS, both addresses serve it (gRPC,
+and HTTPS on the HTTP address). ``daemon.requireTokenForReads`` makes every HTTP request but
+``/healthz`` carry the token (``Authorization: Bearer``); a push always needs it. The HTTP
+listener's connections are bounded in number and time (``http_listener``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import grpc
@@ -43,6 +45,12 @@ from coordinator.daemon import metrics as metrics_module
 from coordinator.daemon import smart_pull
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.grpc_generated import coordinator_pb2, coordinator_pb2_grpc
+from coordinator.daemon.http_listener import (
+    BoundedHandler,
+    BoundedHTTPServer,
+    HttpBounds,
+    tls_context,
+)
 from coordinator.daemon.metrics import Metrics
 from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.scheduler import Scheduler
@@ -175,22 +183,33 @@ class Daemon:
             raise DaemonBindError(f"cannot listen on {self.address} (in use?)")
         return _join(self.grpc_host, port)
 
-    def _http_server(self, pushes: PushServer) -> ThreadingHTTPServer:
+    def _http_server(self, pushes: PushServer) -> BoundedHTTPServer:
         serving = self.serving
         metrics = self.metrics
         workspace = self.app.ws
+        config = self.app.config.daemon
+        token_for_reads = config.require_token_for_reads
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(BoundedHandler):
             def do_GET(self) -> None:
-                if self.path == "/metrics":
-                    self._send(200, metrics.render(), metrics_module.CONTENT_TYPE)
-                elif self.path == "/healthz":
+                if self.path == "/healthz":
                     ok = serving.is_set()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
-                elif smart_pull.is_pull(self):
-                    smart_pull.serve_pull(self, workspace)
                 elif pushes.is_push(self):
                     pushes.serve(self)
+                elif smart_pull.is_pull(self):
+                    may_read = not token_for_reads or pushes.authorized(self)
+                    smart_pull.serve_pull(self, workspace, may_read)
+                elif token_for_reads and not pushes.authorized(self):
+                    self.close_connection = True
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", "Bearer")
+                    body = b"reading this daemon needs its token (Bearer)\n"
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                elif self.path == "/metrics":
+                    self._send(200, metrics.render(), metrics_module.CONTENT_TYPE)
                 else:
                     self._send_object()
 
@@ -225,8 +244,22 @@ class Daemon:
             def log_message(self, format: str, *args: object) -> None:
                 log.debug("daemon.http", request=format % args)
 
+        bounds = HttpBounds(
+            header_timeout=config.http_header_timeout,
+            body_timeout=config.http_body_timeout,
+            idle_timeout=config.http_idle_timeout,
+            max_connections=config.http_max_connections,
+            max_per_client=config.http_max_connections_per_client,
+        )
         try:
-            return ThreadingHTTPServer(self.http_host_port, Handler)
+            tls = tls_context(str(self.tls.cert), str(self.tls.key)) if self.tls else None
+            return BoundedHTTPServer(
+                self.http_host_port,
+                Handler,
+                bounds,
+                tls,
+                lambda why: metrics.http_refused.labels(why).inc(),
+            )
         except OSError as e:
             host, port = self.http_host_port
             raise DaemonBindError(f"cannot listen on {_join(host, port)}: {e}") from None

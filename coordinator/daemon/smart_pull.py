@@ -5,6 +5,9 @@ The stdlib HTTP server has already read the request; ``websockets``' sans-I/O se
 answers the handshake and frames every message on the handler's own streams. Version
 negotiation: a client's ``X-Odf-Smtp-Version`` other than 1 is refused (the OpenAPI file's
 subprotocol name is not a valid RFC 6455 token, see ``smart_messages.SUBPROTOCOL``).
+A WebSocket silent for the listener's idle timeout (no complete frame, and less than
+``http_listener.WS_PROGRESS_BYTES`` of one) is cut; the download URLs a session hands out
+have the listener's scheme (``https`` under TLS).
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from websockets.frames import Frame, Opcode
@@ -21,6 +23,7 @@ from websockets.server import ServerProtocol
 
 from common.odf.dataset_refs import DatasetName
 from common.odf.errors import OdfError, ValidationError
+from coordinator.daemon.http_listener import WS_PROGRESS_BYTES, BoundedHandler
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.smart_server import PullSession
 from coordinator.workspace import Workspace
@@ -29,18 +32,25 @@ _PULL_PATH = re.compile(r"/([^/]+)/pull")
 MAX_MESSAGE_BYTES = 1 << 20
 
 
-def is_pull(handler: BaseHTTPRequestHandler) -> bool:
+def is_pull(handler: BoundedHandler) -> bool:
     return (
         _PULL_PATH.fullmatch(handler.path) is not None
         and handler.headers.get("Upgrade", "").lower() == "websocket"
     )
 
 
-def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
+def serve_pull(handler: BoundedHandler, workspace: Workspace, authorized: bool) -> None:
+    """One pull session; refused (401) unless ``authorized`` (the daemon's token, when reads
+    need it)."""
     opened = open_protocol(handler, _PULL_PATH)
     if opened is None:
         return
     segment, protocol, request = opened
+    if not authorized:
+        response = protocol.reject(HTTPStatus.UNAUTHORIZED, "reading needs the token (Bearer)\n")
+        response.headers["WWW-Authenticate"] = "Bearer"
+        send_response(handler, protocol, response)
+        return
     try:
         dataset = workspace.open_dataset(str(DatasetName.parse(segment)))
     except (OdfError, ValidationError):
@@ -51,12 +61,12 @@ def serve_pull(handler: BaseHTTPRequestHandler, workspace: Workspace) -> None:
         return
     host = handler.headers.get("Host", "")
     name = dataset.alias
-    session = PullSession(dataset, lambda kind, h: f"http://{host}/{name}/{kind}/{h}")
+    session = PullSession(dataset, lambda kind, h: f"{handler.scheme}://{host}/{name}/{kind}/{h}")
     run_session(handler, protocol, session.handle)
 
 
 def open_protocol(
-    handler: BaseHTTPRequestHandler, path: re.Pattern[str], max_size: int = MAX_MESSAGE_BYTES
+    handler: BoundedHandler, path: re.Pattern[str], max_size: int = MAX_MESSAGE_BYTES
 ) -> tuple[str, ServerProtocol, Request] | None:
     """The dataset segment of the request path (``path`` matched it), and the WebSocket
     protocol of the handshake the stdlib server has read (messages up to ``max_size``
@@ -75,7 +85,7 @@ def open_protocol(
     return match.group(1), protocol, requests[0]
 
 
-def check_version(handler: BaseHTTPRequestHandler, protocol: ServerProtocol) -> Response | None:
+def check_version(handler: BoundedHandler, protocol: ServerProtocol) -> Response | None:
     """The refusal of a protocol version other than ours, if the client asked for one."""
     version = handler.headers.get(msg.VERSION_HEADER)
     if version is not None and version != msg.VERSION:
@@ -84,9 +94,7 @@ def check_version(handler: BaseHTTPRequestHandler, protocol: ServerProtocol) -> 
     return None
 
 
-def send_response(
-    handler: BaseHTTPRequestHandler, protocol: ServerProtocol, response: Response
-) -> bool:
+def send_response(handler: BoundedHandler, protocol: ServerProtocol, response: Response) -> bool:
     """Send the handshake's answer; whether the connection is now a WebSocket."""
     protocol.send_response(response)
     _flush(handler, protocol)
@@ -94,12 +102,16 @@ def send_response(
 
 
 def run_session(
-    handler: BaseHTTPRequestHandler,
+    handler: BoundedHandler,
     protocol: ServerProtocol,
     handle: Callable[[bytes], tuple[dict[str, Any], bool]],
 ) -> None:
     """Answer each text message with ``handle``'s reply until it says the session is over,
-    the client closes, or the connection ends."""
+    the client closes, the protocol fails (a bad frame, a message over the size limit), the
+    connection ends or stays idle (see the module doc)."""
+    idle = handler.bounds.idle_timeout
+    handler.deadline.set(idle, "idle")
+    progress = 0
     while True:
         data = handler.rfile.read1(1 << 16)
         if not data:
@@ -107,9 +119,13 @@ def run_session(
             _flush(handler, protocol)
             return
         protocol.receive_data(data)
-        for frame in protocol.events_received():
-            if not isinstance(frame, Frame):
-                continue
+        progress += len(data)
+        frames = [e for e in protocol.events_received() if isinstance(e, Frame)]
+        active = bool(frames) or progress >= WS_PROGRESS_BYTES
+        if active:  # the time to answer is the server's, not the client's
+            handler.deadline.clear()
+            progress = 0
+        for frame in frames:
             if frame.opcode is Opcode.CLOSE:
                 _flush(handler, protocol)
                 return
@@ -124,11 +140,19 @@ def run_session(
             protocol.send_text(msg.encode(reply).encode())
             if done:
                 protocol.send_close()
-        _flush(handler, protocol)
+        if not _flush(handler, protocol):
+            return
+        if active:
+            handler.deadline.set(idle, "idle")
 
 
-def _flush(handler: BaseHTTPRequestHandler, protocol: ServerProtocol) -> None:
+def _flush(handler: BoundedHandler, protocol: ServerProtocol) -> bool:
+    """Send what the protocol has to; ``False`` once it wants the connection closed."""
+    open_ = True
     for chunk in protocol.data_to_send():
         if chunk:
             handler.wfile.write(chunk)
+        else:
+            open_ = False
     handler.wfile.flush()
+    return open_

@@ -8,7 +8,8 @@ before anything else is looked at. The upload URLs a session hands out are its o
 pre-signed URLs: they name the session by a random 256-bit key, valid while the session lives,
 for the objects it asked for, each once. Uploads are streamed into the session's staging
 directory (``.odf/run/push/<key>``, outside every dataset), checked as they arrive; the body
-must have a ``Content-Length`` (no chunked uploads). Sessions idle for ``IDLE_S`` end.
+must have a ``Content-Length`` (no chunked uploads) and arrive within the listener's body
+deadline. A session's WebSocket idle for the listener's idle timeout ends.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from common.logs import get_logger
 from common.odf.dataset_refs import DatasetName
 from common.odf.errors import OdfError, ValidationError
+from coordinator.daemon.http_listener import BoundedHandler
 from coordinator.daemon.smart_pull import (
     check_version,
     open_protocol,
@@ -48,8 +49,6 @@ log = get_logger(__name__)
 
 _PUSH_PATH = re.compile(r"/([^/]+)/push")
 _UPLOAD_PATH = re.compile(r"/([^/]+)/push/([A-Za-z0-9_-]{43})/(data|checkpoints)/([^/]+)")
-IDLE_S = 300.0
-"""A push connection (the WebSocket or an upload) silent this long is closed."""
 STAGE_DIR = "push"
 MAX_PUSH_MESSAGE_BYTES = 256 << 20
 """A pushed message: the metadata batch of a long chain is one (base64 of tar+gzip); only a
@@ -77,18 +76,18 @@ class PushServer:
         self.guard = threading.Lock()
 
     @staticmethod
-    def is_push(handler: BaseHTTPRequestHandler) -> bool:
+    def is_push(handler: BoundedHandler) -> bool:
         return (
             _PUSH_PATH.fullmatch(handler.path) is not None
             and handler.headers.get("Upgrade", "").lower() == "websocket"
         )
 
-    def authorized(self, handler: BaseHTTPRequestHandler) -> bool:
+    def authorized(self, handler: BoundedHandler) -> bool:
         given = handler.headers.get("Authorization", "")
         expected = f"Bearer {self.token}"
         return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode())
 
-    def serve(self, handler: BaseHTTPRequestHandler) -> None:
+    def serve(self, handler: BoundedHandler) -> None:
         """One push session over the WebSocket of this handshake."""
         opened = open_protocol(handler, _PUSH_PATH, MAX_PUSH_MESSAGE_BYTES)
         if opened is None:
@@ -112,7 +111,6 @@ class PushServer:
                 response = check_version(handler, protocol) or protocol.accept(request)
         if not send_response(handler, protocol, response) or name is None:
             return
-        handler.connection.settimeout(IDLE_S)
         key = secrets.token_urlsafe(32)
         host = handler.headers.get("Host", "")
         stage = self.stage_root / key
@@ -121,7 +119,9 @@ class PushServer:
             workspace=self.workspace,
             name=name,
             stage=stage,
-            upload_url=lambda kind, h: f"http://{host}/{name}/push/{key}/{kind.value}/{h}",
+            upload_url=lambda kind, h: (
+                f"{handler.scheme}://{host}/{name}/push/{key}/{kind.value}/{h}"
+            ),
             hold=self.hold,
             on_commit=self.on_commit,
             limits=Limits(),
@@ -142,12 +142,11 @@ class PushServer:
     def is_upload(path: str) -> bool:
         return _UPLOAD_PATH.fullmatch(path) is not None
 
-    def upload(self, handler: BaseHTTPRequestHandler) -> None:
+    def upload(self, handler: BoundedHandler) -> None:
         """``PUT`` of one object to a session's upload URL."""
         match = _UPLOAD_PATH.fullmatch(handler.path)
         assert match is not None
         name, key, kind, text = match.groups()
-        handler.connection.settimeout(IDLE_S)
         with self.guard:
             session = self.sessions.get(key)
         if session is None or session.ctx.name.lower() != name.lower():
@@ -161,6 +160,7 @@ class PushServer:
         if length < 0:
             _answer(handler, HTTPStatus.BAD_REQUEST, "Content-Length is not a size")
             return
+        handler.read_body_within(length)
         try:
             physical_hash = parse_hash(text, "the object's name", handler.path)
             session.receive(ObjectKind(kind), physical_hash, length, handler.rfile.read)
@@ -175,7 +175,7 @@ class PushServer:
             _answer(handler, HTTPStatus.CREATED, "stored")
 
 
-def _answer(handler: BaseHTTPRequestHandler, status: HTTPStatus, text: str) -> None:
+def _answer(handler: BoundedHandler, status: HTTPStatus, text: str) -> None:
     body = (" ".join(text.split())[:1000] + "\n").encode()
     if status >= 400:
         handler.close_connection = True  # the body may not have been read

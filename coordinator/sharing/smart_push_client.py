@@ -54,7 +54,10 @@ def push_smart(
 ) -> SyncResult:
     """Push ``dataset`` to the smart server at ``location``; see the module docstring."""
     plain = location.url.split("+", 1)[1]  # http(s)://host:port/NAME
-    http = HttpSource(RemoteLocation(plain), options.limits, connections=options.parallel)
+    trust = options.trust.for_url(location.url)
+    http = HttpSource(
+        RemoteLocation(plain), options.limits, connections=options.parallel, trust=trust
+    )
     try:
         server_head = http.read_head()
         local_head = dataset.head()
@@ -85,6 +88,7 @@ def push_smart(
                 msg.VERSION_HEADER: msg.VERSION,
                 "Authorization": f"Bearer {token}",
             },
+            ssl=trust.ssl_context(ws_url),
             open_timeout=TIMEOUT[0],
             max_size=None,
             proxy=None,

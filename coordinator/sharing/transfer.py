@@ -42,6 +42,7 @@ from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import HTTP_SCHEMES, SMART_SCHEMES, RemoteLocation
 from coordinator.sharing.transport import DatasetSource
 from coordinator.sharing.transport_file import FileSource
+from coordinator.sharing.trust import Trust
 from coordinator.sharing.validation import check_chain, check_parent, received_block
 
 log = get_logger(__name__)
@@ -66,18 +67,20 @@ class SyncResult:
     """Bytes of the transferred data files and checkpoints."""
 
 
-def open_source(location: RemoteLocation, limits: Limits, parallel: int) -> DatasetSource:
+def open_source(location: RemoteLocation, options: Options) -> DatasetSource:
+    limits, parallel, trust = options.limits, options.parallel, options.trust
     if location.is_file:
         return FileSource(location, limits)
+    if location.scheme not in HTTP_SCHEMES and location.scheme not in SMART_SCHEMES:
+        raise RemoteError(f"{location}: unsupported scheme")
+    from coordinator.sharing.transport_http import HttpSource  # requests: when needed
+
     if location.scheme in HTTP_SCHEMES:
-        from coordinator.sharing.transport_http import HttpSource  # requests: when needed
+        return HttpSource(location, limits, connections=parallel, trust=trust)
+    from coordinator.sharing.transport_smart import SmartSource  # websockets: when needed
 
-        return HttpSource(location, limits, connections=parallel)
-    if location.scheme in SMART_SCHEMES:
-        from coordinator.sharing.transport_smart import SmartSource  # websockets: when needed
-
-        return SmartSource(location, limits, connections=parallel)
-    raise RemoteError(f"{location}: unsupported scheme")
+    plain = RemoteLocation(location.url.split("+", 1)[1])  # http(s)://...
+    return SmartSource(location, HttpSource(plain, limits, connections=parallel, trust=trust))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,8 @@ class Options:
     limits: Limits = field(default_factory=Limits)
     parallel: int = DEFAULT_PARALLEL
     progress: Progress = NO_PROGRESS
+    trust: Trust = field(default_factory=Trust)
+    """What ``https://`` remotes are checked with, and the token reads carry."""
     force: bool = False
     """Overwrite a receiver that diverged or is ahead (push ``--force``): the blocks after the
     last common block are replaced by the new ones in one transaction."""

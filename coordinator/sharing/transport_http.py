@@ -7,6 +7,9 @@ An object's body is asked for unencoded (``Accept-Encoding: identity``: its byte
 hashed) and read by the socket's ``readinto`` into one reused buffer of the receiving thread,
 hashed and written from there: one copy from the kernel, no chunk objects. (``urllib3``'s own
 ``readinto`` reads a new ``bytes`` and copies it: two more copies of every byte.)
+
+``https://`` is checked against ``Trust.ca_file`` (else the system's certificates); the
+``Trust``'s token goes with every request to the remote's own origin.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from coordinator.sharing.limits import MAX_HEAD_BYTES, Limits
 from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.transport import CHUNK_BYTES, check_block_size, parse_head, sink_for
+from coordinator.sharing.trust import NO_TRUST, Trust
 
 TIMEOUT = (10.0, 60.0)
 """Seconds to connect, and between two reads."""
@@ -31,9 +35,17 @@ IDENTITY = {"Accept-Encoding": "identity"}
 
 
 class HttpSource:
-    def __init__(self, location: RemoteLocation, limits: Limits, *, connections: int = 8) -> None:
+    def __init__(
+        self,
+        location: RemoteLocation,
+        limits: Limits,
+        *,
+        connections: int = 8,
+        trust: Trust = NO_TRUST,
+    ) -> None:
         self.location = location
         self.limits = limits
+        self.trust = trust.for_url(location.url)
         self.session = requests.Session()
         self.session.max_redirects = 5
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=connections, max_retries=2)
@@ -96,8 +108,12 @@ class HttpSource:
     def _get_url(
         self, url: str, *, missing_ok: bool = False, headers: dict[str, str] | None = None
     ) -> _Response:
+        headers = {**(headers or {}), **self.trust.headers(url, self.location.url)}
         try:
-            response = self.session.get(url, stream=True, timeout=TIMEOUT, headers=headers)
+            # verify per request: requests lets $REQUESTS_CA_BUNDLE override a session's
+            response = self.session.get(
+                url, stream=True, timeout=TIMEOUT, headers=headers, verify=self.trust.verify
+            )
         except requests.RequestException as e:
             raise RemoteError(f"{url}: {_reason(e)}") from None
         if response.url.split("://", 1)[0] not in ("http", "https"):

@@ -24,7 +24,6 @@ from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.errors import RejectedContentError, RemoteError
-from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.transport_http import TIMEOUT, HttpSource
@@ -33,21 +32,26 @@ _TYPES = {"data": "DataSlice", "checkpoints": "Checkpoint"}
 
 
 class SmartSource:
-    def __init__(self, location: RemoteLocation, limits: Limits, *, connections: int = 8) -> None:
+    def __init__(self, location: RemoteLocation, http: HttpSource) -> None:
+        """``http``: the plain ``http(s)://`` twin of ``location`` (downloads, its trust)."""
         self.location = location
-        self.limits = limits
+        self.http = http
+        self.trust = http.trust
+        self.limits = http.limits
         self.blocks: dict[Multihash, bytes] = {}
         self.urls: dict[tuple[str, Multihash], str] = {}
-        plain = location.url.split("+", 1)[1]  # http(s)://...
-        self.ws_url = ("ws" + plain[4:] if plain.startswith("http") else plain) + "/pull"
-        self.http = HttpSource(RemoteLocation(plain), limits, connections=connections)
+        self.ws_url = "ws" + http.location.url[4:] + "/pull"
 
     def read_head(self) -> Multihash | None:
         where = str(self.location)
         try:
             with connect(
                 self.ws_url,
-                additional_headers={msg.VERSION_HEADER: msg.VERSION},
+                additional_headers={
+                    msg.VERSION_HEADER: msg.VERSION,
+                    **self.trust.headers(self.ws_url, self.location.url),
+                },
+                ssl=self.trust.ssl_context(self.ws_url),
                 open_timeout=TIMEOUT[0],
                 max_size=None,
                 proxy=None,

@@ -52,13 +52,24 @@ class Served:
         return 0.0
 
 
-def start(ws: Path, *args: str, log: Path | None = None) -> Served:
-    """``odf serve`` on free loopback ports, once it serves."""
+def start(
+    ws: Path, *args: str, log: Path | None = None, serve_args: tuple[str, ...] = ()
+) -> Served:
+    """``odf serve`` on free loopback ports, once it serves (``args`` go before ``serve``,
+    ``serve_args`` after it)."""
     log = log or ws / "serve.log"
     info_path = ws / ".odf" / "run" / "daemon.json"
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator", *args, "serve", *LOOPBACK_ANY_PORT],
+            [
+                sys.executable,
+                "-m",
+                "coordinator",
+                *args,
+                "serve",
+                *LOOPBACK_ANY_PORT,
+                *serve_args,
+            ],
             cwd=ws,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -88,8 +99,8 @@ def stop(served: Served) -> int:
 
 
 @contextmanager
-def serving(ws: Path, *args: str) -> Iterator[Served]:
-    served = start(ws, *args)
+def serving(ws: Path, *args: str, serve_args: tuple[str, ...] = ()) -> Iterator[Served]:
+    served = start(ws, *args, serve_args=serve_args)
     try:
         yield served
     finally:

@@ -11,7 +11,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import requests
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from coordinator.daemon.http_listener import BoundedHandler, BoundedHTTPServer, HttpBounds
 from coordinator.daemon.smart_pull import MAX_MESSAGE_BYTES
 from coordinator.daemon.smart_push import PushServer
 from coordinator.sharing import smart_messages as msg
@@ -57,7 +57,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
     commits: list[str] = []
     pushes = PushServer(ws, TOKEN, ws.odf_dir / "run", lambda name: nullcontext(), commits.append)
 
-    class Handler(BaseHTTPRequestHandler):  # the daemon's dispatch, without its gRPC side
+    class Handler(BoundedHandler):  # the daemon's dispatch, without its gRPC side
         def do_GET(self) -> None:
             request = parse_request_path(self.path)
             found = open_object(ws, request) if request is not None else None
@@ -82,7 +82,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    http = BoundedHTTPServer(("127.0.0.1", 0), Handler, HttpBounds(), None, lambda why: None)
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
     try:

@@ -105,6 +105,11 @@ def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
         ("daemon:\n  maxParallel: 0\n", "daemon.maxParallel: must be positive, got 0"),
         ("daemon:\n  followLineage: yes please\n", "daemon.followLineage: expected true or"),
         ("daemon:\n  schedules: [a]\n", "daemon.schedules: expected a mapping"),
+        ("daemon:\n  httpHeaderTimeout: 0\n", "daemon.httpHeaderTimeout: must be positive"),
+        ("daemon:\n  httpIdleTimeout: soon\n", "daemon.httpIdleTimeout: expected a number"),
+        ("daemon:\n  httpMaxConnections: 2.5\n", "daemon.httpMaxConnections: expected an int"),
+        ("daemon:\n  httpMaxConnectionsPerClient: -1\n", "PerClient: must be positive"),
+        ("daemon:\n  requireTokenForReads: 1\n", "daemon.requireTokenForReads: expected true"),
         (
             "daemon:\n  schedules:\n    x: every day\n",
             "daemon.schedules.x: 'every day' is neither an interval (30s, 10m, 2h, 1d) nor a cron",
@@ -247,3 +252,17 @@ def test_an_image_declares_the_engine_image_its_embedded_engine_is(
         monkeypatch.delenv("ODF_EMBEDDED_ENGINE_IMAGE")
         image_version.cache_clear()
         embedded_engine_version.cache_clear()
+
+
+def test_daemon_listener_bounds_default_and_read() -> None:
+    default = WorkspaceConfig().daemon
+    assert default.require_token_for_reads is False
+    assert (default.http_header_timeout, default.http_body_timeout) == (10.0, 60.0)
+    assert (default.http_idle_timeout, default.http_max_connections) == (120.0, 128)
+    assert default.http_max_connections_per_client == 32
+    d = parse_config(
+        "daemon:\n  requireTokenForReads: true\n  httpHeaderTimeout: 2.5\n"
+        "  httpMaxConnectionsPerClient: 3\n"
+    ).daemon
+    assert (d.require_token_for_reads, d.http_header_timeout) == (True, 2.5)
+    assert d.http_max_connections_per_client == 3
