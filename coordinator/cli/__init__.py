@@ -107,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from common.logs import configure_logging
     from common.odf.errors import OdfError
+    from coordinator.cli.terminal_text import visible
 
     configure_logging(args.verbose)
     handler: Handler = args.handler
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {visible(str(e))}", file=sys.stderr)
         return 1
     except OSError as e:
         if args.debug:
@@ -125,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             traceback.print_exc()
         where = f"{e.filename}: " if e.filename else ""
-        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"error: {visible(f'{where}{e.strerror or e}')}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

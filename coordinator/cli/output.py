@@ -158,15 +158,20 @@ def _cell(value: Any) -> str:
 
 
 def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -> None:
-    cells = [["" if r[c] is None else _cell(r[c]) for c in columns] for r in records]
+    from coordinator.cli.terminal_text import visible
+
+    cells = [
+        ["" if r[c] is None else visible(_cell(r[c]), lines=True) for c in columns] for r in records
+    ]
+    headers = [visible(c, lines=True) for c in columns]
     if not out.isatty():
-        text = plain_table(list(columns), cells)
+        text = plain_table(headers, cells)
         if text is not None:
             out.write(text)
             return
     from coordinator.cli.rich_table import print_table  # rich: only when it is needed
 
-    print_table(list(columns), cells, out)
+    print_table(headers, cells, out)
 
 
 PLAIN_WIDTH = 400

@@ -28,6 +28,7 @@ from coordinator.app import (
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
+from coordinator.cli.terminal_text import visible
 from coordinator.ingest.source_state import parse_rfc3339
 
 if TYPE_CHECKING:
@@ -105,13 +106,13 @@ def _pull_local(args: argparse.Namespace) -> int:
             if isinstance(event, PullFailed):
                 failures.append(event)
             elif not isinstance(event, PullStarted):
-                print(describe_pull_event(event))
+                print(visible(describe_pull_event(event)))
         tasks.close()
     if len(failures) == 1:  # the common case: one line, as when the pull stops there
-        print(f"error: {failures[0].error}", file=sys.stderr)
+        print(f"error: {visible(str(failures[0].error))}", file=sys.stderr)
         return 1
     for f in failures:
-        print(f"error: {f.dataset}: {f.error}", file=sys.stderr)
+        print(f"error: {f.dataset}: {visible(str(f.error))}", file=sys.stderr)
     if failures:
         failed = [f.dataset for f in failures if f.skipped is None]
         skipped = [f.dataset for f in failures if f.skipped is not None]

@@ -58,7 +58,7 @@ def print_table(columns: list[str], rows: list[list[str]], out: TextIO) -> None:
     if not is_tty:
         table.box = None
     for c in columns:
-        table.add_column(c, overflow="fold")
+        table.add_column(Text(c), overflow="fold")  # Text: no markup in names from elsewhere
     for row in rows:
         table.add_row(*[_Cell(cell) for cell in row])
     if is_tty:

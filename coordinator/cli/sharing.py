@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import OdfError, ValidationError
 from coordinator.cli.progress import terminal_progress
+from coordinator.cli.terminal_text import visible
 from coordinator.dataset import Dataset
 from coordinator.sharing.limits import DEFAULT_MAX_OBJECT_BYTES, DEFAULT_PARALLEL, Limits
 from coordinator.sharing.remote_refs import looks_remote
@@ -179,7 +180,7 @@ def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:
             except OdfError as e:
                 if args.fail_fast:
                     raise
-                print(f"error: {name}: {e}", file=sys.stderr)
+                print(f"error: {name}: {visible(str(e))}", file=sys.stderr)
                 failures += 1
                 continue
             print(describe(done, "cloned from" if done.cloned else "pulled from"))

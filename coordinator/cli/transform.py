@@ -17,6 +17,7 @@ from common.odf.errors import ValidationError
 from common.odf.fragments import TransformSql
 from common.serde.yaml_codec import load_object
 from coordinator.cli.connect import add_daemon_argument, use_cases
+from coordinator.cli.terminal_text import visible
 from coordinator.evolution.query_change import QueryChange
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -60,7 +61,7 @@ def cmd_set_transform(args: argparse.Namespace) -> int:
         inputs=args.inputs,
     )
     for line in describe(change):
-        print(line)
+        print(visible(line, lines=True))
     return 0
 
 

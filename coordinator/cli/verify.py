@@ -20,6 +20,7 @@ from coordinator.cli.output import (
     render_rows,
 )
 from coordinator.cli.progress import terminal_progress
+from coordinator.cli.terminal_text import visible
 from coordinator.verify.errors import VerificationFailed
 from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import DatasetReport, Problem, TransactionResult
@@ -69,11 +70,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         render_rows([row for r in reports for row in report_rows(r)], COLUMNS, OutputFormat.TABLE)
         for r in reports:
-            print(summary_line(r))
+            print(visible(summary_line(r)))
     failed = [r for r in reports if not r.ok]
     for r in failed:
         for problem in r.problems:
-            print(f"mismatch: {r.dataset}: {problem}", file=sys.stderr)
+            print(visible(f"mismatch: {r.dataset}: {problem}"), file=sys.stderr)
     if failed:
         count = sum(len(r.problems) for r in failed)
         names = ", ".join(r.dataset for r in failed)

@@ -112,3 +112,86 @@ def test_timestamps_of_years_1_to_9999_through_the_cli(workspace: Path) -> None:
     )
     one_line_error(result, "--event-time: '0001-01-01T00:00+01:00' is not an RFC 3339 time")
     assert head(workspace) == before
+
+
+def test_json_nested_past_the_limit_is_refused_with_its_line(workspace: Path) -> None:
+    before = head(workspace)
+    deep = "[" * 100_000 + "]" * 100_000
+    (workspace / "deep.ndjson").write_text(
+        '{"t": "2020-01-01T00:00:00Z", "s": "ok"}\n{"t": "2020-01-01T00:00:00Z", "s": '
+        + deep
+        + "}\n"
+    )
+    one_line_error(
+        odf(workspace, "ingest", "events", "deep.ndjson"),
+        "deep.ndjson:2: JSON nested deeper than 512 arrays and objects (column 547)",
+    )
+    assert head(workspace) == before
+
+
+def on_a_terminal(cwd: Path, *args: str) -> str:
+    """What ``odf ARGS`` writes to a pseudo-terminal (stdout and stderr), 160 columns wide."""
+    import pty
+    import sys
+
+    from tests.support.cli import REPO
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160", "TERM": "xterm"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=cwd,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+    ) as process:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        process.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def test_text_from_elsewhere_reaches_the_terminal_escaped(workspace: Path) -> None:
+    hostile = "a\x1b]0;pwned\x07b\x1b[2Jc\u202ed\x9b1m"
+    record = {"t": "2020-01-01T00:00:00Z", "s": hostile}
+    import json
+
+    (workspace / "h.ndjson").write_text(json.dumps(record) + "\n")
+    assert odf(workspace, "ingest", "events", "h.ndjson").returncode == 0
+    shown = "a\\x1b]0;pwned\\x07b\\x1b[2Jc\\u202ed\\x9b1m"
+    for args in (("tail", "events"), ("tail", "events", "-o", "table")):
+        screen = on_a_terminal(workspace, *args)
+        for raw in ("\x1b]0;", "\x07", "\x1b[2J", "\u202e", "\x9b"):
+            assert raw not in screen, (args, screen)
+        assert shown in screen, screen
+        piped = odf(workspace, *args)
+        assert "\x1b" not in piped.stdout and shown in piped.stdout
+    exact = odf(workspace, "tail", "events", "-o", "json")
+    assert json.loads(exact.stdout)[0]["s"] == hostile
+    exact_csv = odf(workspace, "tail", "events", "-o", "csv")
+    assert exact_csv.stdout.splitlines()[1].endswith(f",{hostile}")
+
+
+def test_a_foreign_description_and_keywords_in_the_log_are_escaped(tmp_path: Path) -> None:
+    snapshot = events("described") + (
+        "  - kind: SetInfo\n"
+        '    description: "evil \\e]0;pwned\\a description"\n'
+        '    keywords: ["k\\e[2J", "ok"]\n'
+    )
+    ws = Workspace.init(tmp_path / "ws")
+    for s in load_snapshots(snapshot):
+        ws.create_dataset(s)
+    screen = on_a_terminal(tmp_path / "ws", "log", "described")
+    for raw in ("\x1b]0;", "\x07", "\x1b[2J"):
+        assert raw not in screen, screen
+    assert "evil \\x1b]0;pwned\\x07 description" in screen and "k\\x1b[2J" in screen

@@ -14,16 +14,13 @@ from typing import Any
 from common.odf.fragments import ReadStepGeoJson, ReadStepNdGeoJson
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError
-from coordinator.ingest.readers.json import read_records
+from coordinator.ingest.readers import json_depth
+from coordinator.ingest.readers.json import load_document, read_records
 from coordinator.ingest.readers.stream import DataStream
 
 
 def read_geojson(step: ReadStepGeoJson, path: Path, *, name: str) -> DataStream:
-    try:
-        with open(path, encoding="utf-8") as f:
-            document = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ReadError(f"invalid JSON: {e}", path=name) from None
+    document = load_document(path, name)
     kind = document.get("type") if isinstance(document, dict) else None
     if kind != "FeatureCollection":
         raise ReadError(f"expected a FeatureCollection, got type {kind!r}", path=name)
@@ -44,10 +41,7 @@ def read_ndgeojson(step: ReadStepNdGeoJson, path: Path, *, name: str) -> DataStr
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            try:
-                feature = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ReadError(f"invalid JSON: {e.msg}", path=f"{name}:{number}") from None
+            feature = json_depth.loads(line, f"{name}:{number}")
             records.append(feature_record(feature, f"{name}:{number}"))
             lines.append(number)
     schema = parse_read_schema(step.schema) if step.schema else None

@@ -22,6 +22,7 @@ import pyarrow.json as pajson
 from common.odf.fragments import ReadStepJson, ReadStepNdJson
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError, UnsupportedOptionError
+from coordinator.ingest.readers import json_depth
 from coordinator.ingest.readers.stream import DataStream, read_batches
 from coordinator.ingest.readers.temporal import conform_batch, is_temporal
 
@@ -42,11 +43,7 @@ def read_ndjson(step: ReadStepNdJson, path: Path, *, name: str) -> DataStream:
 def read_json(step: ReadStepJson, path: Path, *, name: str) -> DataStream:
     _check_options(step.encoding, step.date_format, step.timestamp_format)
     schema = parse_read_schema(step.schema) if step.schema else None
-    try:
-        with open(path, encoding="utf-8") as f:
-            document = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ReadError(f"invalid JSON: {e}", path=name) from None
+    document = load_document(path, name)
     records, where = _select(document, step.sub_path, name)
     return read_records(records, schema, name=name, describe=lambda n: f"{name}: {where}[{n - 1}]")
 
@@ -59,6 +56,16 @@ def read_records(
     data = text.encode()
     lines = text.splitlines()
     return NdJsonReader(schema, pa.BufferReader(data), name, describe).open(lambda: iter(lines))
+
+
+def load_document(path: Path, name: str) -> Any:
+    """A whole JSON document from elsewhere, its depth checked before it is decoded."""
+    data = path.read_bytes()
+    json_depth.check_text(data, lambda n: f"{name}:{n}")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReadError(f"invalid JSON: {e}", path=name) from None
 
 
 def _select(document: Any, sub_path: str | None, name: str) -> tuple[list[Any], str]:
@@ -128,6 +135,8 @@ class NdJsonReader:
         return DataStream(self.schema, self._typed_batches(reader, self.schema))
 
     def _inferred(self) -> DataStream:
+        if isinstance(self.source, str):  # pyarrow's inference crashes on deep nesting
+            json_depth.check_file(Path(self.source), self.describe)
         try:
             table = pajson.read_json(
                 self.source, read_options=pajson.ReadOptions(block_size=1 << 30)
@@ -191,9 +200,9 @@ class NdJsonReader:
         kinds: dict[str, str] = {}
         for _, number, text in self._numbered_records():
             try:
-                record = json.loads(text)
-            except json.JSONDecodeError as e:
-                return ReadError(f"invalid JSON: {e.msg}", path=self.describe(number))
+                record = json_depth.loads(text, self.describe(number))
+            except ReadError as e:
+                return e
             if not isinstance(record, dict):
                 return ReadError(
                     f"expected an object, got {_kind(record)}", path=self.describe(number)
