@@ -33,6 +33,7 @@ from coordinator.app.pull_events import (
 from coordinator.app.snapshots import SnapshotSource, creation_order
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
+from coordinator.dataset.provenance import check_may_run, provenance
 from coordinator.workspace import Workspace
 
 if TYPE_CHECKING:  # imported where used: a command loads only what it runs
@@ -236,6 +237,7 @@ class Application:
         from coordinator.ingest.compaction import compact
 
         dataset = self.dataset(name)
+        check_may_run(dataset.layout, dataset.alias, "compacting it")
         consumers = [
             d
             for d in self.lineage(dataset.alias).downstream(dataset.alias)
@@ -365,7 +367,14 @@ class Application:
         )
 
         resolve = workspace_resolver(self.ws)
-        datasets = self.pull_order(names, all_datasets=all_datasets, recursive=recursive)
+        named = {self.dataset(n).id for n in names}
+        datasets = []
+        for dataset in self.pull_order(names, all_datasets=all_datasets, recursive=recursive):
+            remote = provenance(dataset.layout).clone_of
+            if remote is None or dataset.id in named:  # a named clone: refused by its pull
+                datasets.append(dataset)
+            else:  # reached through -r or --all: a replica, synced only by its own pull
+                yield DerivativeDone(dataset.alias, f"a clone of {remote}: not run here")
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
@@ -459,6 +468,7 @@ class Application:
         from coordinator.transform.runner import engine_mounts, workspace_resolver
 
         dataset = self.dataset(name)
+        check_may_run(dataset.layout, dataset.alias, "changing its transform")
         current = dataset.state().transform
         transform = new_transform(
             query,

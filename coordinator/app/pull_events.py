@@ -39,7 +39,7 @@ class TransactionCommitted:
 
 @dataclass(frozen=True, slots=True)
 class DerivativeDone:
-    """A derivative dataset has nothing more to do, and why (``up to date``, waiting...)."""
+    """A dataset has nothing more to do here, and why (``up to date``, waiting, a clone...)."""
 
     dataset: str
     reason: str

@@ -15,9 +15,10 @@ from pathlib import Path
 from common.odf.dataset_refs import DatasetName
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from coordinator.dataset import Dataset
+from coordinator.dataset.provenance import record_detached, record_trusted, source_commands
 from coordinator.sharing.errors import RemoteError
 from coordinator.sharing.remote_refs import SMART_SCHEMES, RemoteLocation, looks_remote, resolve
-from coordinator.sharing.repos import RepoRegistry, read_remotes, remember
+from coordinator.sharing.repos import RepoRegistry, forget_pull, read_remotes, remember
 from coordinator.sharing.smart_push_messages import TOKEN_HINT
 from coordinator.sharing.transfer import Options, Outcome, SyncResult, open_source, sync
 from coordinator.sharing.transport_file import FileSource
@@ -84,6 +85,30 @@ class Sharing:
             return Transferred(ds.alias, remote, sync(ds, source, ds.alias, options))
         finally:
             source.close()
+
+    def detach(self, name: str) -> RemoteLocation:
+        """``odf detach NAME``: a clone becomes a local dataset (its source and transform may
+        run here from now on; commands its polling source runs must be trusted first). Where
+        it was cloned from."""
+        ds = self.workspace.open_dataset(name)
+        remote = self.cloned(ds)
+        if remote is None:
+            raise ValidationError(f"dataset {ds.alias!r} is not a clone: nothing to detach")
+        record_detached(ds.layout, remote.url)
+        forget_pull(ds.layout)
+        return remote
+
+    def commands_to_trust(self, name: str) -> list[str]:
+        """The commands the dataset's polling source would run here (``odf trust``)."""
+        ds = self.workspace.open_dataset(name)
+        source = ds.state().polling_source
+        return source_commands(source) if source is not None else []
+
+    def trust(self, name: str, commands: list[str]) -> None:
+        """Trust exactly ``commands``, as shown to the user; refused if the source changed."""
+        if commands != self.commands_to_trust(name):
+            raise OdfError(f"the polling source of {name!r} changed: review it again")
+        record_trusted(self.workspace.open_dataset(name).layout, commands)
 
     # --- push -----------------------------------------------------------------------------------
 

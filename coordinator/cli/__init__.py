@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "inspect": ("log", "tail", "inspect"),
     "ingest": ("ingest", "set-watermark"),
     "pull": ("pull",),
-    "sharing": ("push",),
+    "sharing": ("push", "detach", "trust"),
     "repo": ("repo",),
     "transform": ("set-transform",),
     "verify": ("verify",),

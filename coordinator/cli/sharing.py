@@ -79,6 +79,54 @@ def register(subparsers: Any) -> None:
     add_transfer_arguments(p)
     p.set_defaults(handler=cmd_push)
 
+    p = subparsers.add_parser(
+        "detach", help="make a clone a local dataset (its source and transform may then run here)"
+    )
+    p.add_argument("name", metavar="NAME", help="the clone")
+    p.set_defaults(handler=cmd_detach)
+
+    p = subparsers.add_parser(
+        "trust", help="review and trust the commands a detached clone's polling source runs"
+    )
+    p.add_argument("name", metavar="NAME", help="the dataset")
+    p.add_argument("--yes", action="store_true", help="trust without asking")
+    p.set_defaults(handler=cmd_trust)
+
+
+def cmd_detach(args: argparse.Namespace) -> int:
+    from coordinator.app.sharing import Sharing
+
+    remote = Sharing(Workspace.find()).detach(args.name)
+    print(
+        visible(
+            f"{args.name}: detached from {remote}; it is a local dataset now. Commands its"
+            f" polling source runs must be trusted first: odf trust {args.name}"
+        )
+    )
+    return 0
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    from coordinator.app.sharing import Sharing
+
+    sharing = Sharing(Workspace.find())
+    commands = sharing.commands_to_trust(args.name)
+    if not commands:
+        print(f"{args.name}: its polling source runs no command here; nothing to trust")
+        return 0
+    print(f"{args.name}: its polling source runs these commands on this machine:")
+    for line in commands:
+        print(f"  {visible(line)}")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise ValidationError("not trusted: confirm on a terminal, or give --yes")
+        if input("trust them? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("not trusted")
+            return 1
+    sharing.trust(args.name, commands)
+    print(f"{args.name}: trusted {len(commands)} command(s)")
+    return 0
+
 
 def _options(args: argparse.Namespace, progress: Any, *, force: bool = False) -> Options:
     from coordinator.sharing.transfer import Options

@@ -32,6 +32,7 @@ from coordinator.config import Schedule
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.metrics import Metrics
 from coordinator.dataset import Dataset
+from coordinator.dataset.provenance import provenance
 from coordinator.transform.lineage import Lineage, closure
 
 log = get_logger(__name__)
@@ -281,10 +282,13 @@ def _head(ds: Dataset) -> str | None:
 
 
 def _dependents(datasets: list[Dataset], moved: set[str], new: set[str]) -> list[str]:
-    """Derivatives reading a dataset that moved, and new derivatives (their first pull)."""
+    """Derivatives reading a dataset that moved, and new derivatives (their first pull);
+    never a clone (a replica changes only by syncing from its remote)."""
     lineage = Lineage.of(datasets)
+    replicas = {d.alias for d in datasets if provenance(d.layout).clone_of is not None}
     return sorted(
         n.name
         for n in lineage.nodes
-        if moved & set(lineage.upstream(n.name)) or (n.name in new and lineage.upstream(n.name))
+        if n.name not in replicas
+        and (moved & set(lineage.upstream(n.name)) or (n.name in new and lineage.upstream(n.name)))
     )

@@ -22,6 +22,7 @@ from common.logs import get_logger
 from common.odf.events import SetPollingSource
 from common.odf.fragments import FetchStepMqtt
 from coordinator.dataset import Dataset, DatasetState
+from coordinator.dataset.provenance import check_may_run, check_source_trusted
 from coordinator.dataset.state import next_system_time
 from coordinator.ingest.context import (
     IngestResult,
@@ -72,10 +73,12 @@ class _PollOptions:
 
 
 def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
+    check_may_run(dataset.layout, dataset.alias, "running its polling source")
     state, context = chain_context(dataset)
     source = state.polling_source
     if source is None:
         return _unchanged(dataset, state, "no polling source defined")
+    check_source_trusted(dataset.layout, dataset.alias, source)
     prev = decode_source_state(context.prev_source_state)
     keeps_no_state = prev is None and not isinstance(source.fetch, FetchStepMqtt)
     if context.prev_offset is not None and keeps_no_state and not poll.fetch_uncacheable:

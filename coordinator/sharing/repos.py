@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from common.odf.dataset_refs import RepoName
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from coordinator.dataset import durable
 from coordinator.dataset.layout import DatasetLayout
+from coordinator.dataset.provenance import REMOTES_FILE, read_object
 from coordinator.sharing.remote_refs import RemoteLocation, parse_location
 from coordinator.workspace import Workspace
 
 REPOS_FILE = "repos.json"
-REMOTES_FILE = "remotes.json"
 
 
 class RepoRegistry:
@@ -33,7 +32,7 @@ class RepoRegistry:
         self.path = workspace.odf_dir / REPOS_FILE
 
     def all(self) -> dict[RepoName, RemoteLocation]:
-        doc = _read_json(self.path)
+        doc = read_object(self.path)
         repos = doc.get("repos", {})
         if not isinstance(repos, dict):
             raise OdfError(f"{self.path}: 'repos' is not a mapping")
@@ -80,7 +79,7 @@ class Remotes:
 
 def read_remotes(layout: DatasetLayout) -> Remotes:
     path = layout.info_dir / REMOTES_FILE
-    doc = _read_json(path)
+    doc = read_object(path)
     found = {}
     for key in ("pull", "push"):
         value = doc.get(key)
@@ -107,6 +106,15 @@ def remember(
         current = replace(current, pull=pull)
     if push is not None:
         current = replace(current, push=push)
+    _write_remotes(layout, current)
+
+
+def forget_pull(layout: DatasetLayout) -> None:
+    """Drop the dataset's pull alias: it is no longer a clone (``odf detach``)."""
+    _write_remotes(layout, replace(read_remotes(layout), pull=None))
+
+
+def _write_remotes(layout: DatasetLayout, current: Remotes) -> None:
     doc = {
         "pull": current.pull.url if current.pull else None,
         "push": current.push.url if current.push else None,
@@ -115,17 +123,3 @@ def remember(
     durable.write_atomic(
         layout.info_dir / REMOTES_FILE, (json.dumps(doc, indent=2) + "\n").encode()
     )
-
-
-def _read_json(path: Path) -> dict[str, object]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise OdfError(f"{path}: not valid JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise OdfError(f"{path}: not a JSON object")
-    return doc

@@ -17,6 +17,7 @@ from common.logs import get_logger
 from common.odf.identity import DatasetID
 from coordinator.config import TransformConfig
 from coordinator.dataset import Dataset
+from coordinator.dataset.provenance import check_may_run
 from coordinator.engine import EngineMounts, EngineSession
 from coordinator.transform.graph import Resolver, input_ids
 from coordinator.transform.inputs import load_inputs
@@ -88,6 +89,7 @@ class Transformer:
 
     def steps(self, dataset: Dataset) -> Iterator[TransactionResult | UpToDate]:
         """Each committed transaction as it happens, then why the dataset is done."""
+        check_may_run(dataset.layout, dataset.alias, "running its transform")
         dataset.clean_leftovers()
         inputs = load_inputs(dataset.state(), self.resolve)
         while True:

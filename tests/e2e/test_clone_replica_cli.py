@@ -1,0 +1,143 @@
+"""A clone is a replica: nothing of its publisher's code runs here, by any path, until the
+user detaches it and trusts the exact commands its polling source runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coordinator.dataset import Dataset
+from tests.support.cli import fails, ok
+from tests.support.datasets import derivative
+
+pytestmark = pytest.mark.e2e
+
+
+def source(data: Path, marker: Path) -> str:
+    """A root whose polling source pipes its file through a shell command of the publisher's
+    (it would leave ``marker`` behind)."""
+    return f"""kind: DatasetSnapshot
+version: 1
+content:
+  name: src
+  kind: Root
+  metadata:
+  - kind: SetPollingSource
+    fetch:
+      kind: FilesGlob
+      path: {data}
+    prepare:
+    - kind: Pipe
+      command: [sh, -c, "touch {marker}; cat"]
+    read:
+      kind: NdJson
+      schema: ["event_time TIMESTAMP", "v STRING"]
+    merge:
+      kind: Append
+"""
+
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(the subscriber's workspace, the marker the publisher's command would create, the
+    repository): ``src`` cloned from the publisher, ``mine`` a local derivative over it."""
+    base = tmp_path_factory.mktemp("replica")
+    marker = base / "publisher-code-ran"
+    data = base / "data.ndjson"
+    data.write_text('{"event_time": "2024-01-01T00:00:00Z", "v": "a"}\n')
+    publisher = base / "publisher"
+    publisher.mkdir()
+    ok(publisher, "init")
+    (publisher / "src.yaml").write_text(source(data, marker))
+    ok(publisher, "add", "src.yaml")
+    ok(publisher, "push", "src", "--to", f"file://{base}/repo/src")
+    subscriber = base / "subscriber"
+    subscriber.mkdir()
+    ok(subscriber, "init")
+    ok(subscriber, "pull", f"file://{base}/repo/src")
+    (subscriber / "mine.yaml").write_text(derivative("mine", "SELECT * FROM src", ["src"]))
+    ok(subscriber, "add", "mine.yaml")
+    assert not marker.exists()
+    return subscriber, marker, base / "repo"
+
+
+def head(ws: Path, name: str) -> str:
+    return str(Dataset(ws / ".odf" / "datasets" / name).head())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["pull", "-r", "mine"], id="pull-recursive-of-a-dependent"),
+        pytest.param(["pull", "--all"], id="pull-all"),
+        pytest.param(["pull", "mine", "--recursive"], id="recursive-after-the-name"),
+        pytest.param(["pull", "--all", "--no-daemon"], id="pull-all-no-daemon"),
+    ],
+)
+def test_no_pull_runs_a_clones_polling_source(
+    replica: tuple[Path, Path, Path], args: list[str]
+) -> None:
+    ws, marker, _ = replica
+    before = head(ws, "src")
+    result = ok(ws, *args)
+    assert not marker.exists(), result
+    assert head(ws, "src") == before
+
+
+def test_the_dependents_pull_says_why_the_clone_was_not_run(
+    replica: tuple[Path, Path, Path],
+) -> None:
+    ws, marker, repo = replica
+    out = ok(ws, "pull", "-r", "mine")
+    assert f"src: a clone of file://{repo}/src: not run here" in out
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "action"),
+    [
+        pytest.param(
+            ["set-transform", "src", "--query", "SELECT 1"],
+            "changing its transform",
+            id="set-transform",
+        ),
+        pytest.param(["compact", "src", "--hard"], "compacting it", id="compact"),
+    ],
+)
+def test_a_clones_code_is_not_rewritten_here(
+    replica: tuple[Path, Path, Path], args: list[str], action: str
+) -> None:
+    ws, marker, repo = replica
+    before = head(ws, "src")
+    error = fails(ws, *args, only_line=True)
+    assert error == (
+        f"error: dataset 'src' is a clone of file://{repo}/src: {action} is refused here (its"
+        " source and transform are its publisher's, synced by odf pull src);"
+        " `odf detach src` makes it local"
+    )
+    assert head(ws, "src") == before and not marker.exists()
+
+
+def test_detached_the_source_runs_only_once_its_commands_are_trusted(
+    tmp_path: Path, replica: tuple[Path, Path, Path]
+) -> None:
+    _, marker, repo = replica
+    ws = tmp_path / "own"
+    ws.mkdir()
+    ok(ws, "init")
+    ok(ws, "pull", f"file://{repo}/src")
+    out = ok(ws, "detach", "src")
+    assert f"src: detached from file://{repo}/src" in out
+    before = head(ws, "src")
+    error = fails(ws, "pull", "src", only_line=True)
+    assert "runs 1 command(s) here; review them with `odf trust src`" in error
+    assert head(ws, "src") == before and not marker.exists()
+    refused = fails(ws, "trust", "src", only_line=True)
+    assert refused.endswith("not trusted: confirm on a terminal, or give --yes")
+    shown = ok(ws, "trust", "src", "--yes")
+    assert f"pipe sh -c 'touch {marker}; cat'" in shown
+    ok(ws, "pull", "src")
+    assert marker.exists()
+    marker.unlink()
+    assert head(ws, "src") != before
