@@ -59,6 +59,27 @@ def add_transfer_arguments(p: Any) -> None:
         help="the certificate(s) to check https:// remotes with, e.g. a daemon's self-signed"
         " one (default: the system's; this workspace's own daemon: its certificate)",
     )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an origin (https://host[:port]) a smart server may send download URLs to,"
+        " besides its own (repeatable; default: none)",
+    )
+
+
+def _origin(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    from coordinator.sharing.limits import origin
+
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+        raise ValidationError(
+            f"{text!r} is not an origin (https://host[:port])", path="--allow-origin"
+        )
+    return origin(text)
 
 
 def register(subparsers: Any) -> None:
@@ -136,7 +157,10 @@ def _options(args: argparse.Namespace, progress: Any, *, force: bool = False) ->
     if args.max_object_size < 1:
         raise ValidationError("must be at least 1", path="--max-object-size")
     return Options(
-        limits=Limits(max_object_bytes=args.max_object_size),
+        limits=Limits(
+            max_object_bytes=args.max_object_size,
+            download_origins=tuple(_origin(o) for o in args.allow_origin),
+        ),
         parallel=args.parallel,
         progress=progress,
         trust=_trust(args),

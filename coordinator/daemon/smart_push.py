@@ -34,7 +34,7 @@ from coordinator.daemon.smart_pull import (
     run_session,
     send_response,
 )
-from coordinator.sharing.limits import Limits
+from coordinator.sharing.limits import MAX_MESSAGE_BYTES, Limits
 from coordinator.sharing.objects import ObjectKind
 from coordinator.sharing.smart_push_messages import parse_hash
 from coordinator.sharing.smart_push_server import (
@@ -50,7 +50,7 @@ log = get_logger(__name__)
 _PUSH_PATH = re.compile(r"/([^/]+)/push")
 _UPLOAD_PATH = re.compile(r"/([^/]+)/push/([A-Za-z0-9_-]{43})/(data|checkpoints)/([^/]+)")
 STAGE_DIR = "push"
-MAX_PUSH_MESSAGE_BYTES = 256 << 20
+MAX_PUSH_MESSAGE_BYTES = MAX_MESSAGE_BYTES
 """A pushed message: the metadata batch of a long chain is one (base64 of tar+gzip); only a
 client holding the token gets to send one."""
 

@@ -85,17 +85,14 @@ def read_blocks_batch(batch: object, where: str, limits: Limits) -> dict[Multiha
     payload = batch.get("payload")
     if not isinstance(payload, str):
         raise RejectedContentError(f"{where}: the batch has no payload")
-    max_total = limits.max_block_bytes * 4 + limits.max_new_blocks * 1024
     try:
         raw = base64.b64decode(payload, validate=True)
-        data = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(max_total + 1)
-    except (binascii.Error, OSError, EOFError) as e:
+    except binascii.Error as e:
         raise RejectedContentError(f"{where}: the batch is not base64 tar+gzip: {e}") from None
-    if len(data) > max_total:
-        raise RejectedContentError(f"{where}: the batch unpacks to more than {max_total} bytes")
+    inflated = _Inflating(gzip.GzipFile(fileobj=io.BytesIO(raw)), limits.max_batch_bytes, where)
     blocks: dict[Multihash, bytes] = {}
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        with tarfile.open(fileobj=inflated, mode="r|") as tar:  # streamed: nothing inflated ahead
             for member in tar:
                 _check_member(member, where, limits)
                 file = tar.extractfile(member)
@@ -105,8 +102,11 @@ def read_blocks_batch(batch: object, where: str, limits: Limits) -> dict[Multiha
                     raise RejectedContentError(
                         f"{where}: more than {limits.max_new_blocks} blocks in the batch"
                     )
+        inflated.expect_end()
     except tarfile.TarError as e:
         raise RejectedContentError(f"{where}: the batch is not a tar archive: {e}") from None
+    except (OSError, EOFError) as e:  # gzip's own errors, while streaming
+        raise RejectedContentError(f"{where}: the batch is not tar+gzip: {e}") from None
     if batch.get("objectsCount") != len(blocks):
         raise RejectedContentError(
             f"{where}: the batch says {batch.get('objectsCount')} blocks, it has {len(blocks)}"
@@ -131,6 +131,37 @@ def batch_head(blocks: dict[Multihash, bytes], where: str) -> Multihash:
             f"{where}: the metadata batch has {len(heads)} heads, expected one chain"
         )
     return heads[0]
+
+
+class _Inflating(io.RawIOBase):
+    """A gzip stream read through a counter: past ``limit`` inflated bytes, the batch is
+    refused at once (a compression bomb never gets further than the limit)."""
+
+    def __init__(self, stream: gzip.GzipFile, limit: int, where: str) -> None:
+        self.stream, self.limit, self.where, self.total = stream, limit, where, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self.stream.readinto(buffer)
+        self.total += n
+        if self.total > self.limit:
+            raise RejectedContentError(
+                f"{self.where}: the metadata batch inflates past {self.limit} bytes (refused"
+                " while unpacking it)"
+            )
+        return n
+
+    def expect_end(self) -> None:
+        """After the archive: at most a tar record's padding, no more (a stream of zeros
+        after the end-of-archive marker is a bomb too)."""
+        rest = self.stream.read(_PADDING + 1)
+        if len(rest) > _PADDING or rest.strip(b"\0"):
+            raise RejectedContentError(f"{self.where}: the batch has data after its tar archive")
+
+
+_PADDING = tarfile.RECORDSIZE
 
 
 def _check_member(member: tarfile.TarInfo, where: str, limits: Limits) -> None:

@@ -41,6 +41,7 @@ from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.smart_push_messages import TOKEN_HINT
 from coordinator.sharing.transfer import Options, Outcome, SyncResult, walk
 from coordinator.sharing.transport_http import TIMEOUT, HttpSource
+from coordinator.sharing.transport_smart import remote_error
 from coordinator.sharing.validation import objects_of
 
 Key = tuple[ObjectKind, Multihash]
@@ -90,7 +91,7 @@ def push_smart(
             },
             ssl=trust.ssl_context(ws_url),
             open_timeout=TIMEOUT[0],
-            max_size=None,
+            max_size=options.limits.max_message_bytes,
             proxy=None,
             # pings keep the server's idle timeout away while the uploads run; their pongs
             # wait while the server plans or commits, which may take longer than a ping's
@@ -118,7 +119,7 @@ def push_smart(
             ) from None
         raise RemoteError(f"{ws_url}: HTTP {status} {body}") from None
     except (OSError, WebSocketException) as e:
-        raise RemoteError(f"{ws_url}: {' '.join(str(e).split())[:300]}") from None
+        raise remote_error(ws_url, e, options.limits) from None
     return SyncResult(
         Outcome.UPDATED,
         server_head,

@@ -72,10 +72,17 @@ class HttpSource:
         self.fetch_url(f"{self.location.url}/{ref.key}", ref, into, on_bytes)
 
     def fetch_url(
-        self, url: str, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
+        self,
+        url: str,
+        ref: ObjectRef,
+        into: Destination,
+        on_bytes: Callable[[int], None],
+        *,
+        allowed: Callable[[str], bool] | None = None,
     ) -> None:
-        """Receive ``ref`` from ``url`` (also a smart server's download URL)."""
-        with self._get_url(url, missing_ok=True, headers=IDENTITY) as response:
+        """Receive ``ref`` from ``url`` (also a smart server's download URL: ``allowed`` then
+        says which URLs a redirect may end at)."""
+        with self._get_url(url, missing_ok=True, headers=IDENTITY, allowed=allowed) as response:
             if response is None:
                 raise RejectedContentError(
                     f"{self.location}: {ref.key} (named by block {ref.block}) is missing"
@@ -106,7 +113,12 @@ class HttpSource:
         return self._get_url(f"{self.location.url}/{key}", missing_ok=missing_ok)
 
     def _get_url(
-        self, url: str, *, missing_ok: bool = False, headers: dict[str, str] | None = None
+        self,
+        url: str,
+        *,
+        missing_ok: bool = False,
+        headers: dict[str, str] | None = None,
+        allowed: Callable[[str], bool] | None = None,
     ) -> _Response:
         headers = {**(headers or {}), **self.trust.headers(url, self.location.url)}
         try:
@@ -119,6 +131,9 @@ class HttpSource:
         if response.url.split("://", 1)[0] not in ("http", "https"):
             response.close()
             raise RemoteError(f"{url}: redirected away from http(s)")
+        if allowed is not None and not allowed(response.url):
+            response.close()
+            raise RemoteError(f"{url}: redirected to another origin ({response.url})")
         if response.status_code == 404 and missing_ok:
             response.close()
             return _Response(None)

@@ -15,7 +15,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from websockets.exceptions import InvalidStatus, WebSocketException
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
 from common.odf.errors import DecodeError
@@ -24,6 +24,7 @@ from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.errors import RejectedContentError, RemoteError
+from coordinator.sharing.limits import Limits, origin
 from coordinator.sharing.objects import Destination, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.transport_http import TIMEOUT, HttpSource
@@ -53,7 +54,8 @@ class SmartSource:
                 },
                 ssl=self.trust.ssl_context(self.ws_url),
                 open_timeout=TIMEOUT[0],
-                max_size=None,
+                close_timeout=TIMEOUT[0],
+                max_size=self.limits.max_message_bytes,
                 proxy=None,
             ) as ws:
                 self._send(ws, {})  # DatasetPullRequest: the whole chain to the head
@@ -75,7 +77,7 @@ class SmartSource:
             body = e.response.body.decode("utf-8", "replace").strip()[:300]
             raise RemoteError(f"{self.ws_url}: HTTP {e.response.status_code} {body}") from None
         except (OSError, WebSocketException) as e:
-            raise RemoteError(f"{self.ws_url}: {' '.join(str(e).split())[:300]}") from None
+            raise remote_error(self.ws_url, e, self.limits) from None
         return msg.batch_head(self.blocks, where)
 
     def read_block(self, block_hash: Multihash) -> bytes:
@@ -90,7 +92,7 @@ class SmartSource:
         url = self.urls.get((ref.kind.value, ref.physical_hash))
         if url is None:
             raise RejectedContentError(f"{self.location}: no download URL for {ref.key}")
-        self.http.fetch_url(url, ref, into, on_bytes)
+        self.http.fetch_url(url, ref, into, on_bytes, allowed=self._allowed_origin)
 
     def close(self) -> None:
         self.http.close()
@@ -138,4 +140,27 @@ class SmartSource:
                 raise RejectedContentError(f"{where}: unsupported transfer strategy")
             if urlsplit(url).scheme not in ("http", "https"):
                 raise RejectedContentError(f"{where}: download URL {url!r} is not http(s)")
+            if not self._allowed_origin(url):
+                raise RejectedContentError(self._origin_refusal(where, url))
             self.urls[(kind, h)] = url
+
+    def _allowed_origin(self, url: str) -> bool:
+        """A download URL on the server's own origin, or on one the user allowed."""
+        found = origin(url)
+        return found == origin(self.http.location.url) or found in self.limits.download_origins
+
+    def _origin_refusal(self, where: str, url: str) -> str:
+        return (
+            f"{where}: download URL {url!r} leaves the server's origin"
+            f" {origin(self.http.location.url)} (allow it with --allow-origin {origin(url)})"
+        )
+
+
+def remote_error(url: str, error: Exception, limits: Limits) -> RemoteError:
+    """A WebSocket failure in one line; a message over the size limit says so."""
+    if isinstance(error, ConnectionClosed) and error.sent is not None and error.sent.code == 1009:
+        return RemoteError(
+            f"{url}: the server sent a message larger than {limits.max_message_bytes} bytes"
+            " (refused from its header)"
+        )
+    return RemoteError(f"{url}: {' '.join(str(error).split())[:300]}")

@@ -71,11 +71,29 @@ def test_hostile_batches_are_refused(batch: object, why: str) -> None:
     assert why in str(e.value)
 
 
-def test_a_gzip_bomb_is_cut_off() -> None:
+def test_a_gzip_bomb_of_zeros_after_the_archive_is_refused_as_such() -> None:
     bomb = gzip.compress(b"\0" * (8 << 20))
     batch = {**batch_of([]), "payload": base64.b64encode(bomb).decode()}
-    with pytest.raises(RejectedContentError, match="unpacks to more than"):
-        msg.read_blocks_batch(batch, "remote", Limits(max_block_bytes=1000, max_new_blocks=10))
+    with pytest.raises(RejectedContentError, match="the batch has data after its tar archive"):
+        msg.read_blocks_batch(batch, "remote", Limits())
+
+
+def test_a_batch_inflating_past_the_limit_is_cut_off_while_unpacking() -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for i in range(64):  # 64 blocks of 1 MiB of zeros: 64 MiB, a few hundred KiB zipped
+            h = Multihash.sha3_256(str(i).encode())
+            info = tarfile.TarInfo(h.to_multibase())
+            info.size = 1 << 20
+            tar.addfile(info, io.BytesIO(bytes(1 << 20)))
+    payload = base64.b64encode(gzip.compress(buffer.getvalue())).decode()
+    batch = {**batch_of([]), "objectsCount": 64, "payload": payload}
+    limits = Limits(max_block_bytes=2 << 20, max_batch_bytes=4 << 20)
+    with pytest.raises(
+        RejectedContentError,
+        match=r"^remote: the metadata batch inflates past 4194304 bytes \(refused while unpacking",
+    ):
+        msg.read_blocks_batch(batch, "remote", limits)
 
 
 def test_the_server_answers_the_pull_flow_in_order(tmp_path: Path) -> None:
