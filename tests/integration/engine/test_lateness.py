@@ -35,7 +35,12 @@ from tests.integration.engine.datasets import (
     validate_request,
 )
 from tests.integration.engine.test_asof_join import as_of, pipeline, price, rows, tick
-from tests.integration.engine.test_stateful import READINGS, Pipeline, reading
+from tests.integration.engine.test_stateful import (
+    READINGS,
+    Pipeline,
+    reading,
+    validate_over_readings,
+)
 
 pytestmark = [pytest.mark.spark]
 
@@ -255,4 +260,4 @@ def test_an_event_time_column_of_any_name_gives_the_results_of_event_time(
 def test_a_refused_aggregation_names_the_event_time_column_rule(spark_engine: SparkEngine) -> None:
     transform = sql("SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, value")
     with pytest.raises(InvalidQueryError, match="grouped neither by a window of an input's"):
-        spark_engine.validate_query(validate_request(transform))
+        spark_engine.validate_query(validate_over_readings(transform))
