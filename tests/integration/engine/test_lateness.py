@@ -6,7 +6,6 @@ from ``engine_spark/README.md``'s semantics table."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,23 +16,10 @@ import pytest
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary
 from common.serde.arrow_schema import encode_arrow_schema
-from engine_spark.checkpoint import (
-    ASOF_JOIN,
-    JOIN_RECOMPUTE,
-    SPARK_STREAMING,
-    TOPN_RECOMPUTE,
-    WINDOW_RECOMPUTE,
-    read_checkpoint,
-)
+from engine_spark import checkpoint as cp
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
-from tests.integration.engine.datasets import (
-    InputDataset,
-    OutputDataset,
-    at,
-    sql,
-    validate_request,
-)
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
 from tests.integration.engine.test_asof_join import as_of, pipeline, price, rows, tick
 from tests.integration.engine.test_stateful import (
     READINGS,
@@ -48,9 +34,16 @@ US = timedelta(microseconds=1)
 
 
 def runner(pipe: Pipeline) -> str:
-    state = read_checkpoint(pipe.out.prev_checkpoint).stream
+    state = cp.read_checkpoint(pipe.out.prev_checkpoint).stream
     assert state is not None
     return state.runner
+
+
+def over_readings(
+    engine: SparkEngine, workdir: Path, transform: Any
+) -> tuple[InputDataset, Pipeline]:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    return readings, Pipeline(engine, OutputDataset(workdir / "out", "out", transform))
 
 
 def counts(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -68,8 +61,7 @@ def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
         f"SELECT window.{label} AS event_time, sensor, count(*) AS n "
         "FROM readings GROUP BY window(event_time, '1 day'), sensor"
     )
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "daily", daily))
+    readings, pipe = over_readings(spark_engine, workdir, daily)
     readings.append([reading(1, "a", 1)], watermark=at(2))
     assert pipe.run(readings.take()) == []
     # At the watermark (2h): on time. A microsecond before it: late.
@@ -79,7 +71,7 @@ def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
     day = at(24) if label == "end" else at(0)
     assert counts(pipe.run(readings.take())) == [(day, "a", 3)]
     assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
-    assert runner(pipe) == WINDOW_RECOMPUTE
+    assert runner(pipe) == cp.WINDOW_RECOMPUTE
 
 
 def test_a_record_at_the_previous_watermark_is_counted_in_every_hopping_window(
@@ -89,8 +81,7 @@ def test_a_record_at_the_previous_watermark_is_counted_in_every_hopping_window(
         "SELECT window.end AS event_time, sensor, count(*) AS n "
         "FROM readings GROUP BY window(event_time, '2 hours', '1 hour'), sensor"
     )
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "hopping", hopping))
+    readings, pipe = over_readings(spark_engine, workdir, hopping)
     readings.append([reading(0.5, "a", 1)], watermark=at(1))
     assert counts(pipe.run(readings.take())) == [(at(1), "a", 1)]  # [-1h, 1h) closed
     readings.append([reading(1, "a", 1)], watermark=at(2))  # at the watermark 1h
@@ -145,7 +136,7 @@ def test_join_records_at_the_previous_watermark_match_and_the_output_watermark_i
     matches = [(at(1), "u2", "y")]
     assert rows == ([(at(0), "u1", "x")] if bound == INCLUSIVE else []) + matches
     assert pipe.watermarks == [at(1) - lag, at(2) - lag]
-    assert runner(pipe) == JOIN_RECOMPUTE
+    assert runner(pipe) == cp.JOIN_RECOMPUTE
 
 
 def test_an_as_of_join_waits_for_a_version_at_its_own_event_time(
@@ -161,7 +152,7 @@ def test_an_as_of_join_waits_for_a_version_at_its_own_event_time(
     prices.append([price(1, "A", 30)], watermark=at(2))
     ticks.append([tick(1, "A", 2)], watermark=at(2))
     assert rows(pipe.run(prices.take(), ticks.take())) == [("A", 1, 30.0), ("A", 2, 30.0)]
-    assert runner(pipe) == ASOF_JOIN
+    assert runner(pipe) == cp.ASOF_JOIN
 
 
 def test_top_n_distinct_and_changelog_take_records_at_the_previous_watermark(
@@ -173,20 +164,19 @@ def test_top_n_distinct_and_changelog_take_records_at_the_previous_watermark(
                 "SELECT event_time, sensor, value, rn FROM (SELECT *, row_number() OVER "
                 "(PARTITION BY sensor ORDER BY value DESC) AS rn FROM readings) WHERE rn <= 1"
             ),
-            TOPN_RECOMPUTE,
+            cp.TOPN_RECOMPUTE,
         ),
         "totals": (
             sql(
                 "SELECT max(event_time) AS event_time, sensor, sum(value) AS value "
                 "FROM readings GROUP BY sensor"
             ),
-            SPARK_STREAMING,
+            cp.SPARK_STREAMING,
         ),
     }
     outputs = {}
     for name, (transform, used) in queries.items():
-        readings = InputDataset(workdir / name / "in", "readings", READINGS)
-        pipe = Pipeline(spark_engine, OutputDataset(workdir / name / "out", name, transform))
+        readings, pipe = over_readings(spark_engine, workdir / name, transform)
         readings.append([reading(1, "a", 1)], watermark=at(1))
         first = pipe.run(readings.take())
         # At the watermark (1h): on time; before it: late.
@@ -221,9 +211,10 @@ def run_named(engine: SparkEngine, workdir: Path, query: str, column: str) -> li
     transform = sql(BY_NAME[query].format(t=column))
     aliases = ["readings", "others"] if query == "join" else ["readings"]
     inputs = [InputDataset(workdir / a, a, READINGS, event_time_column=column) for a in aliases]
-    request = validate_request(transform)
-    request = dataclasses.replace(
-        request,
+    request = ep.ValidateQueryRequest(
+        dataset_alias="out",
+        vocab=DatasetVocabulary(),
+        transform=transform,
         query_inputs=tuple(
             ep.ValidateQueryInput(
                 query_alias=i.name,
