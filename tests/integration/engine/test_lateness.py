@@ -249,6 +249,9 @@ def test_an_event_time_column_of_any_name_gives_the_results_of_event_time(
 
 
 def test_a_refused_aggregation_names_the_event_time_column_rule(spark_engine: SparkEngine) -> None:
-    transform = sql("SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, value")
+    transform = sql(
+        "SELECT max(event_time) AS event_time, sensor, count(*) AS n FROM readings "
+        "GROUP BY sensor, value"
+    )
     with pytest.raises(InvalidQueryError, match="grouped neither by a window of an input's"):
         spark_engine.validate_query(validate_over_readings(transform))
