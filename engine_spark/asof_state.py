@@ -23,18 +23,22 @@ from datetime import datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine_spark.watermark import is_late
+
 _INDEX = "__odf_index"
 
 
 def split_released(
     rows: pa.Table, event_time: str, versioned_watermark: datetime | None
 ) -> tuple[pa.Table, pa.Table]:
-    """``rows`` as (released, waiting): released when the event time is at or before the
-    versioned input's watermark (or null: no version can match it, nothing will change)."""
+    """``rows`` as (released, waiting): released when the event time is before the versioned
+    input's watermark (or null: no version can match it, nothing will change); a row at the
+    watermark waits, since a version at that time is not late (``watermark.is_late``)."""
     if versioned_watermark is None:
         return rows.schema.empty_table(), rows
-    waiting = _after(rows, event_time, versioned_watermark)
-    return rows.filter(pc.invert(waiting)), rows.filter(waiting)
+    value = pa.scalar(versioned_watermark, rows.schema.field(event_time).type)
+    late = is_late(pc.field(event_time), value)
+    return rows.filter(late | pc.field(event_time).is_null()), rows.filter(~late)
 
 
 def horizon(

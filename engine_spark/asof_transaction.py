@@ -119,7 +119,7 @@ def _with_kept(
     carried: cp.StreamState | None, inp: streaming.StreamInput
 ) -> tuple[pa.Table, StructType]:
     """The input's kept rows and its new ones that are not late (refusing retractions)."""
-    new, schema = streaming.new_records(inp.request, after=inp.previous_watermark)
+    new, schema = streaming.new_records(inp.request, since=inp.previous_watermark)
     kept = kept_records(carried, f"{inp.directory}.parquet", new.schema)
     return pa.concat_tables([kept, new]), schema
 

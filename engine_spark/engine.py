@@ -403,7 +403,11 @@ class SparkEngine:
             for name, table in temporal_tables(request.transform, list(schemas)).items():
                 check_primary_key(table, schemas[name].names)
             new_schema = _output_schema(session, schemas, request.transform, request.vocab)
-            check_incremental(session, schemas, request.transform, request.vocab)
+            event_times = {
+                i.query_alias: (i.vocab or DatasetVocabulary()).event_time_column
+                for i in request.query_inputs
+            }
+            check_incremental(session, schemas, request.transform, request.vocab, event_times)
             old_schema = _previous_schema(session, schemas, request.prev_transform, request.vocab)
             if old_schema is not None:
                 check_schema_evolution(old_schema, new_schema)
@@ -435,7 +439,12 @@ class SparkEngine:
                     for i in request.query_inputs
                     if i.query_alias not in tables
                 }
-                check_incremental(session, schemas, request.new_transform, request.vocab)
+                event_times = {
+                    i.query_alias: i.vocab.event_time_column for i in request.query_inputs
+                }
+                check_incremental(
+                    session, schemas, request.new_transform, request.vocab, event_times
+                )
             state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
             return ep.MigrateQueryResponseSuccess(
@@ -671,10 +680,7 @@ def _next_checkpoint(
         output_watermark=(
             previous.output_watermark
             if held_back
-            else output_watermark(
-                [w - lag if w is not None else None for w in watermarks.values()],
-                previous.output_watermark,
-            )
+            else output_watermark(watermarks.values(), previous.output_watermark, lag)
         ),
         temporal_tables=temporal,
         stream=stream,

@@ -22,6 +22,7 @@ Spark's own checks for streaming queries refuse (several aggregations in a chang
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
@@ -123,26 +124,64 @@ def _join_lag(jvm: Any, join: Any) -> timedelta:
 
 def join_state_lags(jvm: Any, join: Any) -> tuple[timedelta | None, timedelta | None]:
     """For each side of a join (left, right): how far behind the watermark a row of that side
-    may still match a later row of the other side (None: no bound). Spark's own analysis of
-    the condition, as it uses it to evict join state; the event-time columns are those
-    carrying the watermark metadata."""
+    may still match a later row of the other side (None: no bound), exactly: a later row is
+    not late (``watermark.is_late``), so a row at the watermark less an inclusive bound may
+    still match, and a row at it less a strict bound may not. Spark's own analysis of each
+    conjunct of the condition, as it uses it to evict join state, less the millisecond of
+    margin Spark adds to an inclusive bound (it evicts at or before its state watermark);
+    the event-time columns are those carrying the watermark metadata."""
     helper = jvm.org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
     left, right = child(join, 0), child(join, 1)
+    condition = join.condition()
+    conjuncts = _conjuncts(jvm, condition.get()) if bool(condition.isDefined()) else []
     lags: list[timedelta | None] = []
     for side, other in ((left, right), (right, left)):
         watermarked = other.outputSet()
         for attribute in seq(other.output()):
             if not _has_watermark(attribute):
                 watermarked = getattr(watermarked, "$minus")(attribute)
-        state = helper.getStateValueWatermark(
-            side.outputSet(),
-            watermarked,
-            join.condition(),
-            jvm.scala.Some(jvm.java.lang.Long(_REFERENCE_MS)),
-        )
-        defined = bool(state.isDefined())
-        lags.append(timedelta(milliseconds=_REFERENCE_MS - int(state.get())) if defined else None)
+        side_lags = []
+        for conjunct in conjuncts:
+            state = helper.getStateValueWatermark(
+                side.outputSet(),
+                watermarked,
+                jvm.scala.Some(conjunct),
+                jvm.scala.Some(jvm.java.lang.Long(_REFERENCE_MS)),
+            )
+            if bool(state.isDefined()):
+                spark_lag = timedelta(milliseconds=_REFERENCE_MS - int(state.get()))
+                side_lags.append(spark_lag - _SPARK_MARGIN[str(conjunct.nodeName())])
+        lags.append(min(side_lags, default=None))  # every conjunct must hold
     return lags[0], lags[1]
+
+
+_SPARK_MARGIN = defaultdict(
+    timedelta,
+    {
+        "LessThanOrEqual": timedelta(milliseconds=1),
+        "GreaterThanOrEqual": timedelta(milliseconds=1),
+        "LessThan": timedelta(microseconds=1),
+        "GreaterThan": timedelta(microseconds=1),
+    },
+)
+"""What to take off Spark's lag for a bound, by comparison: Spark adds a millisecond to an
+inclusive one; a strict one reaches one microsecond (a timestamp's unit) less far."""
+
+
+def _conjuncts(jvm: Any, condition: Any) -> list[Any]:
+    """The conjuncts of ``condition``, ``x BETWEEN a AND b`` (replaced only by the
+    optimizer) read as ``x >= a`` and ``x <= b``."""
+    name = str(condition.nodeName())
+    if name == "And":
+        return _conjuncts(jvm, condition.left()) + _conjuncts(jvm, condition.right())
+    if name == "Between":
+        expressions = jvm.org.apache.spark.sql.catalyst.expressions
+        value = condition.input()
+        return [
+            expressions.GreaterThanOrEqual(value, condition.lower()),
+            expressions.LessThanOrEqual(value, condition.upper()),
+        ]
+    return [condition]
 
 
 def _check_bounded_join(join: Any) -> bool:
@@ -200,7 +239,7 @@ def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:
         children = list(seq(node.children()))
         if len(children) != 1 or str(node.nodeName()) not in _KEY_PRESERVING:
             raise InvalidQueryError(
-                "an aggregation without an event-time window must be the query's last "
+                f"{_UNBOUNDED} must be the query's last "
                 "operator (with projections and HAVING above it) so its changes can be "
                 "emitted as a changelog"
             )
@@ -216,12 +255,17 @@ def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:
     return names
 
 
+_UNBOUNDED = (
+    "an aggregation grouped neither by a window of an input's event-time column (the one "
+    "its vocabulary names) nor by that column"
+)
+
 _KEY_PRESERVING = frozenset({"Project", "Filter", "SubqueryAlias", "View"})
 
 
 def _missing_keys() -> InvalidQueryError:
     return InvalidQueryError(
-        "an aggregation without an event-time window is emitted as a changelog (+I, -U/+U "
+        f"{_UNBOUNDED} is emitted as a changelog (+I, -U/+U "
         "per key): select every GROUP BY key, under any alias, so a change can be retracted"
     )
 

@@ -41,7 +41,7 @@ from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode, stateful_plan
 from engine_spark.topn_recompute import TopN, top_n, with_kept
-from engine_spark.watermark import input_watermark
+from engine_spark.watermark import input_watermark, is_late
 from engine_spark.window_recompute import (
     WindowAggregate,
     closing_windows,
@@ -157,7 +157,7 @@ def _new_view(session: SparkSession, inp: streaming.StreamInput) -> DataFrame:
     view = session.table(quote_identifier(inp.request.query_alias))
     if inp.previous_watermark is not None:
         column = F.col(quote_identifier(inp.request.vocab.event_time_column))
-        view = view.where(column > stable_literal(inp.previous_watermark, column))
+        view = view.where(~is_late(column, stable_literal(inp.previous_watermark, column)))
     return view
 
 
@@ -266,7 +266,7 @@ def run_stream_transaction(
     else:
         if columns.op is not None:
             raise InvalidQueryError(
-                f"an aggregation without an event-time window emits its own changelog in "
+                f"an aggregation not grouped by event time emits its own changelog in "
                 f"{columns.op!r}: do not select an {columns.op!r} column"
             )
         op = request.vocab.operation_type_column
@@ -364,7 +364,10 @@ class _WindowRun:
             table = closing.toArrow().cast(arrow_schema)
         clock.lap("run")
         files = {
-            f"{i.directory}.parquet": _retained_records(self.carried, i, upto, self.plan.width)
+            # in a window still open: less than a width behind the watermark
+            f"{i.directory}.parquet": _retained_records(
+                self.carried, i, upto, self.plan.width - timedelta(microseconds=1)
+            )
             for i in self.inputs
         }
         clock.lap("retain")
@@ -648,7 +651,7 @@ def _new_range(inp: streaming.StreamInput) -> EventTimeRange | None:
             return _ALL_TIME
         table = table.filter(in_interval(table.column(offset), request.offset_interval))
         if inp.previous_watermark is not None:
-            table = table.filter(streaming.after_instant(table, event_time, inp.previous_watermark))
+            table = table.filter(streaming.on_time(table, event_time, inp.previous_watermark))
         times.append(table.column(event_time))
     return _range(times)
 
@@ -698,12 +701,12 @@ def _retained_records(
     carried: cp.StreamState | None, inp: streaming.StreamInput, upto: datetime, bound: timedelta
 ) -> bytes:
     """The input's records a later transaction may still need: kept ones and new ones (read
-    here, with the retraction check) that are not late, whose event time is after ``upto``
-    minus ``bound``."""
+    here, with the retraction check) that are not late, whose event time is not before
+    ``upto`` minus ``bound``."""
     horizon = upto - bound
     if inp.previous_watermark is not None:
         horizon = max(horizon, inp.previous_watermark)
-    rows, _ = streaming.new_records(inp.request, after=horizon)
+    rows, _ = streaming.new_records(inp.request, since=horizon)
     kept = kept_records(carried, f"{inp.directory}.parquet", rows.schema)
     records = pa.concat_tables([kept, rows])
     event_time = inp.request.vocab.event_time_column
@@ -735,10 +738,12 @@ def check_incremental(
     schemas: dict[str, pa.Schema],
     transform: TransformSql,
     vocab: DatasetVocabulary,
+    event_times: dict[str, str],
 ) -> None:
     """InvalidQuery unless the query can run incrementally: row-wise, or a streaming query
     that ``stateful_plan`` and Spark's own checks for streaming queries accept (the query is
-    started over inputs with no files: it runs no batch)."""
+    started over inputs with no files: it runs no batch). ``event_times``: each input's
+    event-time column (from its own vocabulary), by alias."""
     result = run_steps(session, transform)
     temporal = {t.name for t in transform.temporal_tables or ()}
     streamed = frozenset(schemas) - temporal
@@ -765,7 +770,7 @@ def check_incremental(
                 area,
                 name,
                 spark_schema,
-                event_time=vocab.event_time_column,
+                event_time=event_times[alias],
                 previous_watermark=None,
             )
             register_view(view, alias)

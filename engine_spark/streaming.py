@@ -59,6 +59,7 @@ from engine_spark.schema_mapping import spark_input_schema, spark_input_table
 from engine_spark.spark_errors import query_errors, user_message
 from engine_spark.staging import spark_values
 from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode
+from engine_spark.watermark import is_late
 
 log = structlog.get_logger("engine_spark.streaming")
 
@@ -103,7 +104,7 @@ class StreamInput:
 
     request: TransformRequestInput
     previous_watermark: datetime | None
-    """The input's watermark before this transaction: records at or before it are late."""
+    """The input's watermark before this transaction: records before it are late."""
     watermark: datetime | None
     """The input's watermark after this transaction."""
 
@@ -225,7 +226,7 @@ def stream_view(
     previous_watermark: datetime | None,
 ) -> DataFrame:
     """The input streamed from its directory ``name``, ``event_time`` bounded by its
-    watermark and records at or before ``previous_watermark`` dropped."""
+    watermark and records late by ``previous_watermark`` dropped (``is_late``)."""
     extra = StructType(
         [
             *schema.fields,
@@ -240,7 +241,7 @@ def stream_view(
         .parquet(str(area.inputs / name))
     )
     if previous_watermark is not None:
-        late = F.col(quote_identifier(event_time)) <= F.lit(previous_watermark)
+        late = is_late(F.col(quote_identifier(event_time)), previous_watermark)
         df = df.where(marker | ~late)
     df = df.withWatermark(WATERMARK_COLUMN, "0 seconds")
     df = df.where(~marker | (F.spark_partition_id() < 0))
@@ -313,25 +314,26 @@ def _spark_schema(schema: pa.Schema) -> StructType:
 
 
 def new_records(
-    inp: TransformRequestInput, *, after: datetime | None = None
+    inp: TransformRequestInput, *, since: datetime | None = None
 ) -> tuple[pa.Table, StructType]:
     """The input's records in its offset interval, as Spark values, in offset order, and their
     Spark schema; InvalidQuery when they hold a retraction or correction
-    (``retractions.py``). ``after``: only the records whose event time is after it."""
+    (``retractions.py``). ``since``: only the records not late by it (``on_time``)."""
     schema = spark_input_schema(read_schema(inp.schema_file))
     spark = _spark_schema(schema)
     rows = _records_in_interval(inp, schema)
     check_slice(inp, rows, stateful=True)
-    if after is not None:
-        rows = rows.filter(after_instant(rows, inp.vocab.event_time_column, after))
+    if since is not None:
+        rows = rows.filter(on_time(rows, inp.vocab.event_time_column, since))
     offset = inp.vocab.offset_column
     return spark_values(rows.sort_by([(offset, "ascending")]), spark), spark
 
 
-def after_instant(rows: pa.Table, column: str, instant: datetime) -> pa.ChunkedArray:
-    """Which ``rows`` have ``column`` after ``instant`` (null is not)."""
-    value = pa.scalar(instant, rows.schema.field(column).type)
-    return pc.fill_null(pc.greater(rows.column(column), value), False)
+def on_time(rows: pa.Table, column: str, watermark: datetime) -> pc.Expression:
+    """A filter of ``rows``: event time ``column`` not late by ``watermark``
+    (``watermark.is_late``; a filter drops a null event time)."""
+    value = pa.scalar(watermark, rows.schema.field(column).type)
+    return ~is_late(pc.field(column), value)
 
 
 def _records_in_interval(inp: TransformRequestInput, schema: pa.Schema) -> pa.Table:

@@ -46,7 +46,7 @@ from engine_spark.jvm_plan import (
     view_name,
     walk,
 )
-from engine_spark.streaming import after_instant
+from engine_spark.streaming import on_time
 
 _ROW_WISE = frozenset(
     {
@@ -152,10 +152,12 @@ def closing_windows(
     return frame(session, replace_on_path(session, path, restricted))
 
 
-def retained(records: pa.Table, event_time: str, watermark: datetime, width: timedelta) -> pa.Table:
-    """The records that may still be needed after ``watermark``: those in a window still
-    open, or (a join's bound as ``width``) within reach of a later record."""
-    return records.filter(after_instant(records, event_time, watermark - width))
+def retained(records: pa.Table, event_time: str, watermark: datetime, reach: timedelta) -> pa.Table:
+    """The records that may still be needed after ``watermark``: those at most ``reach``
+    behind it. A later record is not late (at or after ``watermark``), so a join's bound
+    is its reach; a window of width w holds records less than w behind the end of a window
+    still open (which is after ``watermark``): its reach is w less a microsecond."""
+    return records.filter(on_time(records, event_time, watermark - reach))
 
 
 def _is_window_type(data_type: Any) -> bool:

@@ -118,6 +118,8 @@ class ValidateQueryInput:
     query_alias: str
     schema: bytes
     """The input's Arrow schema as the bytes of an Arrow IPC Schema flatbuffer."""
+    vocab: DatasetVocabulary | None = None
+    """The input's own vocabulary (its event-time column); the default one when absent."""
 
 
 @record

@@ -194,7 +194,8 @@ def _validate(
                 path="query",
             )
         alias = entry.alias or history.alias
-        inputs.append(ep.ValidateQueryInput(query_alias=alias, schema=schema))
+        vocab = history.states[-1].vocab
+        inputs.append(ep.ValidateQueryInput(query_alias=alias, schema=schema, vocab=vocab))
     request = ep.ValidateQueryRequest(
         dataset_alias=dataset.alias,
         vocab=state.vocab,

@@ -81,7 +81,11 @@ class TransformCreation:
             if schema is None:
                 log.info("add.query_not_validated", dataset=snapshot.name, input=i)
                 return
-            inputs.append(ep.ValidateQueryInput(query_alias=entry.alias or ds.alias, schema=schema))
+            inputs.append(
+                ep.ValidateQueryInput(
+                    query_alias=entry.alias or ds.alias, schema=schema, vocab=ds.state().vocab
+                )
+            )
         request = ep.ValidateQueryRequest(
             dataset_alias=snapshot.name,
             vocab=_vocab(snapshot.metadata),

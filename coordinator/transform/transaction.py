@@ -324,7 +324,8 @@ def validated_schema(engine: EngineClient, plan: TransformPlan, dataset: Dataset
         vocab=plan.vocab,
         transform=plan.transform,
         query_inputs=tuple(
-            ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema) for i in plan.inputs
+            ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema, vocab=i.vocab)
+            for i in plan.inputs
         ),
     )
     from common.serde.arrow_schema import decode_arrow_schema

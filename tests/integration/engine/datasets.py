@@ -47,14 +47,14 @@ def sql(*steps: str | tuple[str, str]) -> TransformSql:
     )
 
 
-def input_schema(data_schema: pa.Schema) -> pa.Schema:
+def input_schema(data_schema: pa.Schema, event_time: str = "event_time") -> pa.Schema:
     """A root dataset's schema: the system columns, then ``data_schema``."""
     return pa.schema(
         [
             pa.field("offset", pa.int64(), nullable=False),
             pa.field("op", pa.int32(), nullable=False),
             pa.field("system_time", TS, nullable=False),
-            pa.field("event_time", TS),
+            pa.field(event_time, TS),
             *data_schema,
         ]
     )
@@ -67,6 +67,8 @@ class InputDataset:
     root: Path
     name: str
     data_schema: pa.Schema
+    event_time_column: str = "event_time"
+    """The event-time column (``SetVocab``); rows given to ``append`` name it ``event_time``."""
     id: DatasetID = field(init=False)
     next_offset: int = 0
     files: list[str] = field(default_factory=list)
@@ -80,7 +82,7 @@ class InputDataset:
 
     @property
     def schema(self) -> pa.Schema:
-        return input_schema(self.data_schema)
+        return input_schema(self.data_schema, self.event_time_column)
 
     def append(
         self,
@@ -102,7 +104,7 @@ class InputDataset:
             "offset": list(range(self.next_offset, self.next_offset + n)),
             "op": [r.get("op", 0) for r in rows],
             "system_time": [system_time] * n,
-            "event_time": [r["event_time"] for r in rows],
+            self.event_time_column: [r["event_time"] for r in rows],
             **{f.name: [r.get(f.name) for r in rows] for f in self.data_schema},
         }
         table = pa.table(columns, schema=self.schema)
@@ -130,7 +132,7 @@ class InputDataset:
             dataset_id=self.id,
             dataset_alias=self.name,
             query_alias=query_alias or self.name,
-            vocab=DatasetVocabulary(),
+            vocab=DatasetVocabulary(event_time_column=self.event_time_column),
             offset_interval=interval,
             data_paths=tuple(self._pending),
             schema_file=self.files[-1],

@@ -134,8 +134,12 @@ def test_retained_records_are_those_of_windows_still_open() -> None:
             "value": [1, 2, 3, 4],
         }
     )
-    kept = retained(records, "event_time", at(3), timedelta(minutes=1))
+    # A window of a minute: records less than a minute behind the watermark.
+    kept = retained(records, "event_time", at(3), timedelta(minutes=1) - timedelta(microseconds=1))
     assert kept.column("value").to_pylist() == [4]
+    # A join's bound of a minute: a record a minute behind may still match one at at(3).
+    kept = retained(records, "event_time", at(3), timedelta(minutes=1))
+    assert kept.column("value").to_pylist() == [3, 4]
 
 
 TOP = (

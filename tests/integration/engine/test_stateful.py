@@ -1,8 +1,8 @@
 """Stateful queries across transactions: windows, interval joins, changelogs (issue: stateful
 streaming). Every expected output is written by hand from the semantics in
 ``engine_spark/README.md``: a window is emitted once, when the input watermark passes its end;
-records at or before the input watermark when they arrive are dropped; an aggregation without
-a window is a changelog (+I, then -U/+U when a key's row changes)."""
+records before the input watermark when they arrive are dropped (one at it is on time); an
+aggregation without a window is a changelog (+I, then -U/+U when a key's row changes)."""
 
 from __future__ import annotations
 
@@ -87,8 +87,8 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
         [reading(0.1, "a", 1), reading(1.2, "a", 2), reading(0.5, "b", 3)], watermark=at(0.5)
     )
     assert pipe.run(readings.take()) == []
-    # tx2: one late record (at the watermark 0.5: dropped), one in the open hour 0.
-    readings.append([reading(0.5, "a", 100), reading(0.7, "a", 10)], watermark=at(0.9))
+    # tx2: one late record (before the watermark 0.5: dropped), one in the open hour 0.
+    readings.append([reading(0.4, "a", 100), reading(0.7, "a", 10)], watermark=at(0.9))
     assert pipe.run(readings.take()) == []
     # tx3: a watermark alone closes hour 0.
     readings.append([], watermark=at(1.0))
@@ -320,9 +320,9 @@ def test_interval_join_matches_partners_from_earlier_transactions(
     views.append([], watermark=at(2))
     expected = [(at(0.5), "u2", "faq", None)] if kind == "LEFT OUTER" else []
     assert join_rows(pipe.run(views.take(), clicks.take())) == expected
-    # A view may still match a click up to an hour later: the output watermark lags by it
-    # (and by Spark's millisecond of margin for the inclusive bound).
-    lag = timedelta(hours=1, milliseconds=1)
+    # A view may still match a click up to an hour later: the output watermark lags by it,
+    # exactly (no engine margin).
+    lag = timedelta(hours=1)
     assert pipe.watermarks == [at(0.1) - lag, at(0.75) - lag, at(2) - lag]
     state = read_checkpoint(pipe.out.prev_checkpoint).stream
     assert state is not None
@@ -421,7 +421,8 @@ def test_a_join_bounded_both_ways_matches_kept_records_of_either_side(
     split, state = run("split", rounds)
     assert state is not None and state.runner == JOIN_RECOMPUTE
     assert state.join is not None
-    assert (state.join.left_lag_us, state.join.right_lag_us) == (3_600_001_000,) * 2
+    # An hour each way, exactly (Spark's 1 ms margin on the inclusive bound taken off).
+    assert (state.join.left_lag_us, state.join.right_lag_us) == (3_600_000_000,) * 2
     expected = [
         (at(0.0), "u1", "home", "ad1"),
         (at(0.2), "u2", "faq", "ad2"),
@@ -501,13 +502,13 @@ def test_top_n_per_key_is_a_changelog_of_ranks(spark_engine: SparkEngine, workdi
         (0, at(0.2), "a", 3, 2),
         (0, at(0.3), "b", 1, 1),
     ]
-    # a's second rank changes hands, b's first moves to its second; a late record (at the
+    # a's second rank changes hands, b's first moves to its second; a late record (before the
     # watermark 0.3) is dropped, one below the top two changes nothing.
     readings.append(
         [
             reading(0.5, "a", 4),
             reading(0.4, "a", 1),
-            reading(0.3, "a", 100),
+            reading(0.25, "a", 100),
             reading(0.6, "b", 2),
         ],
         watermark=at(0.6),

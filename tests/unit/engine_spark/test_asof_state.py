@@ -39,11 +39,12 @@ def prices(table: pa.Table) -> list[float]:
     return table.column("price").to_pylist()
 
 
-def test_rows_wait_until_the_versioned_watermark_reaches_them() -> None:
+def test_rows_wait_until_the_versioned_watermark_passes_them() -> None:
     rows = versions((0, 1, "A", 1), (1, 2, "A", 2), (2, 3, "A", 3), (3, None, "A", 4))
     released, waiting = split_released(rows, "event_time", at(2))
-    assert prices(released) == [1, 2, 4]  # at the watermark is released; null never waits
-    assert prices(waiting) == [3]
+    # At the watermark waits (a version at it is still on time); null never waits.
+    assert prices(released) == [1, 4]
+    assert prices(waiting) == [2, 3]
     released, waiting = split_released(rows, "event_time", None)
     assert released.num_rows == 0 and waiting.num_rows == 4
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import tarfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from common.odf.fragments import Watermark
@@ -17,7 +19,7 @@ from engine_spark.checkpoint import (
     encode_checkpoint,
 )
 from engine_spark.errors import InputDataError
-from engine_spark.watermark import input_watermark, output_watermark
+from engine_spark.watermark import input_watermark, is_late, output_watermark
 
 
 def t(h: int) -> datetime:
@@ -40,6 +42,22 @@ def test_output_watermark_is_the_minimum_and_monotonic() -> None:
     assert output_watermark([t(4), t(2)], t(3)) == t(3)
     assert output_watermark([None], t(3)) == t(3)
     assert output_watermark([None, None], None) is None
+
+
+def test_output_watermark_lags_exactly() -> None:
+    assert output_watermark([t(4), t(3)], None, timedelta(hours=1)) == t(2)
+    assert output_watermark([t(4)], t(3), timedelta(hours=2)) == t(3)
+
+
+def test_a_record_is_late_only_before_the_watermark() -> None:
+    us = timedelta(microseconds=1)
+    assert not is_late(t(2), t(2))
+    assert is_late(t(2) - us, t(2))
+    assert not is_late(t(3), t(2))
+    table = pa.table({"e": pa.array([t(1), t(2), t(3), None], pa.timestamp("us", tz="UTC"))})
+    late = is_late(pc.field("e"), pa.scalar(t(2), table.schema.field("e").type))
+    assert table.filter(late).column("e").to_pylist() == [t(1)]
+    assert table.filter(~late).column("e").to_pylist() == [t(2), t(3)]
 
 
 A, B = DatasetID.new_seeded(b"a"), DatasetID.new_seeded(b"b")

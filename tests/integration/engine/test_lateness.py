@@ -1,0 +1,257 @@
+"""Lateness and output watermarks at the boundary (issue 28), over several transactions, for
+every stateful runner: a record whose event time equals its input's previous watermark is on
+time (the watermark promises no events *less than* it), one a microsecond earlier is late;
+an output watermark is exact, with no engine margin. Expected outputs are written by hand
+from ``engine_spark/README.md``'s semantics table."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from common.odf import engine_protocol as ep
+from common.odf.fragments import DatasetVocabulary
+from common.serde.arrow_schema import encode_arrow_schema
+from engine_spark import checkpoint as cp
+from engine_spark.engine import SparkEngine
+from engine_spark.errors import InvalidQueryError
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
+from tests.integration.engine.test_asof_join import as_of, pipeline, price, rows, tick
+from tests.integration.engine.test_stateful import (
+    READINGS,
+    Pipeline,
+    reading,
+    validate_over_readings,
+)
+
+pytestmark = [pytest.mark.spark]
+
+US = timedelta(microseconds=1)
+
+
+def runner(pipe: Pipeline) -> str:
+    state = cp.read_checkpoint(pipe.out.prev_checkpoint).stream
+    assert state is not None
+    return state.runner
+
+
+def over_readings(
+    engine: SparkEngine, workdir: Path, transform: Any
+) -> tuple[InputDataset, Pipeline]:
+    readings = InputDataset(workdir / "in", "readings", READINGS)
+    return readings, Pipeline(engine, OutputDataset(workdir / "out", "out", transform))
+
+
+def counts(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(r["event_time"], r["sensor"], r["n"]) for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("label", "lag"),
+    [("end", timedelta(0)), ("start", timedelta(days=1))],
+)
+def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
+    spark_engine: SparkEngine, workdir: Path, label: str, lag: timedelta
+) -> None:
+    daily = sql(
+        f"SELECT window.{label} AS event_time, sensor, count(*) AS n "
+        "FROM readings GROUP BY window(event_time, '1 day'), sensor"
+    )
+    readings, pipe = over_readings(spark_engine, workdir, daily)
+    readings.append([reading(1, "a", 1)], watermark=at(2))
+    assert pipe.run(readings.take()) == []
+    # At the watermark (2h): on time. A microsecond before it: late.
+    readings.append([reading(2, "a", 1), reading(2 - US / timedelta(hours=1), "a", 1)])
+    assert pipe.run(readings.take()) == []
+    readings.append([reading(2, "a", 1)], watermark=at(24))
+    day = at(24) if label == "end" else at(0)
+    assert counts(pipe.run(readings.take())) == [(day, "a", 3)]
+    assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
+    assert runner(pipe) == cp.WINDOW_RECOMPUTE
+
+
+def test_a_record_at_the_previous_watermark_is_counted_in_every_hopping_window(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    hopping = sql(
+        "SELECT window.end AS event_time, sensor, count(*) AS n "
+        "FROM readings GROUP BY window(event_time, '2 hours', '1 hour'), sensor"
+    )
+    readings, pipe = over_readings(spark_engine, workdir, hopping)
+    readings.append([reading(0.5, "a", 1)], watermark=at(1))
+    assert counts(pipe.run(readings.take())) == [(at(1), "a", 1)]  # [-1h, 1h) closed
+    readings.append([reading(1, "a", 1)], watermark=at(2))  # at the watermark 1h
+    assert counts(pipe.run(readings.take())) == [(at(2), "a", 2)]  # [0h, 2h)
+    readings.append([reading(2, "a", 1)], watermark=at(3))  # at the watermark 2h
+    assert counts(pipe.run(readings.take())) == [(at(3), "a", 2)]  # [1h, 3h)
+    readings.append([], watermark=at(4))
+    assert counts(pipe.run(readings.take())) == [(at(4), "a", 1)]  # [2h, 4h)
+
+
+VIEWS = pa.schema([("user", pa.string()), ("page", pa.string())])
+CLICKS = pa.schema([("user", pa.string()), ("ad", pa.string())])
+
+
+def join(bound: str) -> Any:
+    return sql(
+        "SELECT v.event_time, v.user, v.page, c.ad FROM views v JOIN clicks c "
+        f"ON v.user = c.user AND {bound}"
+    )
+
+
+INCLUSIVE = "c.event_time BETWEEN v.event_time AND v.event_time + INTERVAL 1 HOUR"
+STRICT = "c.event_time >= v.event_time AND c.event_time < v.event_time + INTERVAL 1 HOUR"
+
+
+@pytest.mark.parametrize(
+    ("bound", "lag"), [(INCLUSIVE, timedelta(hours=1)), (STRICT, timedelta(hours=1) - US)]
+)
+def test_join_records_at_the_previous_watermark_match_and_the_output_watermark_is_exact(
+    spark_engine: SparkEngine, workdir: Path, bound: str, lag: timedelta
+) -> None:
+    """An inner interval join: an inclusive bound of an hour holds the output watermark back
+    by exactly an hour, a strict one by a microsecond less."""
+    views = InputDataset(workdir / "views", "views", VIEWS)
+    clicks = InputDataset(workdir / "clicks", "clicks", CLICKS)
+    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "joined", join(bound)))
+
+    def v(h: float, user: str) -> dict[str, Any]:
+        return {"event_time": at(h), "user": user, "page": "p"}
+
+    def c(h: float, user: str, ad: str) -> dict[str, Any]:
+        return {"event_time": at(h), "user": user, "ad": ad}
+
+    views.append([v(0, "u1")], watermark=at(1))
+    clicks.append([c(0.5, "u9", "z")], watermark=at(1))
+    assert pipe.run(views.take(), clicks.take()) == []
+    # Both at their input's watermark (1h): on time. u1's view (0h) still matches a click
+    # at 1h under the inclusive bound; u2's view and click meet at 1h.
+    views.append([v(1, "u2")], watermark=at(2))
+    clicks.append([c(1, "u1", "x"), c(1, "u2", "y")], watermark=at(2))
+    rows = [(r["event_time"], r["user"], r["ad"]) for r in pipe.run(views.take(), clicks.take())]
+    matches = [(at(1), "u2", "y")]
+    assert rows == ([(at(0), "u1", "x")] if bound == INCLUSIVE else []) + matches
+    assert pipe.watermarks == [at(1) - lag, at(2) - lag]
+    assert runner(pipe) == cp.JOIN_RECOMPUTE
+
+
+def test_an_as_of_join_waits_for_a_version_at_its_own_event_time(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """A tick exactly at the versioned input's watermark is not released: a version at that
+    time is still on time, and it is the one the tick must use."""
+    prices, ticks, pipe = pipeline(spark_engine, workdir, "asof", as_of())
+    prices.append([price(0, "A", 10)], watermark=at(1))
+    ticks.append([tick(1, "A", 1)], watermark=at(1))
+    assert pipe.run(prices.take(), ticks.take()) == []  # the tick at 1h waits
+    # Both at their input's watermark (1h): on time.
+    prices.append([price(1, "A", 30)], watermark=at(2))
+    ticks.append([tick(1, "A", 2)], watermark=at(2))
+    assert rows(pipe.run(prices.take(), ticks.take())) == [("A", 1, 30.0), ("A", 2, 30.0)]
+    assert runner(pipe) == cp.ASOF_JOIN
+
+
+def test_top_n_distinct_and_changelog_take_records_at_the_previous_watermark(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    queries = {
+        "top": (
+            sql(
+                "SELECT event_time, sensor, value, rn FROM (SELECT *, row_number() OVER "
+                "(PARTITION BY sensor ORDER BY value DESC) AS rn FROM readings) WHERE rn <= 1"
+            ),
+            cp.TOPN_RECOMPUTE,
+        ),
+        "totals": (
+            sql(
+                "SELECT max(event_time) AS event_time, sensor, sum(value) AS value "
+                "FROM readings GROUP BY sensor"
+            ),
+            cp.SPARK_STREAMING,
+        ),
+    }
+    outputs = {}
+    for name, (transform, used) in queries.items():
+        readings, pipe = over_readings(spark_engine, workdir / name, transform)
+        readings.append([reading(1, "a", 1)], watermark=at(1))
+        first = pipe.run(readings.take())
+        # At the watermark (1h): on time; before it: late.
+        readings.append([reading(1, "b", 5), reading(0.5, "c", 9)], watermark=at(3))
+        second = pipe.run(readings.take())
+        outputs[name] = [
+            [(r["op"], r["event_time"], r["sensor"]) for r in rows] for rows in (first, second)
+        ]
+        assert runner(pipe) == used, name
+    assert outputs["top"] == [[(0, at(1), "a")], [(0, at(1), "b")]]
+    assert outputs["totals"] == [[(0, at(1), "a")], [(0, at(1), "b")]]
+
+
+# --- Inputs whose event-time column has another name (issue 34, item 1) -------------------
+
+BY_NAME = {
+    "tumbling": "SELECT window.start AS event_time, sensor, sum(value) AS total "
+    "FROM readings GROUP BY window({t}, '1 hour'), sensor",
+    "session": "SELECT session_window.end AS event_time, sensor, count(*) AS total "
+    "FROM readings GROUP BY session_window({t}, '30 minutes'), sensor",
+    "changelog": "SELECT max({t}) AS event_time, sensor, sum(value) AS total "
+    "FROM readings GROUP BY sensor",
+    "top": "SELECT {t} AS event_time, sensor, value AS total, rn FROM (SELECT *, row_number() "
+    "OVER (PARTITION BY sensor ORDER BY value DESC) AS rn FROM readings) WHERE rn <= 1",
+    "join": "SELECT r.{t} AS event_time, r.sensor, o.value AS total FROM readings r "
+    "JOIN others o ON r.sensor = o.sensor "
+    "AND o.{t} BETWEEN r.{t} AND r.{t} + INTERVAL 1 HOUR",
+}
+
+
+def run_named(engine: SparkEngine, workdir: Path, query: str, column: str) -> list[Any]:
+    transform = sql(BY_NAME[query].format(t=column))
+    aliases = ["readings", "others"] if query == "join" else ["readings"]
+    inputs = [InputDataset(workdir / a, a, READINGS, event_time_column=column) for a in aliases]
+    request = ep.ValidateQueryRequest(
+        dataset_alias="out",
+        vocab=DatasetVocabulary(),
+        transform=transform,
+        query_inputs=tuple(
+            ep.ValidateQueryInput(
+                query_alias=i.name,
+                schema=encode_arrow_schema(i.schema),
+                vocab=DatasetVocabulary(event_time_column=column),
+            )
+            for i in inputs
+        ),
+    )
+    engine.validate_query(request)
+    pipe = Pipeline(engine, OutputDataset(workdir / "out", "out", transform))
+    out = []
+    rounds = [
+        ([reading(0.1, "a", 1), reading(0.5, "b", 2)], at(0.5)),
+        ([reading(0.5, "a", 3), reading(0.2, "a", 9), reading(1.5, "a", 4)], at(1.2)),
+        ([reading(2, "b", 5)], at(3)),
+    ]
+    for records, watermark in rounds:
+        for i in inputs:
+            i.append(records, watermark=watermark)
+        out.append(pipe.run(*(i.take() for i in inputs)))
+    return [out, pipe.watermarks, runner(pipe)]
+
+
+@pytest.mark.parametrize("query", sorted(BY_NAME))
+def test_an_event_time_column_of_any_name_gives_the_results_of_event_time(
+    spark_engine: SparkEngine, workdir: Path, query: str
+) -> None:
+    named = run_named(spark_engine, workdir / "ts", query, "ts")
+    assert named == run_named(spark_engine, workdir / "event_time", query, "event_time")
+    assert any(named[0])
+
+
+def test_a_refused_aggregation_names_the_event_time_column_rule(spark_engine: SparkEngine) -> None:
+    transform = sql(
+        "SELECT max(event_time) AS event_time, sensor, count(*) AS n FROM readings "
+        "GROUP BY sensor, value"
+    )
+    with pytest.raises(InvalidQueryError, match="grouped neither by a window of an input's"):
+        spark_engine.validate_query(validate_over_readings(transform))
