@@ -38,7 +38,17 @@ from engine_spark.sandbox_rules import (
 _CATALYST = "org.apache.spark.sql.catalyst."
 _TRAIT_CACHE: dict[tuple[str, str], bool] = {}
 
-SPECIAL_DATETIME_VALUES = frozenset({"now", "today", "yesterday", "tomorrow"})
+ORDER_DEPENDENT_AGGREGATES = frozenset(
+    f"expressions.aggregate.{name}"
+    for name in ("First", "Last", "AnyValue", "CollectList", "CollectSet", "ListAgg")
+)
+"""Aggregates whose result depends on the order rows arrive in (``first``, ``last``,
+``any_value``, ``collect_list``/``array_agg``, ``collect_set``, ``listagg``/``string_agg``):
+refused in transforms unless an order-erasing function takes their result."""
+ORDER_ERASING = frozenset(
+    f"expressions.{name}" for name in ("ArraySort", "SortArray", "Size", "ArrayMax", "ArrayMin")
+)
+"""Functions whose result does not depend on the order of the array they take."""
 """Strings Spark turns into the current date or time when cast to a date or timestamp
 (``epoch`` is a fixed instant and stays allowed)."""
 
@@ -148,11 +158,13 @@ def nondeterministic_refusal(name: str) -> str:
     )
 
 
-def is_special_datetime(text: str) -> bool:
-    """True for the strings Spark reads as a moving date or time (``'now'``, ``' Today'``,
-    ``'tomorrow UTC'``...)."""
-    words = text.strip().lower().split(maxsplit=1)
-    return bool(words) and words[0] in SPECIAL_DATETIME_VALUES
+def order_dependent_refusal(name: str) -> str:
+    return (
+        f"aggregate {_simple(name)} is not allowed in a transform: its result depends on the"
+        " order rows arrive in, so replaying the transaction could give a different result;"
+        " make it order-independent (array_sort(collect_list(x)), size(collect_set(x)),"
+        " max(x) or max_by(x, y) over a unique y)"
+    )
 
 
 def special_datetime_refusal(text: str) -> str:
@@ -279,9 +291,26 @@ class Sandbox:
         value = self._parser.parseExpression(parts[1])
         if short_class(str(value.getClass().getName())) != "expressions.Literal":
             return f"the date or time literal {text!r} cannot be vetted"
-        if is_special_datetime(str(value.value())):
+        if self._moving_datetime(str(value.value())):
             return special_datetime_refusal(str(value.value()))
         return None
+
+    def _moving_datetime(self, text: str) -> bool:
+        """Decided by Spark's own converters (the ones its parser and its optimizer's
+        ``SpecialDatetimeValues`` rule apply): a string they turn into the current date or
+        time, however it is spelled (any case, padded with spaces or control characters, a
+        zone after it). ``'epoch'``, the one constant among them, is not moving."""
+        utils = self._jvm.org.apache.spark.sql.catalyst.util.DateTimeUtils
+        zone = self._jvm.java.time.ZoneOffset.UTC
+        for convert in (
+            utils.convertSpecialDate,
+            utils.convertSpecialTimestamp,
+            utils.convertSpecialTimestampNTZ,
+        ):
+            found = convert(text, zone)
+            if found.isDefined() and int(found.get()) != 0:
+                return True
+        return False
 
     # --- analyzed plan ---
 
@@ -308,7 +337,11 @@ class Sandbox:
             if self._is(inner, "plans.logical.LogicalPlan"):
                 self.vet_analyzed(inner)
 
-    def _vet_analyzed_expression(self, expression: Any, *, check_class: bool) -> None:
+    def _vet_analyzed_expression(
+        self, expression: Any, *, check_class: bool, order_free: bool = False
+    ) -> None:
+        """``order_free``: an ancestor's result does not depend on this one's order (an
+        order-erasing function, or a window function, whose ordering the query states)."""
         name = short_class(str(expression.getClass().getName()))
         if check_class:
             refusal = expression_refusal(name, self._policy)
@@ -316,6 +349,9 @@ class Sandbox:
                 raise self.refuse(refusal)
         if self._policy.reproducible:
             self._check_reproducible(expression, name)
+            if name in ORDER_DEPENDENT_AGGREGATES and not order_free:
+                raise self.refuse(order_dependent_refusal(name))
+        order_free = order_free or name in ORDER_ERASING or name == "expressions.WindowExpression"
         if self._is(expression, "expressions.PlanExpression", name):
             self.vet_analyzed(expression.plan())
         if self._is(expression, "expressions.InheritAnalysisRules", name):
@@ -323,9 +359,11 @@ class Sandbox:
             # Spark's own code, so only its parameters are class-checked; the replacement is
             # still walked for non-determinism and special datetime strings.
             for parameter in _seq(expression.parameters()):
-                self._vet_analyzed_expression(parameter, check_class=check_class)
+                self._vet_analyzed_expression(
+                    parameter, check_class=check_class, order_free=order_free
+                )
             for child in _seq(expression.children()):
-                self._vet_analyzed_expression(child, check_class=False)
+                self._vet_analyzed_expression(child, check_class=False, order_free=order_free)
             return
         if self._policy.reproducible and self._is(
             expression, "expressions.RuntimeReplaceable", name
@@ -335,9 +373,9 @@ class Sandbox:
             replacement = expression.replacement()
             if not replacement.deterministic():
                 self._refuse_nondeterministic(replacement)
-            self._vet_analyzed_expression(replacement, check_class=False)
+            self._vet_analyzed_expression(replacement, check_class=False, order_free=order_free)
         for child in _seq(expression.children()):
-            self._vet_analyzed_expression(child, check_class=check_class)
+            self._vet_analyzed_expression(child, check_class=check_class, order_free=order_free)
 
     def _refuse_nondeterministic(self, expression: Any) -> None:
         """Raise naming the innermost non-deterministic expression under ``expression``."""
@@ -359,7 +397,7 @@ class Sandbox:
                 and str(child.dataType().typeName()).startswith("string")
             ):
                 value = child.eval(None)
-                if value is not None and is_special_datetime(str(value.toString())):
+                if value is not None and self._moving_datetime(str(value.toString())):
                     raise self.refuse(special_datetime_refusal(str(value.toString())))
 
 

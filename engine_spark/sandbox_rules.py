@@ -205,8 +205,11 @@ ALLOWED_FUNCTIONS: frozenset[str] = _names(
     "to_xml",
 )
 """Functions of Spark 4.3's builtin registry a query may call (grouped as Spark groups them).
-Pure functions of their arguments; aggregates whose result depends on row order (``first``,
-``collect_list``...) are still checked by the determinism rule on the analyzed plan."""
+Pure functions of their arguments. Aggregates whose result depends on row order (``first``,
+``last``, ``any_value``, ``collect_list``, ``collect_set``, ``listagg``) are refused in
+transforms on the analyzed plan unless an order-erasing function takes their result
+(``sandbox.ORDER_DEPENDENT_AGGREGATES``); ``max_by``/``min_by``/``mode`` depend on row order
+only with ties, which a plan does not show, and are accepted."""
 
 TABLE_FUNCTIONS: frozenset[str] = _names(
     "range explode explode_outer inline inline_outer posexplode posexplode_outer stack",

@@ -10,7 +10,6 @@ from engine_spark.sandbox import (
     command_refusal,
     expression_refusal,
     function_refusal,
-    is_special_datetime,
     is_tablesample_text,
     node_refusal,
     relation_refusal,
@@ -125,15 +124,6 @@ def test_expressions() -> None:
     assert expression_refusal("expressions.CurrentTimestamp", INTER) is None
     for refused in ("expressions.CallMethodViaReflection", "expressions.ScalaUDF"):
         assert expression_refusal(refused, INTER) is not None
-
-
-@pytest.mark.parametrize(
-    ("text", "special"),
-    [("now", True), (" Today ", True), ("yesterday", True), ("TOMORROW UTC", True),
-     ("epoch", False), ("2020-01-01", False), ("nowhere", False), ("", False)],
-)  # fmt: skip
-def test_special_datetime_values(text: str, special: bool) -> None:
-    assert is_special_datetime(text) is special
 
 
 def test_typed_literal_parts() -> None:
