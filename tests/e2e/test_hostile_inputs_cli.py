@@ -10,7 +10,7 @@ import pytest
 
 from common.serde.yaml_codec import load_snapshots
 from coordinator.workspace import Workspace
-from tests.support.cli import odf
+from tests.support.cli import odf, on_a_terminal
 from tests.support.datasets import root
 
 pytestmark = pytest.mark.e2e
@@ -127,38 +127,6 @@ def test_json_nested_past_the_limit_is_refused_with_its_line(workspace: Path) ->
         "deep.ndjson:2: JSON nested deeper than 512 arrays and objects (column 547)",
     )
     assert head(workspace) == before
-
-
-def on_a_terminal(cwd: Path, *args: str) -> str:
-    """What ``odf ARGS`` writes to a pseudo-terminal (stdout and stderr), 160 columns wide."""
-    import pty
-    import sys
-
-    from tests.support.cli import REPO
-
-    leader, follower = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160", "TERM": "xterm"}
-    with subprocess.Popen(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=cwd,
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-    ) as process:
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the terminal's other side is closed
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        process.wait(timeout=60)
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def test_text_from_elsewhere_reaches_the_terminal_escaped(workspace: Path) -> None:

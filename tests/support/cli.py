@@ -87,3 +87,28 @@ def imported_by(cwd: Path, *args: str, whole: bool = False, daemon: bool = False
         [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True, env=env
     )
     return set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
+def on_a_terminal(cwd: Path, *args: str) -> str:
+    """What ``odf ARGS`` writes to a pseudo-terminal (stdout and stderr), 160 columns wide."""
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160", "TERM": "xterm"}
+    command = [sys.executable, "-m", "coordinator", *args]
+    with subprocess.Popen(
+        command, cwd=cwd, stdin=follower, stdout=follower, stderr=follower, env=env
+    ) as process:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        process.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", errors="replace")
