@@ -76,7 +76,12 @@ def session_conf(settings: SessionSettings) -> dict[str, str]:
         # Out of heap, the driver JVM exits (the request fails, the server reports it and the
         # coordinator sees a dead engine) instead of hanging with a dead scheduler thread.
         "spark.driver.extraJavaOptions": driver_java_options(settings),
-        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC -XX:+ExitOnOutOfMemoryError",
+        # A task's StackOverflowError (a regular expression that backtracks catastrophically,
+        # a deeply nested expression) fails that task and its request, not the JVM: Spark's
+        # executor otherwise calls such an error fatal and exits the process, which in local
+        # mode is the engine. Running out of heap still exits (the options above).
+        "spark.executor.killOnFatalError.depth": "0",
     }
     if settings.master.startswith("local"):
         # No network needed in local mode: keep the driver on loopback.

@@ -613,3 +613,59 @@ def test_variables_stay_text_on_a_thread_without_an_active_session(
     thread.start()
     thread.join()
     assert [r.s for r in rows] == ["${system:odf.thread.secret}"]
+
+
+ALLOWED_BUT_HOSTILE = [
+    (
+        "catastrophic-rlike",
+        "SELECT event_time, concat(repeat('a', 50000), city) rlike '(a|aa)*b' AS r FROM cities",
+        "StackOverflowError",
+    ),
+    (
+        "catastrophic-regexp-replace",
+        "SELECT event_time, regexp_replace(concat(repeat('a', 50000), city), '(a|aa)*c', '') AS r "
+        "FROM cities",
+        "StackOverflowError",
+    ),
+    (
+        "nested-parentheses",
+        "SELECT event_time, " + "(" * 3000 + "population" + ")" * 3000 + " AS p FROM cities",
+        "",
+    ),
+    (
+        "nested-calls",
+        "SELECT event_time, " + "abs(" * 3000 + "population" + ")" * 3000 + " AS p FROM cities",
+        "",
+    ),
+    (
+        "huge-sequence",
+        "SELECT event_time, size(sequence(1L, 10000000000L + population)) AS n FROM cities",
+        "COLLECTION_SIZE_LIMIT_EXCEEDED",
+    ),
+]
+
+
+def _jvm_pid(engine: SparkEngine) -> int:
+    return int(engine.session._jvm.java.lang.ProcessHandle.current().pid())
+
+
+@pytest.mark.parametrize(
+    ("query", "message"), [pytest.param(q, m, id=i) for i, q, m in ALLOWED_BUT_HOSTILE]
+)
+def test_a_hostile_but_allowed_query_fails_alone_and_the_engine_answers_the_next(
+    engine_stub: engine_pb2_grpc.EngineStub,
+    spark_engine: SparkEngine,
+    workdir: Path,
+    cities: ep.TransformRequestInput,
+    query: str,
+    message: str,
+) -> None:
+    pid = _jvm_pid(spark_engine)
+    request = OutputDataset(workdir / "out", "hostile", sql(query)).request([cities])
+    response = client.transform(engine_stub, request)
+    assert isinstance(response, ep.TransformResponseInvalidQuery), response
+    assert message in response.message
+    with pytest.raises(InvalidQueryError, match=message or "."):
+        _interactive(spark_engine, workdir, query.replace("event_time, ", "", 1))
+    assert _jvm_pid(spark_engine) == pid  # the same JVM, still up
+    assert _interactive(spark_engine, workdir, "SELECT count(*) AS n FROM cities").num_rows == 1
