@@ -62,6 +62,7 @@ BENCHES = (
     Bench("transform", "bench_transform.py", ("--rows", "100000", "--repeats", "1")),
     Bench("start", "bench_start.py", ("--repeats", "1")),
     Bench("memory", "bench_memory.py", ("--rows", "1000000")),
+    Bench("soak", "bench_soak.py", ("--seconds", "20")),
 )
 
 
