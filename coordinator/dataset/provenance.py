@@ -28,7 +28,7 @@ from typing import Any
 
 from common.odf.errors import OdfError
 from common.odf.events import SetPollingSource
-from common.odf.fragments import FetchStepContainer, PrepStepPipe
+from common.odf.fragments import EnvVar, FetchStepContainer, PrepStepPipe
 from coordinator.dataset import durable
 from coordinator.dataset.layout import DatasetLayout
 
@@ -90,13 +90,17 @@ def source_commands(source: SetPollingSource) -> list[str]:
             line += f" command {shlex.join(fetch.command)}"
         if fetch.args:
             line += f" args {shlex.join(fetch.args)}"
-        if fetch.env:
-            line += " env " + " ".join(sorted(e.name for e in fetch.env))
+        if fetch.env:  # values too: the image's command may act on them
+            line += " env " + shlex.join(sorted(_env_entry(e) for e in fetch.env))
         lines.append(line)
     for step in source.prepare or ():
         if isinstance(step, PrepStepPipe):
             lines.append(f"pipe {shlex.join(step.command)}")
     return lines
+
+
+def _env_entry(env: EnvVar) -> str:
+    return env.name if env.value is None else f"{env.name}={env.value}"
 
 
 def check_source_trusted(layout: DatasetLayout, alias: str, source: SetPollingSource) -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from common.odf.events import SetPollingSource
+from common.odf.fragments import EnvVar, FetchStepContainer, MergeStrategyAppend, ReadStepNdJson
 from common.serde.yaml_codec import load_snapshots
 from coordinator.daemon.scheduler import _dependents
 from coordinator.dataset.provenance import (
@@ -96,3 +98,24 @@ content:
     record_trusted(layout, commands)
     check_source_trusted(layout, "src", source)  # type: ignore[arg-type]
     assert provenance(layout).written_at == "https://example.org/src"
+
+
+def test_a_changed_container_env_value_needs_trust_again(ws: Workspace) -> None:
+    def source(value: str) -> SetPollingSource:
+        return SetPollingSource(
+            fetch=FetchStepContainer(
+                image="img:1", env=(EnvVar(name="MODE", value=value), EnvVar(name="TOKEN"))
+            ),
+            read=ReadStepNdJson(schema=("event_time TIMESTAMP",)),
+            merge=MergeStrategyAppend(),
+        )
+
+    trusted = source_commands(source("safe"))
+    assert trusted == ["container img:1 env MODE=safe TOKEN"]
+    assert source_commands(source("a b")) == ["container img:1 env 'MODE=a b' TOKEN"]
+    layout = ws.open_dataset("src").layout
+    record_detached(layout, "https://example.org/src")
+    record_trusted(layout, trusted)
+    check_source_trusted(layout, "src", source("safe"))
+    with pytest.raises(RunRefused, match=r"\(they changed since they were trusted\)"):
+        check_source_trusted(layout, "src", source("rm -rf ~"))
