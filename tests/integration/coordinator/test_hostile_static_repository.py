@@ -1,0 +1,106 @@
+"""``odf pull http://`` against a hostile static repository (a real HTTP server on loopback):
+endless, oversized, forged and looping answers are refused in one line, and nothing is left in
+the workspace."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from common.odf.errors import OdfError
+from common.odf.multihash import Multihash
+from coordinator.app.sharing import Sharing
+from coordinator.sharing.limits import Limits
+from coordinator.sharing.transfer import Options
+from coordinator.workspace import Workspace
+
+Answer = Callable[[BaseHTTPRequestHandler], None]
+FORGED = Multihash.sha3_256(b"a block that is not there").to_multibase()
+
+
+@contextmanager
+def hostile_repository(answer: Answer) -> Iterator[str]:
+    """Serve ``answer`` to every GET; yields the URL of a dataset there."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            with contextlib.suppress(OSError):  # the client hung up: expected
+                answer(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/ds"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def endless_head(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.end_headers()
+    for _ in range(100_000):  # 6 GB, if anyone read it
+        h.wfile.write(b"f" * 65536)
+
+
+def head_then_huge_block(h: BaseHTTPRequestHandler) -> None:
+    body = FORGED.encode() if h.path.endswith("/refs/head") else b"\0" * (4 << 20)
+    h.send_response(200)
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def head_then_forged_block(h: BaseHTTPRequestHandler) -> None:
+    body = FORGED.encode() if h.path.endswith("/refs/head") else b"not the block it names"
+    h.send_response(200)
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def redirect_loop(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(302)
+    h.send_header("Location", h.path)
+    h.send_header("Content-Length", "0")
+    h.end_headers()
+
+
+def redirect_to_a_file(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(302)
+    h.send_header("Location", "file:///etc/passwd")
+    h.send_header("Content-Length", "0")
+    h.end_headers()
+
+
+@pytest.mark.parametrize(
+    ("answer", "refusal"),
+    [
+        pytest.param(endless_head, "refs/head", id="endless-head"),
+        pytest.param(head_then_huge_block, "larger than", id="oversized-block"),
+        pytest.param(head_then_forged_block, FORGED, id="forged-block"),
+        pytest.param(redirect_loop, "redirects", id="redirect-loop"),
+        pytest.param(redirect_to_a_file, "ds/refs/head", id="redirect-to-a-file"),
+    ],
+)
+def test_a_hostile_static_repository_is_refused_and_nothing_is_left(
+    tmp_path: Path, answer: Answer, refusal: str
+) -> None:
+    ws = Workspace.init(tmp_path / "ws")
+    limits = Limits(max_block_bytes=1 << 20)
+    with hostile_repository(answer) as url, pytest.raises(OdfError) as e:
+        Sharing(ws).pull_remote(url, Options(limits=limits))
+    assert refusal in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+    assert ws.list_datasets() == [] and not any(ws.datasets_dir.iterdir())
