@@ -28,6 +28,11 @@ class Limits:
     max_new_blocks: int = MAX_NEW_BLOCKS
     max_message_bytes: int = MAX_MESSAGE_BYTES
     max_batch_bytes: int = MAX_BATCH_BYTES
+    stall_seconds: float = 30.0
+    stall_bytes: int = 256 << 10
+    """A download that moves fewer than ``stall_bytes`` in a window of ``stall_seconds``
+    (about 8.5 kB/s) is a stalled or dripping server: cut off (a read timeout alone lets a
+    byte a minute go on forever)."""
     download_origins: tuple[str, ...] = ()
     """Origins (``https://host:port``) a smart server may send its download URLs to, besides
     its own (``--allow-origin``)."""

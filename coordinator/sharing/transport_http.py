@@ -14,7 +14,10 @@ hashed and written from there: one copy from the kernel, no chunk objects. (``ur
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
+import threading
 from collections.abc import Callable
 
 import requests
@@ -91,10 +94,14 @@ class HttpSource:
             view = memoryview(buffer)
             read_into, done = _body_reader(response)
             try:
-                with sink_for(ref, into, self.location) as sink:
+                with (
+                    Pace(response, self.limits) as pace,
+                    sink_for(ref, into, self.location) as sink,
+                ):
                     # the bytes hashed and written straight from the buffer (both release
                     # the GIL)
                     while n := read_into(buffer):
+                        pace.advance(n)
                         sink.write(view[:n])
                         on_bytes(n)
                 done()
@@ -145,10 +152,12 @@ class HttpSource:
     def _read(self, response: requests.Response, limit: int) -> bytes:
         data = bytearray()
         try:
-            for chunk in response.iter_content(64 << 10):
-                data += chunk
-                if len(data) >= limit:
-                    break
+            with Pace(response, self.limits) as pace:
+                for chunk in response.iter_content(64 << 10):
+                    pace.advance(len(chunk))
+                    data += chunk
+                    if len(data) >= limit:
+                        break
         except requests.RequestException as e:
             raise RemoteError(f"{response.url}: {_reason(e)}") from None
         return bytes(data)
@@ -175,6 +184,60 @@ def _body_reader(
         return fp.readinto, release
     raw.decode_content = True
     return raw.readinto, lambda: None
+
+
+class Pace:
+    """A floor on a download's speed, kept by a watchdog: when a window of ``stall_seconds``
+    moved fewer than ``stall_bytes``, the connection is shut down (which ends a read blocked
+    on a dripping server) and the download fails with ``RemoteError`` saying so."""
+
+    def __init__(self, response: requests.Response, limits: Limits) -> None:
+        self.url, self.limits = response.url, limits
+        self.sock = _socket_of(response)
+        self.moved = 0
+        self.stalled = False
+        self.timer: threading.Timer | None = None
+
+    def __enter__(self) -> Pace:
+        self._arm()
+        return self
+
+    def advance(self, n: int) -> None:
+        self.moved += n
+
+    def _arm(self) -> None:
+        self.timer = threading.Timer(self.limits.stall_seconds, self._check)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _check(self) -> None:
+        if self.moved >= self.limits.stall_bytes:
+            self.moved = 0
+            self._arm()
+            return
+        self.stalled = True
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.stalled:
+            raise RemoteError(
+                f"{self.url}: fewer than {self.limits.stall_bytes} bytes in"
+                f" {self.limits.stall_seconds:g} s: a stalled or dripping server, cut off"
+            ) from None
+
+
+def _socket_of(response: requests.Response) -> socket.socket | None:
+    """The socket a streamed response reads from: its connection's, or (once ``http.client``
+    handed it over to a response that closes the connection) the response's own."""
+    sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+    if sock is None:  # _fp: http.client's response; .fp: its reader; .raw: socket.SocketIO
+        reader = getattr(getattr(response.raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(reader, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
 
 
 class _Response:

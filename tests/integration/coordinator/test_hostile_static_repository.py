@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -70,6 +71,16 @@ def head_then_forged_block(h: BaseHTTPRequestHandler) -> None:
     h.wfile.write(body)
 
 
+def dripping_head(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Length", "1000")
+    h.end_headers()
+    for _ in range(1000):  # a byte every 0.1 s: each read is well within its timeout
+        h.wfile.write(b"f")
+        h.wfile.flush()
+        time.sleep(0.1)
+
+
 def redirect_loop(h: BaseHTTPRequestHandler) -> None:
     h.send_response(302)
     h.send_header("Location", h.path)
@@ -91,6 +102,11 @@ def redirect_to_a_file(h: BaseHTTPRequestHandler) -> None:
         pytest.param(head_then_huge_block, "larger than", id="oversized-block"),
         pytest.param(head_then_forged_block, FORGED, id="forged-block"),
         pytest.param(redirect_loop, "redirects", id="redirect-loop"),
+        pytest.param(
+            dripping_head,
+            "fewer than 1024 bytes in 1 s: a stalled or dripping server, cut off",
+            id="dripping",
+        ),
         pytest.param(redirect_to_a_file, "ds/refs/head", id="redirect-to-a-file"),
     ],
 )
@@ -98,7 +114,7 @@ def test_a_hostile_static_repository_is_refused_and_nothing_is_left(
     tmp_path: Path, answer: Answer, refusal: str
 ) -> None:
     ws = Workspace.init(tmp_path / "ws")
-    limits = Limits(max_block_bytes=1 << 20)
+    limits = Limits(max_block_bytes=1 << 20, stall_seconds=1.0, stall_bytes=1024)
     with hostile_repository(answer) as url, pytest.raises(OdfError) as e:
         Sharing(ws).pull_remote(url, Options(limits=limits))
     assert refusal in str(e.value), str(e.value)
