@@ -71,6 +71,8 @@ def test_a_file_is_checked_across_chunks_with_its_line(tmp_path: Path) -> None:
     )
 
 
+PRETTY_OBJECTS = '{"records": [{"v":\n' + nested(DEEP, '{"a":\n', "}") + "}]}"
+"""A pretty-printed document: level 3 on its first line, then one more on each line."""
 FEATURE = '{"type":"Feature","properties":{"a":1},"geometry":{"type":"Point","coordinates":X}}'
 
 
@@ -99,12 +101,7 @@ FEATURE = '{"type":"Feature","properties":{"a":1},"geometry":{"type":"Point","co
             ReadStepJson(), '[{"v": 1},\n{"v": ' + nested(DEEP) + "}]", "deep:2", id="json"
         ),
         pytest.param(ReadStepJson(), "[\n" * DEEP + "]\n" * DEEP, "deep:513", id="json-pretty"),
-        pytest.param(
-            ReadStepJson(),
-            '{"records": [{"v":\n' + nested(DEEP, '{"a":\n', "}") + "}]}",
-            "deep:511",
-            id="json-pretty-objects",
-        ),
+        pytest.param(ReadStepJson(), PRETTY_OBJECTS, "deep:511", id="json-pretty-objects"),
         pytest.param(
             ReadStepGeoJson(),
             '{"type":"FeatureCollection","features":[\n'
