@@ -4,7 +4,8 @@ Scalars are resolved as the reference (serde_yaml 0.9, a YAML 1.2 core schema) r
 only ``true``/``false`` are booleans, ``null``/``~``/empty is null, integers are decimal (no
 leading zeros), ``0x``, ``0o`` or ``0b``; everything else that is not a float is a string, so
 timestamps, ``yes``/``no`` and ``1:20`` stay strings. Mapping keys must be strings; anchors,
-aliases, merge keys and custom tags are rejected.
+aliases, merge keys and custom tags are rejected, and so is nesting deeper than ``MAX_DEPTH``
+sequences and mappings (found while composing, before anything recurses past it).
 
 Writing uses libyaml (as serde_yaml does): block style, 2-space indentation, sequences not
 indented under their key, no line wrapping, strings quoted only when they would otherwise read
@@ -36,6 +37,9 @@ _FLOAT_RE = re.compile(
 )
 _LEADING_ZERO_DIGITS_RE = re.compile(r"[-+]?0[0-9]+")
 _DIGITS = list("-+0123456789")
+
+MAX_DEPTH = 64
+"""Sequences and mappings nested inside one another, at the most (a snapshot needs 6)."""
 
 
 class _LoadResolver(yaml.resolver.BaseResolver):
@@ -78,6 +82,7 @@ class _Loader(
         yaml.parser.Parser.__init__(self)
         yaml.composer.Composer.__init__(self)
         _LoadResolver.__init__(self)
+        self.depth = 0
 
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(yaml.AliasEvent):
@@ -85,7 +90,17 @@ class _Loader(
             raise yaml.composer.ComposerError(
                 None, None, "aliases are not supported", event.start_mark
             )
-        return super().compose_node(parent, index)
+        if not self.check_event(yaml.CollectionStartEvent):
+            return super().compose_node(parent, index)
+        if self.depth == MAX_DEPTH:
+            problem = f"nested deeper than {MAX_DEPTH} sequences and mappings"
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(None, None, problem, mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 class _Representer(yaml.representer.SafeRepresenter):
@@ -160,8 +175,6 @@ def load_all(text: str, source: str) -> list[Document]:
         raise _syntax_error(e, source) from None
     except yaml.YAMLError as e:
         raise ValidationError(f"invalid YAML: {' '.join(str(e).split())}", path=source) from None
-    except RecursionError:
-        raise ValidationError("YAML is nested too deeply", path=source) from None
     finally:
         loader.dispose()
     return documents

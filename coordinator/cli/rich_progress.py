@@ -17,6 +17,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from coordinator.cli.terminal_text import visible
 from coordinator.ingest.progress import ProgressTask
 
 
@@ -52,7 +53,7 @@ class RichProgress:
     def __init__(self, console: Console) -> None:
         self.progress = Progress(
             SpinnerColumn(),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             _AmountColumn(),
             TimeElapsedColumn(),
@@ -62,7 +63,10 @@ class RichProgress:
         self.progress.start()
 
     def task(self, description: str, *, total: int | None = None, unit: str = "B") -> ProgressTask:
-        return _RichTask(self.progress, self.progress.add_task(description, total=total, unit=unit))
+        """A task named by ``description``, which may quote a dataset, URL or the daemon:
+        shown escaped (``visible``), never read as rich markup."""
+        shown = visible(description)
+        return _RichTask(self.progress, self.progress.add_task(shown, total=total, unit=unit))
 
     def stop(self) -> None:
         self.progress.stop()

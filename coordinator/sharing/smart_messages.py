@@ -21,6 +21,7 @@ from typing import Any
 from common.odf.errors import DecodeError
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
+from common.serde.json_depth import MAX_DEPTH, first_too_deep
 from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
 
@@ -39,6 +40,12 @@ def encode(message: dict[str, Any]) -> str:
 
 
 def decode(text: str | bytes, where: str) -> dict[str, Any]:
+    """A message from the peer: a JSON object, its nesting scanned before it is parsed."""
+    data = text.encode("utf-8", errors="replace") if isinstance(text, str) else text
+    if first_too_deep(data, lines=False) is not None:
+        raise RejectedContentError(
+            f"{where}: not a JSON message: nested deeper than {MAX_DEPTH} arrays and objects"
+        )
     try:
         message = json.loads(text)
     except ValueError as e:

@@ -129,6 +129,26 @@ def test_json_nested_past_the_limit_is_refused_with_its_line(workspace: Path) ->
     assert head(workspace) == before
 
 
+def test_a_document_nested_past_the_limit_across_its_lines_is_refused(workspace: Path) -> None:
+    """Pretty-printed Json and GeoJson nest across lines; a snapshot's YAML nests too."""
+    before = head(workspace)
+    (workspace / "deep.json").write_text("[\n" * 100_000 + "]\n" * 100_000)
+    (workspace / "deep.geojson").write_text('{"features": [\n' + "[\n" * 100_000)
+    for name, fmt, line in (("deep.json", "json", 513), ("deep.geojson", "geojson", 512)):
+        one_line_error(
+            odf(workspace, "ingest", "events", name, "--input-format", fmt),
+            f"{name}:{line}: JSON nested deeper than 512 arrays and objects (column 1)",
+        )
+    assert head(workspace) == before
+    listed = odf(workspace, "list", "-o", "csv").stdout
+    (workspace / "deep.yaml").write_text(events("deep") + "  - " + "- " * 100_000 + "x\n")
+    one_line_error(
+        odf(workspace, "add", "deep.yaml"),
+        "deep.yaml:18:127: invalid YAML: nested deeper than 64 sequences and mappings",
+    )
+    assert odf(workspace, "list", "-o", "csv").stdout == listed  # nothing added
+
+
 def test_text_from_elsewhere_reaches_the_terminal_escaped(workspace: Path) -> None:
     hostile = "a\x1b]0;pwned\x07b\x1b[2Jc\u202ed\x9b1m"
     record = {"t": "2020-01-01T00:00:00Z", "s": hostile}

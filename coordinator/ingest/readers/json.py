@@ -61,7 +61,7 @@ def read_records(
 def load_document(path: Path, name: str) -> Any:
     """A whole JSON document from elsewhere, its depth checked before it is decoded."""
     data = path.read_bytes()
-    json_depth.check_text(data, lambda n: f"{name}:{n}")
+    json_depth.check_text(data, lambda n: f"{name}:{n}", lines=False)
     try:
         return json.loads(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -1,15 +1,9 @@
-"""How deeply JSON from elsewhere may nest, checked before any parser recurses into it.
+"""JSON from elsewhere nested too deeply, refused with the file, line and column.
 
-Python's ``json`` recurses once per level (a ``RecursionError`` past about a thousand) and
-pyarrow's JSON reader, when it infers a schema, crashes the process on some hundred thousand
-levels. So every JSON text the readers take (Json and GeoJson documents, NdJson and NdGeoJson
-files read by Python or with an inferred schema, the lines re-read to locate an error) is
-checked here first: nesting deeper than ``MAX_DEPTH`` arrays and objects is refused with the
-line and column where it passes the limit. Lines are independent (NDJSON); a document is one
-text whose lines are numbered from 1.
-
-The check is vectorised (numpy over the bytes): brackets inside strings do not count, an
-escaped quote does not end a string, and each line starts at depth 0.
+The ingest side of ``common.serde.json_depth``: Json and GeoJson documents, NdJson and
+NdGeoJson files read by Python or with an inferred schema, and the lines re-read to locate an
+error are scanned before they are parsed; past ``MAX_DEPTH`` a ``ReadError`` names where.
+Lines are independent in NDJSON; a document is one text whose lines are numbered from 1.
 """
 
 from __future__ import annotations
@@ -19,45 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from common.serde.json_depth import MAX_DEPTH, first_too_deep
 from coordinator.ingest.errors import ReadError
 
-MAX_DEPTH = 512
-"""Arrays and objects nested inside one another, at the most (GeoJSON needs 4)."""
-
 _CHUNK = 4 << 20
-_DELTA = np.zeros(256, np.int8)
-_DELTA[[ord("["), ord("{")]] = 1
-_DELTA[[ord("]"), ord("}")]] = -1
 
 
-def first_too_deep(data: bytes, limit: int = MAX_DEPTH) -> int | None:
-    """The offset of the first bracket that opens level ``limit + 1``, or ``None`` (pure)."""
-    b = np.frombuffer(data, np.uint8)
-    delta = _DELTA[b]
-    if b.size == 0 or np.count_nonzero(delta == 1) <= limit:
-        return None
-    idx = np.arange(b.size, dtype=np.int64)
-    newline = b == ord("\n")
-    backslash = b == ord("\\")
-    quote = b == ord('"')
-    if backslash.any():  # a quote after an odd run of backslashes is escaped
-        last_plain = np.maximum.accumulate(np.where(backslash, -1, idx))
-        run = idx - 1 - np.concatenate(([-1], last_plain[:-1]))
-        quote &= run % 2 == 0
-    quotes = np.cumsum(quote, dtype=np.int64)
-    in_string = ((quotes - np.maximum.accumulate(np.where(newline, quotes, 0))) & 1).astype(bool)
-    depth = np.cumsum(np.where(in_string, 0, delta), dtype=np.int64)
-    line_start = np.maximum.accumulate(np.where(newline, idx, -1))
-    base = np.where(line_start >= 0, depth[np.maximum(line_start, 0)], 0)
-    over = depth - base > limit
-    return int(np.argmax(over)) if over.any() else None
-
-
-def check_text(data: bytes, where: Callable[[int], str]) -> None:
-    """Refuse ``data`` if it nests too deeply; ``where`` names its 1-based line ``n``."""
-    at = first_too_deep(data)
+def check_text(data: bytes, where: Callable[[int], str], *, lines: bool = True) -> None:
+    """Refuse ``data`` if it nests too deeply; ``where`` names its 1-based line ``n``;
+    ``lines``: NDJSON (each line on its own), otherwise one document."""
+    at = first_too_deep(data, lines=lines)
     if at is None:
         return
     line_start = data.rfind(b"\n", 0, at) + 1

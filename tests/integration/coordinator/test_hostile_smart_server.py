@@ -53,6 +53,10 @@ def malformed(ws: ServerConnection, base: str) -> None:
     ws.send('{"blocks": [1, 2')
 
 
+def deep(ws: ServerConnection, base: str) -> None:
+    ws.send('{"blocks": ' + "[" * 200_000 + "]" * 200_000 + "}")
+
+
 def elsewhere(tmp: Path) -> Scenario:
     """A real chain whose data file is to be downloaded from another host."""
     ds = source_dataset(tmp / "published", 1)
@@ -93,6 +97,11 @@ def elsewhere(tmp: Path) -> Scenario:
             zeros, "the batch has data after its tar archive", id="zeros-after-the-archive"
         ),
         pytest.param(malformed, "not a JSON message", id="malformed-json"),
+        pytest.param(
+            deep,
+            "not a JSON message: nested deeper than 512 arrays and objects",
+            id="deeply-nested-json",
+        ),
     ],
 )
 def test_a_hostile_smart_server_is_refused_and_nothing_is_left(

@@ -50,3 +50,17 @@ def test_fetch_and_ingest_tasks_share_one_display(tmp_path: Path) -> None:
     assert "fetch http://x/data.csv" in shown and "1.0/2.0 kB" in shown
     assert "ingest data.csv" in shown and "1,500 records" in shown
     assert out.getvalue()  # something was drawn on the terminal
+
+
+def test_a_task_shows_text_from_elsewhere_escaped_and_never_as_markup() -> None:
+    """A URL or dataset name from someone else's snapshot, or a daemon's task description."""
+    console, _ = terminal()
+    hostile = "fetch http://x/\x1b]0;pwned\x07\x1b[2J\u202e[bold red]a[/bold red]\x9b"
+    with terminal_progress(console=console) as progress:
+        task = progress.task(hostile, unit="B")
+        snapshot = Console(file=io.StringIO(), width=200)
+        snapshot.print(progress.progress)
+        shown = snapshot.file.getvalue()  # type: ignore[attr-defined]
+        task.close()
+    assert "http://x/\\x1b]0;pwned\\x07\\x1b[2J\\u202e[bold red]a[/bold red]\\x9b" in shown
+    assert not any(c in shown for c in "\x1b\x07\x9b\u202e")

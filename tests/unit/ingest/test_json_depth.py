@@ -15,9 +15,10 @@ from common.odf.fragments import (
     ReadStepNdGeoJson,
     ReadStepNdJson,
 )
+from common.serde.json_depth import MAX_DEPTH, first_too_deep
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.readers import read_data
-from coordinator.ingest.readers.json_depth import MAX_DEPTH, check_file, first_too_deep
+from coordinator.ingest.readers.json_depth import check_file
 
 DEEP = 100_000
 """Past Python's recursion limit and past the depth that crashes pyarrow's inference."""
@@ -49,6 +50,14 @@ def test_strings_escapes_and_lines(text: str, expected: int | None) -> None:
     assert first_too_deep(text.encode(), limit=3) == expected
 
 
+def test_a_document_nests_across_its_lines() -> None:
+    """A pretty-printed document: its line breaks are whitespace, they reset nothing."""
+    text = "[\n" * 4 + "]\n" * 4
+    assert first_too_deep(text.encode(), limit=3) is None
+    assert first_too_deep(text.encode(), limit=3, lines=False) == 6
+    assert first_too_deep(b'["\n[[[[", 1]', limit=3, lines=False) is None
+
+
 def test_a_file_is_checked_across_chunks_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "big.ndjson"
     fine = json.dumps({"v": nested(10)}) + "\n"
@@ -62,6 +71,8 @@ def test_a_file_is_checked_across_chunks_with_its_line(tmp_path: Path) -> None:
     )
 
 
+PRETTY_OBJECTS = '{"records": [{"v":\n' + nested(DEEP, '{"a":\n', "}") + "}]}"
+"""A pretty-printed document: level 3 on its first line, then one more on each line."""
 FEATURE = '{"type":"Feature","properties":{"a":1},"geometry":{"type":"Point","coordinates":X}}'
 
 
@@ -88,6 +99,16 @@ FEATURE = '{"type":"Feature","properties":{"a":1},"geometry":{"type":"Point","co
         ),
         pytest.param(
             ReadStepJson(), '[{"v": 1},\n{"v": ' + nested(DEEP) + "}]", "deep:2", id="json"
+        ),
+        pytest.param(ReadStepJson(), "[\n" * DEEP + "]\n" * DEEP, "deep:513", id="json-pretty"),
+        pytest.param(ReadStepJson(), PRETTY_OBJECTS, "deep:511", id="json-pretty-objects"),
+        pytest.param(
+            ReadStepGeoJson(),
+            '{"type":"FeatureCollection","features":[\n'
+            + FEATURE.replace("X", "[\n" * DEEP + "]" * DEEP)
+            + "]}",
+            "deep:510",
+            id="geojson-pretty",
         ),
         pytest.param(
             ReadStepGeoJson(),

@@ -330,6 +330,31 @@ def test_yaml_syntax_and_subset_errors(text: str, message: str) -> None:
     expect_error(load_snapshot, text, message)
 
 
+DEEP = 100_000
+"""Past Python's recursion limit (composing raised a RecursionError)."""
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: " + "[" * DEEP + "]" * DEEP, "1:67"),
+        ("a: " + "[" * DEEP, "1:67"),  # refused before the parser reaches the end
+        ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 70)) + "x", "65:129"),
+        ("a:\n  - " + "- " * DEEP + "x", "2:129"),
+        ('{"a": ' + '{"b": ' * DEEP + "1" + "}" * DEEP + "}", "1:385"),
+    ],
+    ids=["flow", "flow-unclosed", "block", "compact-block", "json"],
+)
+def test_nesting_deeper_than_the_limit_is_refused_where_it_passes_it(
+    text: str, message: str
+) -> None:
+    expect_error(
+        load_snapshot,
+        text,
+        f"dataset.yaml:{message}: invalid YAML: nested deeper than 64 sequences and mappings",
+    )
+
+
 def test_multi_document_error_names_the_line_in_the_whole_file() -> None:
     second = change(SNAPSHOT, "header: true", "header: 1")
     with pytest.raises(ValidationError) as e:

@@ -96,6 +96,19 @@ def test_a_batch_inflating_past_the_limit_is_cut_off_while_unpacking() -> None:
         msg.read_blocks_batch(batch, "remote", limits)
 
 
+DEEP = '{"datasetId": ' + "[" * 100_000 + "]" * 100_000 + "}"
+"""A message past Python's recursion limit (``json.loads`` raised RecursionError)."""
+
+
+@pytest.mark.parametrize("text", [DEEP, DEEP.encode(), DEEP.replace("[", "[\n")])
+def test_a_message_nested_too_deeply_is_refused_before_it_is_parsed(text: str | bytes) -> None:
+    with pytest.raises(RejectedContentError) as e:
+        msg.decode(text, "ws://h/src")
+    assert str(e.value) == (
+        "ws://h/src: not a JSON message: nested deeper than 512 arrays and objects"
+    )
+
+
 def test_the_server_answers_the_pull_flow_in_order(tmp_path: Path) -> None:
     ds = source_dataset(tmp_path / "src", 2)
     session = PullSession(ds, lambda kind, h: f"http://h/src/{kind}/{h}")
@@ -121,6 +134,7 @@ def test_the_server_answers_the_pull_flow_in_order(tmp_path: Path) -> None:
         json.dumps({"datasetId": "did:odf:fed01" + "00" * 32}),
         json.dumps({"beginAfter": H}),
         json.dumps({"stopAt": 5}),
+        DEEP,
     ],
 )
 def test_the_server_ends_a_bad_session_with_an_error(tmp_path: Path, first: str) -> None:
