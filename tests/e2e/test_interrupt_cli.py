@@ -98,7 +98,10 @@ class Interruptible:
 
 def interrupt_when_running(ws: Path, *args: str) -> tuple[Interruptible, set[int], list[Path]]:
     """Start ``odf -v ARGS``, wait until its engine is running the query, then SIGINT it."""
-    run = Interruptible(start_odf(ws, "-v", *args))
+    # Without the class-data archive: an engine's first start on a machine writes it as the
+    # JVM exits, and an interruption then leaves that writer behind for a few seconds (a known
+    # gap, stop 26's note); this test is about Ctrl-C in steady state.
+    run = Interruptible(start_odf(ws, "-v", *args, env={"ODF_ENGINE_CDS": "off"}))
     try:
         run.wait_for("engine.ready")
         time.sleep(2.0)  # the request is sent and its Spark job is running
