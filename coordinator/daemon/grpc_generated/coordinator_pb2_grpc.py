@@ -90,6 +90,11 @@ class CoordinatorStub:
                 request_serializer=coordinator__pb2.DeleteRequest.SerializeToString,
                 response_deserializer=coordinator__pb2.DeleteResponse.FromString,
                 _registered_method=True)
+        self.Status = channel.unary_unary(
+                '/odf.coordinator.v1.Coordinator/Status',
+                request_serializer=coordinator__pb2.StatusRequest.SerializeToString,
+                response_deserializer=coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
 
 
 class CoordinatorServicer:
@@ -172,6 +177,13 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Status(self, request, context):
+        """What the daemon is doing: its queue, schedules, engines and running calls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -229,6 +241,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.Delete,
                     request_deserializer=coordinator__pb2.DeleteRequest.FromString,
                     response_serializer=coordinator__pb2.DeleteResponse.SerializeToString,
+            ),
+            'Status': grpc.unary_unary_rpc_method_handler(
+                    servicer.Status,
+                    request_deserializer=coordinator__pb2.StatusRequest.FromString,
+                    response_serializer=coordinator__pb2.StatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -528,6 +545,33 @@ class Coordinator:
             '/odf.coordinator.v1.Coordinator/Delete',
             coordinator__pb2.DeleteRequest.SerializeToString,
             coordinator__pb2.DeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Status(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odf.coordinator.v1.Coordinator/Status',
+            coordinator__pb2.StatusRequest.SerializeToString,
+            coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
