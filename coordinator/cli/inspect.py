@@ -15,12 +15,13 @@ from coordinator.cli.output import (
     render_rows,
     table_rows,
 )
+from coordinator.cli.terminal_text import visible
 from coordinator.dataset.describe import describe_event
 
 if TYPE_CHECKING:
     from common.odf.fragments import ExecuteTransformInput
     from coordinator.app import Application
-    from coordinator.transform.lineage import Lineage
+    from coordinator.transform.lineage import Lineage, Node
 
 LOG_COLUMNS = ("seq", "hash", "system_time", "event", "details")
 SCHEMA_COLUMNS = ("name", "type", "nullable")
@@ -156,7 +157,7 @@ def cmd_inspect_lineage(args: argparse.Namespace) -> int:
         case "json":
             render_document(
                 {
-                    "nodes": [{"name": n.name, "kind": n.kind} for n in lineage.nodes],
+                    "nodes": [_node_document(n) for n in lineage.nodes],
                     "edges": [{"input": e.source, "dataset": e.target} for e in lineage.edges],
                 },
                 OutputFormat.JSON,
@@ -177,7 +178,7 @@ def lineage_tree(lineage: Lineage, focus: str | None) -> str:
     def walk(
         name: str, step: Any, prefix: str, last: bool, top: bool, seen: frozenset[str]
     ) -> None:
-        label = f"{name} ({lineage.kind(name)})"
+        label = visible(_node_label(lineage, name))
         lines.append(label if top else f"{prefix}{'└── ' if last else '├── '}{label}")
         below = sorted(step(name))
         inner = prefix if top else prefix + ("    " if last else "│   ")
@@ -196,6 +197,23 @@ def lineage_tree(lineage: Lineage, focus: str | None) -> str:
     lines.append("downstream (dependents):")
     walk(name, lineage.downstream, "", True, True, frozenset({name}))
     return "".join(f"{line}\n" for line in lines)
+
+
+def _node_label(lineage: Lineage, name: str) -> str:
+    node = lineage.node(name)
+    if node is None or node.kind == "external":
+        return f"{name} (not in this workspace)"
+    clone = f", clone of {node.clone_of}" if node.clone_of else ""
+    return f"{name} ({node.kind}{clone})"
+
+
+def _node_document(n: Node) -> dict[str, Any]:
+    document: dict[str, Any] = {"name": n.name, "kind": n.kind}
+    if n.clone_of is not None:
+        document["cloneOf"] = n.clone_of
+    if n.dataset_id is not None:
+        document["id"] = n.dataset_id
+    return document
 
 
 def lineage_dot(lineage: Lineage) -> str:
