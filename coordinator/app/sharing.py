@@ -11,19 +11,28 @@ import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
 from common.odf.dataset_refs import DatasetName
 from common.odf.errors import NotFoundError, OdfError, ValidationError
+from common.odf.events import Seed
 from common.odf.identity import DatasetID
-from coordinator.dataset import Dataset
+from coordinator.dataset import AlreadyExistsError, Dataset
 from coordinator.dataset.provenance import record_detached, record_trusted, source_commands
 from coordinator.sharing.errors import RemoteError
 from coordinator.sharing.remote_refs import SMART_SCHEMES, RemoteLocation, looks_remote, resolve
 from coordinator.sharing.repos import RepoRegistry, forget_pull, read_remotes, remember
 from coordinator.sharing.smart_push_messages import TOKEN_HINT
-from coordinator.sharing.transfer import Options, Outcome, SyncResult, open_source, sync
+from coordinator.sharing.transfer import (
+    Options,
+    Outcome,
+    Plan,
+    SyncResult,
+    open_source,
+    sync,
+)
 from coordinator.sharing.transport_file import FileSource
 from coordinator.tempdirs import remove_tree
 from coordinator.workspace import Workspace
@@ -81,18 +90,36 @@ class Sharing:
                 remember(existing.layout, pull=location)
                 return Transferred(existing.alias, location, result)
             with self.workspace.preparing_dataset() as prepared:
-                result = sync(Dataset(prepared, alias=name), source, name, options)
-                found = Dataset(prepared, alias=name).state().id
-                if expected is not None and found != expected:
-                    raise OdfError(
-                        f"{location} is dataset {found.to_did() if found else '?'}, not the input"
-                        f" {expected.to_did()} it was expected to be: nothing cloned"
-                    )
+                check = partial(self._check_clone, location, expected)
+                result = sync(Dataset(prepared, alias=name), source, name, options, check)
                 remember(Dataset(prepared).layout, pull=location)
                 ds = self.workspace.adopt_dataset(prepared, name)
             return Transferred(ds.alias, location, result, cloned=True)
         finally:
             source.close()
+
+    def _check_clone(
+        self, location: RemoteLocation, expected: DatasetID | None, planned: Plan
+    ) -> None:
+        """Before anything is downloaded: the remote is the dataset ``expected`` (when
+        given), and no dataset of the workspace has its id already."""
+        first = planned.new_blocks[0].block.event if planned.new_blocks else None
+        if not isinstance(first, Seed):
+            return  # the chain checks refuse it
+        found = first.dataset_id
+        if expected is not None and found != expected:
+            raise OdfError(
+                f"{location} is dataset {found.to_did()}, not the input {expected.to_did()} it"
+                " was expected to be: nothing cloned"
+            )
+        try:
+            existing = self.workspace.open_dataset(found.to_did())
+        except NotFoundError:
+            return
+        raise AlreadyExistsError(
+            f"dataset {existing.alias!r} is already this dataset ({found.to_did()}): update it"
+            f" with `odf pull {existing.alias}`; nothing downloaded"
+        )
 
     def pull_inputs(self, name: str, options: Options) -> Iterator[Transferred]:
         """The inputs the clone ``name`` reads that the workspace lacks, cloned from the

@@ -257,7 +257,8 @@ def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:
             except OdfError as e:
                 if args.fail_fast:
                     raise
-                print(f"error: {name}: {visible(str(e))}", file=sys.stderr)
+                text = str(e) if str(e).startswith(name) else f"{name}: {e}"  # the URL once
+                print(f"error: {visible(text)}", file=sys.stderr)
                 failures += 1
                 continue
     rest = [d.alias for d in datasets] if args.all else local

@@ -110,3 +110,11 @@ def test_new_writes_a_template_that_add_takes(ws: Path, template: str) -> None:
     again = odf(ws, "new", name, "--template", template)
     assert again.returncode == 1 and "exists: give --force" in again.stderr
     assert ok(ws, "new", name, "-t", template, "--output", "-").startswith("# A DatasetSnapshot")
+
+
+def test_a_dead_address_is_said_in_words_with_its_url_once(ws: Path) -> None:
+    result = odf(ws, "pull", "http://127.0.0.1:1/x")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "error: http://127.0.0.1:1/x/refs/head: cannot connect to 127.0.0.1:1: connection refused"
+    )
