@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError, ValidationError
@@ -275,12 +275,27 @@ class Application:
         return found
 
     def export(
-        self, name: str, fmt: ExportFormat, output: Path, *, partition_size: int | None = None
+        self,
+        name: str,
+        fmt: ExportFormat,
+        output: Path,
+        *,
+        partition_size: int | None = None,
+        force: bool = False,
     ) -> Exported:
-        """Write a dataset's records to a file (or a directory of parts) for other tools."""
+        """Write a dataset's records to a file (or a directory of parts) for other tools;
+        ``force``: replace an existing one."""
         from coordinator.query.export import export_dataset
 
-        return export_dataset(self.dataset(name), fmt, output, partition_size=partition_size)
+        return export_dataset(
+            self.dataset(name), fmt, output, partition_size=partition_size, force=force
+        )
+
+    def export_to_stream(self, name: str, fmt: ExportFormat, stream: BinaryIO) -> Exported:
+        """Write a dataset's records to an open binary stream (standard output)."""
+        from coordinator.query.export import export_to_stream
+
+        return export_to_stream(self.dataset(name), fmt, stream)
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
         from coordinator.query.tail import tail_records

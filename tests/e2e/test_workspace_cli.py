@@ -12,6 +12,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -248,7 +249,7 @@ def test_rename_keeps_identity_and_dependents(workspace: Path) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("error: name: ")
 
 
-def test_export_writes_records_in_offset_order_and_never_overwrites(
+def test_export_writes_records_in_offset_order_and_overwrites_only_with_force(
     workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "c.csv").write_text("city,population\nA,1\nB,2\nC,3\n")
@@ -276,8 +277,63 @@ def test_export_writes_records_in_offset_order_and_never_overwrites(
     assert pq.read_table(parquet).column("population").to_pylist() == [1, 2, 3, 4]
     again = odf(workspace, "export", "com.example.cities", "--output", str(parquet))
     assert again.returncode == 1
-    assert again.stderr == f"error: {parquet}: already exists (export never overwrites)\n"
-    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+    assert again.stderr == f"error: {parquet}: already exists (use --force to replace it)\n"
+    ok(workspace, "export", "com.example.cities", "--output", str(parquet), "--format", "csv",
+       "--force")  # fmt: skip
+    assert out.read_text() == parquet.read_text()  # replaced: CSV now
+    ok(workspace, "export", "com.example.cities", "--format", "csv", "--output", str(parts),
+       "--partition-size", "2", "--force")  # fmt: skip
+    assert sorted(p.name for p in parts.iterdir()) == ["part-00000.csv", "part-00001.csv"]
+    assert (
+        sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name or ".old" in p.name) == []
+    )
+
+
+def test_export_creates_parents_streams_to_stdout_and_leaves_nothing_on_failure(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "c.csv").write_text("city,population\nA,1\nB,2\n")
+    ok(workspace, "ingest", "com.example.cities", "c.csv")
+    nested = tmp_path / "new" / "deeper" / "cities.ndjson"
+    ok(workspace, "export", "com.example.cities", "--format", "ndjson", "--output", str(nested))
+    assert [json.loads(line)["city"] for line in nested.read_text().splitlines()] == ["A", "B"]
+    streamed = {}
+    for fmt in ("csv", "ndjson", "parquet"):
+        result = subprocess.run(
+            [sys.executable, "-m", "coordinator", "export", "com.example.cities", "--format", fmt,
+             "--output", "-"],
+            cwd=workspace, capture_output=True, check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == b"exported 2 records of com.example.cities to stdout\n"
+        streamed[fmt] = result.stdout
+    assert streamed["csv"] == (
+        ok(workspace, "export", "com.example.cities", "--format", "csv", "--output", "-").encode()
+    )
+    assert [r["city"] for r in csv.DictReader(io.StringIO(streamed["csv"].decode()))] == ["A", "B"]
+    assert [json.loads(x)["population"] for x in streamed["ndjson"].splitlines()] == [1, 2]
+    table = pq.read_table(pa.BufferReader(streamed["parquet"]))
+    assert table.column("city").to_pylist() == ["A", "B"]
+    assert not (workspace / "-").exists()
+    refused = fails(workspace, "export", "com.example.cities", "--output", "-",
+                    "--partition-size", "1")  # fmt: skip
+    assert refused == "error: --partition-size: cannot be used with --output - (one stream)"
+    # --force never replaces a directory that is not an earlier partitioned export
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    refused = fails(workspace, "export", "com.example.cities", "--output", str(tmp_path / "mine"),
+                    "--partition-size", "1", "--force")  # fmt: skip
+    assert "is a directory holding 'notes.txt', not an earlier partitioned export" in refused
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    # A data file that cannot be read: one line, and neither the file nor its parents appear.
+    data = next((workspace / ".odf" / "datasets" / "com.example.cities" / "data").iterdir())
+    data.write_bytes(data.read_bytes()[:20])
+    target = tmp_path / "absent" / "dir" / "cities.csv"
+    refused = fails(workspace, "export", "com.example.cities", "--format", "csv",
+                    "--output", str(target))  # fmt: skip
+    assert refused.startswith(f"error: {data}: a data file of 'com.example.cities' cannot be read")
+    assert not (tmp_path / "absent").exists()
 
 
 def test_config_list_get_set_unset_with_validation(workspace: Path) -> None:
