@@ -350,6 +350,7 @@ class Application:
                     event_time=event_time,
                     engines=engines,
                     progress=progress or NO_PROGRESS,
+                    csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
                 )
 
     def set_watermark(self, name: str, watermark: datetime) -> Multihash:
@@ -443,6 +444,7 @@ class Application:
                 engines=RawQueryEngines(engines),
                 progress=progress or NO_PROGRESS,
                 system_time=system_time,
+                csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
             ):
                 yield RootPulled(dataset.alias, result)
         elif kind is DatasetKind.DERIVATIVE:
