@@ -180,6 +180,66 @@ def test_bad_snapshot_names_file_and_field_and_adds_nothing(workspace: Path) -> 
     assert ok(workspace, "list", "-o", "json") == before
 
 
+@pytest.mark.parametrize(
+    ("snapshot", "message"),
+    [
+        (
+            root("s", ["event_time TIMESTAMP", "a STRNG"]),
+            "metadata[0].read.schema[1]: unsupported type STRNG for column 'a'",
+        ),
+        (
+            root("s", ["city STRING", "n BIGINT"], merge="Ledger", primary_key=["id"]),
+            "metadata[0].merge.primaryKey[0]: column 'id' is not in the schema"
+            " (columns: city, n, event_time)",
+        ),
+        (
+            root("s", ["time TIMESTAMP", "temp DOUBLE"], event_time="ts"),
+            "metadata[0].read.schema: the event-time column 'ts' (SetVocab.eventTimeColumn)"
+            " is not in the schema (columns: time, temp)",
+        ),
+        (
+            root("s", ["ts STRING", "temp DOUBLE"], event_time="ts"),
+            "metadata[0].read.schema: the event-time column 'ts' must be a DATE or TIMESTAMP,"
+            " got string",
+        ),
+        (
+            root("s", ["offset BIGINT", "temp DOUBLE"]),
+            "metadata[0].read.schema: column 'offset' is a system column: the ingest writes it",
+        ),
+    ],
+)
+def test_add_refuses_sources_that_cannot_work_naming_file_and_field(
+    tmp_path: Path, snapshot: str, message: str
+) -> None:
+    ok(tmp_path, "init")
+    (tmp_path / "s.yaml").write_text(snapshot)
+    assert fails(tmp_path, "add", "s.yaml") == f"error: s.yaml: {message}"
+    assert ok(tmp_path, "list", "-o", "json") == "[]\n"
+
+
+def test_add_of_several_files_checks_all_then_adds_all_or_none(tmp_path: Path) -> None:
+    ok(tmp_path, "init")
+    (tmp_path / "a.yaml").write_text(cities("a"))
+    (tmp_path / "b.yaml").write_text(root("b", ["event_time TIMESTAMP", "a STRNG"]))
+    (tmp_path / "c.yaml").write_text(big_cities("c", source="a"))  # an input of the batch
+    line = fails(tmp_path, "add", "a.yaml", "b.yaml", "c.yaml")
+    assert (
+        line == "error: b.yaml: metadata[0].read.schema[1]: unsupported type STRNG for column 'a'"
+    )
+    assert ok(tmp_path, "list", "-o", "json") == "[]\n"
+    (tmp_path / "d.yaml").write_text(big_cities("d", source="nope"))
+    line = fails(tmp_path, "add", "c.yaml", "a.yaml", "d.yaml")
+    assert line.startswith("error: d.yaml: metadata[0].inputs[0].datasetRef: input dataset 'nope'")
+    assert ok(tmp_path, "list", "-o", "json") == "[]\n"
+    (tmp_path / "b.yaml").write_text(root("b", ["event_time TIMESTAMP", "a STRING"]))
+    out = ok(tmp_path, "add", "c.yaml", "b.yaml", "a.yaml")
+    added = [line.split()[1] for line in out.splitlines()]
+    assert sorted(added) == ["a", "b", "c"] and added.index("a") < added.index("c")
+    refused = fails(tmp_path, "config", "set", "daemon.schedules", "{a: 10m, nope: 1h}")
+    assert refused == "error: daemon.schedules: dataset 'nope' not found in the workspace"
+    ok(tmp_path, "config", "set", "daemon.schedules", "{A: 10m, c: 1h}")
+
+
 def test_unknown_dataset_and_no_workspace(
     workspace: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
