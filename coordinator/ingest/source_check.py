@@ -5,7 +5,8 @@ A source's read step declares the columns its data will have when it gives a DDL
 alone, and the dataset's vocabulary, these are known at ``odf add``, and refused there with
 the field's path rather than at the first ingest:
 
-- each DDL entry parses and names supported types (``read.schema[1]: unsupported type STRNG``);
+- each DDL entry parses and names supported types (``read.schema[1]: unsupported type STRNG``),
+  and a Csv step's options are ones the reader supports (``read.escape``, ``read.encoding``...);
 - the schema brings no system column (offset, operation type, system time);
 - the event-time column, when the schema has it, is a DATE or TIMESTAMP; when the dataset's
   ``SetVocab`` names an event-time column explicitly, the schema has it (without ``SetVocab``
@@ -24,7 +25,7 @@ import pyarrow as pa
 
 from common.odf.errors import ValidationError
 from common.odf.events import AddPushSource, MetadataEvent, SetPollingSource, SetVocab
-from common.odf.fragments import DatasetVocabulary, MergeStrategySnapshot
+from common.odf.fragments import DatasetVocabulary, MergeStrategySnapshot, ReadStepCsv
 from coordinator.dataset.state import resolve_vocab
 from coordinator.ingest.ddl import parse_ddl_schema, parse_read_schema
 from coordinator.ingest.system_columns import is_event_time_type
@@ -47,6 +48,10 @@ def check_sources(events: Sequence[MetadataEvent]) -> None:
 
 def check_source(source: Source, vocab: DatasetVocabulary, *, event_time_declared: bool) -> None:
     """Check one source (see the module doc); errors name ``read.schema[j]``, ``merge...``."""
+    if isinstance(source.read, ReadStepCsv):
+        from coordinator.ingest.readers.csv import check_csv_options
+
+        check_csv_options(source.read)
     columns = getattr(source.read, "schema", None)
     if columns is None:
         return

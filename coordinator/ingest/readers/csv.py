@@ -99,19 +99,10 @@ class _CsvReader:
         self.segment_size = segment_size
         self.direct_time = True
         """Whether segments still try the CSV converter on time columns (see the module)."""
-        self.separator = _single_char(step.separator, ",", "separator")
-        self.quote = _single_char(step.quote, '"', "quote")
-        _check_default(step.encoding, ("utf8", "utf-8"), "encoding")
+        self.separator, self.quote = check_csv_options(step)
         # The reference accepts only "", but the spec defines nullValue: we honour it. An
         # empty field stays NULL too, as in the reference.
         self.null_values = sorted({"", step.null_value or ""})
-        _check_default(step.date_format, ("rfc3339",), "dateFormat")
-        _check_default(step.timestamp_format, ("rfc3339",), "timestampFormat")
-        if step.escape:
-            raise UnsupportedOptionError(
-                f"escape {step.escape!r} is not supported: quotes are escaped by doubling",
-                path="read.escape",
-            )
         self.schema = parse_read_schema(step.schema) if step.schema else None
         self.header = bool(step.header)
         self.by_position = False
@@ -426,6 +417,22 @@ def _difference(header: list[str], matched: list[str | None], expected: list[str
     if repeated:
         parts.append(f"repeated: {', '.join(repeated)}")
     return "; ".join(parts)
+
+
+def check_csv_options(step: ReadStepCsv) -> tuple[str, str]:
+    """Refuse the options this reader does not support (the same as the reference's, see
+    the module doc); the separator and quote characters. Needs no file (``odf add``)."""
+    separator = _single_char(step.separator, ",", "separator")
+    quote = _single_char(step.quote, '"', "quote")
+    _check_default(step.encoding, ("utf8", "utf-8"), "encoding")
+    _check_default(step.date_format, ("rfc3339",), "dateFormat")
+    _check_default(step.timestamp_format, ("rfc3339",), "timestampFormat")
+    if step.escape:
+        raise UnsupportedOptionError(
+            f"escape {step.escape!r} is not supported: quotes are escaped by doubling",
+            path="read.escape",
+        )
+    return separator, quote
 
 
 def _single_char(value: str | None, default: str, option: str) -> str:

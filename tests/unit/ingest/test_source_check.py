@@ -67,3 +67,11 @@ def test_every_refusal_names_the_event_and_field() -> None:
     assert refusal([source(("kind STRING",)), vocab]) == (
         "metadata[0].read.schema: column 'kind' is a system column: the ingest writes it"
     )
+    escaping = AddPushSource(
+        source_name="main",
+        read=ReadStepCsv(header=True, escape="|"),
+        merge=MergeStrategyAppend(),
+    )
+    assert refusal([escaping]) == (
+        "metadata[0].read.escape: escape '|' is not supported: quotes are escaped by doubling"
+    )
