@@ -51,6 +51,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise ValidationError(
                 "cannot be used with --output - (one stream)", path="--partition-size"
             )
+        if fmt is ExportFormat.PARQUET and sys.stdout.isatty():
+            raise ValidationError(
+                "Parquet is binary: redirect standard output to a file or a pipe", path="--output"
+            )
         done = app.export_to_stream(args.name, fmt, sys.stdout.buffer)
         print(f"exported {done.records} records of {args.name} to stdout", file=sys.stderr)
         return 0

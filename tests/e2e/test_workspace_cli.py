@@ -376,6 +376,17 @@ def test_export_creates_parents_streams_to_stdout_and_leaves_nothing_on_failure(
     table = pq.read_table(pa.BufferReader(streamed["parquet"]))
     assert table.column("city").to_pylist() == ["A", "B"]
     assert not (workspace / "-").exists()
+    # a reader that stops early (| head): a quiet end, exit code 0
+    rows = "".join(f"C{i},{i}\n" for i in range(5000))
+    (workspace / "many.csv").write_text("city,population\n" + rows)
+    ok(workspace, "ingest", "com.example.cities", "many.csv")
+    piped = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -m coordinator export com.example.cities --format"
+         " ndjson --output - | head -c 10; exit ${PIPESTATUS[0]}"],
+        cwd=workspace, capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, '{"offset":', "")
     refused = fails(workspace, "export", "com.example.cities", "--output", "-",
                     "--partition-size", "1")  # fmt: skip
     assert refused == "error: --partition-size: cannot be used with --output - (one stream)"
