@@ -211,6 +211,19 @@ def test_csv_header_is_matched_by_name_unless_positions_are_asked_for(tmp_path: 
     assert ok(tmp_path, "config", "get", "ingest.csvColumnsByPosition") == "readings\n"
     ok(tmp_path, "ingest", "readings", "other.csv")
     assert [(r["temp"], r["humidity"]) for r in records(tmp_path, "readings")][1] == (81.0, 22.5)
+    # the same for a polling source, through `odf pull`
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    polled = POLLED.format(inbox=inbox).replace("kind: Csv\n", "kind: Csv\n        header: true\n")
+    (tmp_path / "polled.yaml").write_text(polled)
+    ok(tmp_path, "add", "polled.yaml")
+    (inbox / "day-2020-01-01.csv").write_text("population,city\n1,A\n")
+    ok(tmp_path, "pull", "polled")
+    assert [(r["city"], r["population"]) for r in records(tmp_path, "polled")] == [("A", 1)]
+    ok(tmp_path, "config", "set", "ingest.csvColumnsByPosition", "[readings, polled]")
+    (inbox / "day-2020-01-02.csv").write_text("town,people\nA,1\nB,2\n")
+    ok(tmp_path, "pull", "polled")
+    assert [(r["city"], r["population"]) for r in records(tmp_path, "polled")][-1] == ("B", 2)
     refused = odf(tmp_path, "config", "set", "ingest.csvColumnsByPosition", "[nope]")
     assert refused.stderr == (
         "error: ingest.csvColumnsByPosition: dataset 'nope' not found in the workspace\n"
