@@ -31,6 +31,10 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       schedules:                  # odf serve: polling sources (and derivatives) pulled on a
         nyc.weather: 10m          #   schedule: an interval (30s, 10m, 2h, 1d) or a cron line
         nyc.taxi: "*/15 * * * *"
+    ingest:
+      csvColumnsByPosition:       # datasets whose Csv sources read a DDL schema's columns by
+        - legacy.sensors          #   position, the header line only skipped (Spark's and
+                                  #   ODF < 0.35's enforceSchema); others match it by name
 
 Relative paths (``tokenFile``, ``tlsCa``) are relative to the ``.odf`` directory. Errors name
 the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
@@ -135,10 +139,28 @@ class Schedule:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class IngestConfig:
+    csv_columns_by_position: tuple[str, ...] = ()
+    """Datasets whose Csv readers match a DDL schema to the columns by position (the header
+    line is only skipped) rather than by the header's names."""
+
+    def csv_by_position(self, dataset: str) -> bool:
+        return dataset.lower() in {d.lower() for d in self.csv_columns_by_position}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WorkspaceConfig:
     engine: EngineConfig = field(default_factory=EngineConfig)
     transform: TransformConfig = field(default_factory=TransformConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
+
+    def dataset_names(self) -> dict[str, tuple[str, ...]]:
+        """The keys that name datasets and the names they hold (checked by ``odf config``)."""
+        return {
+            "daemon.schedules": tuple(s.dataset for s in self.daemon.schedules),
+            "ingest.csvColumnsByPosition": self.ingest.csv_columns_by_position,
+        }
 
 
 def config_path(odf_dir: Path) -> Path:
@@ -183,12 +205,29 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
 
 
 def _workspace_config(value: Any) -> WorkspaceConfig:
-    top = _mapping(value, "", ("engine", "transform", "daemon"))
+    top = _mapping(value, "", ("engine", "transform", "daemon", "ingest"))
     return WorkspaceConfig(
         engine=_engine_config(top.get("engine")),
         transform=_transform_config(top.get("transform")),
         daemon=_daemon_config(top.get("daemon")),
+        ingest=_ingest_config(top.get("ingest")),
     )
+
+
+def _ingest_config(value: Any) -> IngestConfig:
+    m = _mapping({} if value is None else value, "ingest", ("csvColumnsByPosition",))
+    names = m.get("csvColumnsByPosition") or []
+    path = "ingest.csvColumnsByPosition"
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list):
+        raise ValidationError(f"expected a list of dataset names, got {_kind(names)}", path=path)
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise ValidationError(
+                f"expected a dataset name, got {_kind(name)}", path=f"{path}[{i}]"
+            )
+    return IngestConfig(csv_columns_by_position=tuple(names))
 
 
 _ENGINE_KEYS = (
@@ -489,6 +528,7 @@ SETTINGS: dict[str, Any] = {
     "daemon.httpMaxConnections": lambda c: c.daemon.http_max_connections,
     "daemon.httpMaxConnectionsPerClient": lambda c: c.daemon.http_max_connections_per_client,
     "daemon.schedules": lambda c: ", ".join(f"{s.dataset}={s.text}" for s in c.daemon.schedules),
+    "ingest.csvColumnsByPosition": lambda c: ", ".join(c.ingest.csv_columns_by_position),
 }
 """Every key of the file (``section.key``) and how to read its effective value."""
 

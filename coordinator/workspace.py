@@ -15,9 +15,10 @@ Dataset names are case-insensitive: ``Foo`` and ``foo`` are the same dataset.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from coordinator.dataset.errors import AlreadyExistsError, DatasetNotFoundError,
 from coordinator.tempdirs import remove_tree
 
 if TYPE_CHECKING:
+    from common.odf.events import MetadataEvent
     from common.odf.identity import DatasetID
     from common.odf.snapshot import DatasetSnapshot
     from coordinator.dataset.dataset import Dataset
@@ -159,6 +161,32 @@ class Workspace:
             key_path.unlink(missing_ok=True)
             raise
         return _dataset(final, alias=name)
+
+    def check_snapshot(
+        self, snapshot: DatasetSnapshot, *, planned: Collection[str] = ()
+    ) -> tuple[MetadataEvent, ...]:
+        """Refuse what ``create_dataset`` would refuse, creating nothing: a taken name, events
+        a snapshot cannot hold, inputs not found (unless ``planned``: datasets created before
+        it in the same batch) and the chain rules. The events the chain would start with."""
+        name = _dataset_name(snapshot.name)
+        if self._path_of_name(name) is not None:
+            raise AlreadyExistsError(f"dataset {name!r} already exists")
+        from common.odf.events import Seed
+        from common.odf.identity import DatasetID
+        from coordinator.dataset.snapshot_events import check_snapshot_chain, snapshot_events
+
+        later = {n.lower() for n in planned}
+
+        def resolve(ref: str) -> tuple[DatasetID, str]:
+            if ref.lower() in later:  # an id standing in for the one it will get
+                return DatasetID(hashlib.sha256(ref.lower().encode()).digest()), ref
+            return self._resolve_input(ref)
+
+        events = snapshot_events(snapshot, resolve)
+        stand_in = DatasetID(hashlib.sha256(f"seed:{name.lower()}".encode()).digest())
+        seed = Seed(dataset_id=stand_in, dataset_kind=snapshot.kind)
+        check_snapshot_chain(seed, events, datetime.now(UTC))
+        return events
 
     @contextmanager
     def preparing_dataset(self) -> Iterator[Path]:

@@ -10,11 +10,11 @@ prints or knows about terminals; nothing below this layer reads the configuratio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError, ValidationError
@@ -87,6 +87,16 @@ class IngestFile:
     name: str
 
 
+@contextmanager
+def _located(source: SnapshotSource) -> Iterator[None]:
+    """A ``ValidationError`` inside names the snapshot's file (and keeps its field path)."""
+    try:
+        yield
+    except ValidationError as e:
+        where = f"{source.origin}: {e.path}" if e.path else source.origin
+        raise ValidationError(e.reason, path=where) from None
+
+
 # --- the application -----------------------------------------------------------------------------
 
 
@@ -155,18 +165,34 @@ class Application:
     # --- datasets --------------------------------------------------------------------------------
 
     def add(self, sources: Sequence[SnapshotSource]) -> Iterator[AddedDataset]:
-        """Create datasets from snapshots, inputs first; derivative transforms are pinned to
-        the engine and validated by it (started only if some query can be validated)."""
+        """Create datasets from snapshots, inputs first, all or none: every snapshot is
+        checked (``Workspace.check_snapshot``, its sources by ``check_sources``) and every
+        derivative transform pinned to the engine and validated by it (started only if some
+        query can be validated) before the first is created; if one cannot be created after
+        all, those created before it are deleted again. Errors name the file and the field."""
+        from coordinator.ingest.source_check import check_sources
         from coordinator.transform.creation import TransformCreation
 
+        ordered = creation_order(sources)
         with self.engines() as engines:
             creation = TransformCreation(self.ws, engines)
-            for source in creation_order(sources):
-                try:
-                    created = self.ws.create_dataset(creation.prepare(source.snapshot))
-                except ValidationError as e:
-                    raise ValidationError(e.reason, path=f"{source.origin}: {e.path}") from None
-                yield AddedDataset(created.alias, created.id)
+            prepared = []
+            for i, source in enumerate(ordered):
+                earlier = [s.snapshot.name for s in ordered[:i]]
+                with _located(source):
+                    check_sources(self.ws.check_snapshot(source.snapshot, planned=earlier))
+                    prepared.append((source, creation.prepare(source.snapshot)))
+        created: list[Dataset] = []
+        try:
+            for source, snapshot in prepared:
+                with _located(source):
+                    created.append(self.ws.create_dataset(snapshot))
+        except BaseException:
+            for ds in reversed(created):  # dependents first
+                self.ws.delete_dataset(ds.alias)
+            raise
+        for ds in created:
+            yield AddedDataset(ds.alias, ds.id)
 
     def list_datasets(self) -> list[DatasetSummary]:
         """Every dataset; a broken one (unreadable head or blocks) with a one-line error."""
@@ -275,12 +301,27 @@ class Application:
         return found
 
     def export(
-        self, name: str, fmt: ExportFormat, output: Path, *, partition_size: int | None = None
+        self,
+        name: str,
+        fmt: ExportFormat,
+        output: Path,
+        *,
+        partition_size: int | None = None,
+        force: bool = False,
     ) -> Exported:
-        """Write a dataset's records to a file (or a directory of parts) for other tools."""
+        """Write a dataset's records to a file (or a directory of parts) for other tools;
+        ``force``: replace an existing one."""
         from coordinator.query.export import export_dataset
 
-        return export_dataset(self.dataset(name), fmt, output, partition_size=partition_size)
+        return export_dataset(
+            self.dataset(name), fmt, output, partition_size=partition_size, force=force
+        )
+
+    def export_to_stream(self, name: str, fmt: ExportFormat, stream: BinaryIO) -> Exported:
+        """Write a dataset's records to an open binary stream (standard output)."""
+        from coordinator.query.export import export_to_stream
+
+        return export_to_stream(self.dataset(name), fmt, stream)
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
         from coordinator.query.tail import tail_records
@@ -335,6 +376,7 @@ class Application:
                     event_time=event_time,
                     engines=engines,
                     progress=progress or NO_PROGRESS,
+                    csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
                 )
 
     def set_watermark(self, name: str, watermark: datetime) -> Multihash:
@@ -428,6 +470,7 @@ class Application:
                 engines=RawQueryEngines(engines),
                 progress=progress or NO_PROGRESS,
                 system_time=system_time,
+                csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
             ):
                 yield RootPulled(dataset.alias, result)
         elif kind is DatasetKind.DERIVATIVE:

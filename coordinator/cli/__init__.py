@@ -148,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {visible(str(e))}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # the reader went away (``odf export --output - | head``)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+        return 0
     except OSError as e:
         if args.debug:
             import traceback
@@ -159,8 +163,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

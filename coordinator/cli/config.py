@@ -10,8 +10,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from common.odf.errors import ValidationError
 from coordinator.cli.output import add_output_format_argument, render_rows
-from coordinator.config import SETTINGS, config_path, load_config, setting, with_setting
+from coordinator.config import (
+    SETTINGS,
+    WorkspaceConfig,
+    config_path,
+    load_config,
+    parse_config,
+    setting,
+    with_setting,
+)
 from coordinator.dataset.durable import write_atomic
 from coordinator.workspace import Workspace
 
@@ -47,7 +56,20 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_set(args: argparse.Namespace) -> int:
-    path = config_path(Workspace.find().odf_dir)
+    ws = Workspace.find()
+    path = config_path(ws.odf_dir)
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    write_atomic(path, with_setting(text, args.key, args.value, source=str(path)).encode())
+    new_text = with_setting(text, args.key, args.value, source=str(path))
+    if args.value is not None:
+        _check_datasets_exist(ws, args.key, parse_config(new_text, source=str(path)))
+    write_atomic(path, new_text.encode())
     return 0
+
+
+def _check_datasets_exist(ws: Workspace, key: str, config: WorkspaceConfig) -> None:
+    """A key that names datasets (``daemon.schedules``...) names datasets of the workspace."""
+    names = config.dataset_names().get(key, ())
+    existing = {p.name.lower() for p in ws.dataset_dirs()}
+    for name in names:
+        if name.lower() not in existing:
+            raise ValidationError(f"dataset {name!r} not found in the workspace", path=key)

@@ -1,12 +1,15 @@
-"""``odf export NAME --format parquet|csv|ndjson --output PATH [--partition-size N]``: a
-dataset's records, in offset order, for tools outside ODF (``Application.export``)."""
+"""``odf export NAME --format parquet|csv|ndjson --output PATH|- [--partition-size N] [--force]``:
+a dataset's records, in offset order, for tools outside ODF (``Application.export``).
+``--output -`` writes them to standard output (the summary line then goes to stderr)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
+from common.odf.errors import ValidationError
 from coordinator.app import Application
 from coordinator.query.export import ExportFormat
 
@@ -21,7 +24,10 @@ def register(subparsers: Any) -> None:
         help="default: parquet",
     )
     p.add_argument(
-        "--output", type=Path, required=True, metavar="PATH", help="a new file or directory"
+        "--output",
+        required=True,
+        metavar="PATH",
+        help="a new file or directory (missing parent directories are created); - for stdout",
     )
     p.add_argument(
         "--partition-size",
@@ -29,12 +35,31 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="a directory of files of at most N records each, instead of one file",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file (or an earlier partitioned export's directory)",
+    )
     p.set_defaults(handler=cmd_export)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    done = Application.open().export(
-        args.name, ExportFormat(args.format), args.output, partition_size=args.partition_size
+    app = Application.open()
+    fmt = ExportFormat(args.format)
+    if args.output == "-":
+        if args.partition_size is not None:
+            raise ValidationError(
+                "cannot be used with --output - (one stream)", path="--partition-size"
+            )
+        if fmt is ExportFormat.PARQUET and sys.stdout.isatty():
+            raise ValidationError(
+                "Parquet is binary: redirect standard output to a file or a pipe", path="--output"
+            )
+        done = app.export_to_stream(args.name, fmt, sys.stdout.buffer)
+        print(f"exported {done.records} records of {args.name} to stdout", file=sys.stderr)
+        return 0
+    done = app.export(
+        args.name, fmt, Path(args.output), partition_size=args.partition_size, force=args.force
     )
     files = "1 file" if done.files == 1 else f"{done.files} files"
     print(f"exported {done.records} records of {args.name} to {done.path} ({files})")

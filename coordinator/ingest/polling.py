@@ -54,12 +54,16 @@ def poll_once(
     progress: Progress = NO_PROGRESS,
     container_client: ClientFactory = default_client,
     system_time: datetime | None = None,
+    csv_columns_by_position: bool = False,
 ) -> IngestResult:
     """One polling iteration: at most one commit (prepared again after a conflict).
 
     ``system_time`` (default: now) must not be before the head block's.
+    ``csv_columns_by_position``: see ``read_data``.
     """
-    options = _PollOptions(fetch_uncacheable, engines, progress, container_client, system_time)
+    options = _PollOptions(
+        fetch_uncacheable, engines, progress, container_client, system_time, csv_columns_by_position
+    )
     return retrying_conflicts(dataset, lambda: _poll(dataset, options))
 
 
@@ -70,6 +74,7 @@ class _PollOptions:
     progress: Progress
     container_client: ClientFactory
     system_time: datetime | None
+    csv_columns_by_position: bool
 
 
 def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
@@ -100,7 +105,7 @@ def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
         )
         if isinstance(fetched, UpToDate):
             return _unchanged(dataset, state, None)
-        data = _read(source, fetched, staging, poll.engines, poll.progress)
+        data = _read(source, fetched, staging, poll)
         options = WriteOptions(
             system_time=system_time,
             fallback_event_time=fetched.source_event_time or system_time,
@@ -119,19 +124,20 @@ def mqtt_client_id(dataset: Dataset) -> str:
 
 
 def _read(
-    source: SetPollingSource,
-    fetched: Fetched,
-    staging: Path,
-    engines: RawQueryEngineProvider | None,
-    progress: Progress,
+    source: SetPollingSource, fetched: Fetched, staging: Path, poll: _PollOptions
 ) -> DataStream | None:
     prepared = prepare(source.prepare or (), fetched.path, staging, name=fetched.name)
     if not prepared.exists() or prepared.stat().st_size == 0:
         return None
-    data = read_data(source.read, prepared, name=fetched.name)
+    data = read_data(
+        source.read,
+        prepared,
+        name=fetched.name,
+        csv_columns_by_position=poll.csv_columns_by_position,
+    )
     if source.preprocess is not None:
-        data = preprocess(data, source.preprocess, engines, staging)
-    return counted(data, progress, f"ingest {fetched.name}")
+        data = preprocess(data, source.preprocess, poll.engines, staging)
+    return counted(data, poll.progress, f"ingest {fetched.name}")
 
 
 def _write_and_commit(
@@ -171,6 +177,7 @@ class PollOptions(TypedDict, total=False):
     progress: Progress
     container_client: ClientFactory
     system_time: datetime | None
+    csv_columns_by_position: bool
 
 
 def pull_root(dataset: Dataset, **options: Unpack[PollOptions]) -> Iterator[IngestResult]:

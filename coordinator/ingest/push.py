@@ -70,15 +70,19 @@ def push_ingest(
     engines: RawQueryEngineProvider | None = None,
     progress: Progress = NO_PROGRESS,
     system_time: datetime | None = None,
+    csv_columns_by_position: bool = False,
 ) -> IngestResult:
-    """Ingest the file at ``path`` (``name`` is how errors and logs call it).
+    """Ingest the file at ``path`` (``name`` is how errors and logs call it);
+    ``csv_columns_by_position``: see ``read_data``.
 
     ``system_time`` (default: now) is the records' and blocks' system time; it must not be
     before the head block's. Prepared again if another writer commits first (see
     ``retrying_conflicts``).
     """
     shown = name or str(path)
-    request = _PushRequest(shown, source_name, input_format, event_time, system_time)
+    request = _PushRequest(
+        shown, source_name, input_format, event_time, system_time, csv_columns_by_position
+    )
     return retrying_conflicts(
         dataset, lambda: _push_once(dataset, path, request, engines, progress)
     )
@@ -91,6 +95,7 @@ class _PushRequest:
     input_format: str | None
     event_time: datetime | None
     system_time: datetime | None
+    csv_columns_by_position: bool
 
 
 def _push_once(
@@ -108,7 +113,8 @@ def _push_once(
     with dataset.staging_dir() as staging:
         data: DataStream | None = None
         if path.stat().st_size > 0:
-            data = read_data(step, path, name=shown)
+            by_position = request.csv_columns_by_position
+            data = read_data(step, path, name=shown, csv_columns_by_position=by_position)
             if source.preprocess is not None:
                 from coordinator.ingest.preprocess import preprocess  # the engine protocol
 

@@ -41,7 +41,7 @@ def validate_input(schema: pa.Schema, vocab: DatasetVocabulary, *, source: str) 
             )
     if vocab.event_time_column in schema.names:
         dtype = schema.field(vocab.event_time_column).type
-        if not _is_event_time_type(dtype):
+        if not is_event_time_type(dtype):
             raise BadInputSchemaError(
                 f"event time column {vocab.event_time_column!r} must be a DATE or TIMESTAMP,"
                 f" got {dtype}",
@@ -49,7 +49,7 @@ def validate_input(schema: pa.Schema, vocab: DatasetVocabulary, *, source: str) 
             )
 
 
-def _is_event_time_type(dtype: pa.DataType) -> bool:
+def is_event_time_type(dtype: pa.DataType) -> bool:
     return bool(pa.types.is_timestamp(dtype) or pa.types.is_date(dtype))
 
 

@@ -1,9 +1,12 @@
 """A dataset's records written out for tools outside ODF (``odf export``).
 
 The records of every data slice, in offset order, as Parquet, CSV or NDJSON: one file, or a
-directory of files of at most ``partition_size`` records each (``part-00000.csv``...). The
-output appears whole or not at all: it is written next to its destination and renamed into
-place at the end; an existing destination is refused.
+directory of files of at most ``partition_size`` records each (``part-00000.csv``...), or a
+stream (``export_to_stream``: standard output). A file or directory appears whole or not at
+all: it is written next to its destination (missing parent directories are created, and
+removed again on failure) and renamed into place at the end. An existing destination is
+refused unless ``force``: a file is then replaced, and so is a directory of an earlier
+partitioned export (only ``part-NNNNN.*`` files); any other directory is never replaced.
 """
 
 from __future__ import annotations
@@ -11,19 +14,20 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from common.odf.errors import ValidationError
-from coordinator.dataset import Dataset
+from coordinator.dataset import CorruptDatasetError, Dataset
 from coordinator.ingest.context import data_files
 from coordinator.tempdirs import remove_tree
 
@@ -44,44 +48,142 @@ class Exported:
 
 
 def export_dataset(
-    dataset: Dataset, fmt: ExportFormat, output: Path, *, partition_size: int | None = None
+    dataset: Dataset,
+    fmt: ExportFormat,
+    output: Path,
+    *,
+    partition_size: int | None = None,
+    force: bool = False,
 ) -> Exported:
     """Write ``dataset``'s records to ``output`` (see the module doc)."""
-    if output.exists() or output.is_symlink():
-        raise ValidationError("already exists (export never overwrites)", path=str(output))
     if partition_size is not None and partition_size < 1:
         raise ValidationError("must be at least 1", path="--partition-size")
-    state = dataset.state()
-    schema = state.arrow_schema()
-    if schema is None:
-        raise ValidationError(f"dataset {dataset.alias!r} has no schema yet: nothing to export")
+    _check_replaceable(output, force=force)
+    schema = _schema(dataset)
+    created = _make_parents(output.parent)
     partial = output.with_name(f".{output.name}.partial-{os.getpid()}")
     try:
         if partition_size is None:
             records = _write(fmt, partial, schema, _batches(dataset, schema))
             files = 1
         else:
-            partial.mkdir(parents=True)
+            partial.mkdir()
             files = records = 0
             for part in _parts(_batches(dataset, schema), partition_size):
                 name = f"part-{files:05d}.{fmt.value}"
                 records += _write(fmt, partial / name, schema, iter(part))
                 files += 1
-        os.rename(partial, output)
+        _put_in_place(partial, output)
     except BaseException:
-        if partial.is_dir():
-            remove_tree(partial)
-        else:
-            partial.unlink(missing_ok=True)
+        _remove(partial)
+        for directory in reversed(created):
+            try:
+                directory.rmdir()
+            except OSError:  # no longer empty: someone else's now
+                break
         raise
     return Exported(output, files, records)
+
+
+def export_to_stream(dataset: Dataset, fmt: ExportFormat, stream: BinaryIO) -> Exported:
+    """Write ``dataset``'s records to ``stream`` (standard output) in one piece; Parquet
+    too (its writer never seeks)."""
+    schema = _schema(dataset)
+    records = _write(fmt, stream, schema, _batches(dataset, schema))
+    stream.flush()
+    return Exported(Path("-"), 1, records)
+
+
+def _schema(dataset: Dataset) -> pa.Schema:
+    schema = dataset.state().arrow_schema()
+    if schema is None:
+        raise ValidationError(f"dataset {dataset.alias!r} has no schema yet: nothing to export")
+    return schema
+
+
+_PART = re.compile(r"part-\d{5}\.[a-z]+")
+
+
+def _check_replaceable(output: Path, *, force: bool) -> None:
+    if not (output.exists() or output.is_symlink()):
+        return
+    if not force:
+        raise ValidationError("already exists (use --force to replace it)", path=str(output))
+    if output.is_dir() and not output.is_symlink():
+        others = [p.name for p in output.iterdir() if not _PART.fullmatch(p.name)]
+        if others:
+            raise ValidationError(
+                f"is a directory holding {others[0]!r}, not an earlier partitioned export:"
+                " --force replaces only files and directories of part-NNNNN files",
+                path=str(output),
+            )
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing parents; the ones created, outermost first."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    created: list[Path] = []
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as e:
+            for c in reversed(created):
+                c.rmdir()
+            raise ValidationError(
+                f"cannot create the directory: {e.strerror}", path=str(d)
+            ) from None
+        created.append(d)
+    if not directory.is_dir() and not missing:
+        raise ValidationError("is not a directory", path=str(directory))
+    return created
+
+
+def _put_in_place(partial: Path, output: Path) -> None:
+    """Rename ``partial`` to ``output``; an existing ``output`` (allowed by
+    ``_check_replaceable``) is set aside first and removed once the new one is in place."""
+    if not (output.exists() or output.is_symlink()):
+        os.rename(partial, output)
+        return
+    if partial.is_file() and not output.is_dir():
+        os.replace(partial, output)  # atomic
+        return
+    old = output.with_name(f".{output.name}.old-{os.getpid()}")
+    os.rename(output, old)
+    try:
+        os.rename(partial, output)
+    except BaseException:
+        os.rename(old, output)
+        raise
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        remove_tree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _batches(dataset: Dataset, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Every slice in offset order, in the dataset's current schema (older slices lack the
     columns added since: they are NULL there)."""
     for path in data_files(dataset, dataset.head()):
-        table = pq.read_table(path)
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as e:
+            reason = (str(e).splitlines() or [type(e).__name__])[0]
+            reason = reason.replace(f"Could not open Parquet input source '{path}': ", "")
+            raise CorruptDatasetError(
+                f"{path}: a data file of {dataset.alias!r} cannot be read ({reason});"
+                " `odf verify` checks the dataset"
+            ) from None
         missing = [f for f in schema if f.name not in table.column_names]
         for f in missing:
             table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
@@ -106,28 +208,35 @@ def _parts(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[list[pa.Rec
         yield part
 
 
-def _write(fmt: ExportFormat, path: Path, schema: pa.Schema, batches: Iterator[Any]) -> int:
+def _write(
+    fmt: ExportFormat, sink: Path | BinaryIO, schema: pa.Schema, batches: Iterator[Any]
+) -> int:
+    """Write ``batches`` to ``sink`` (a new file, or an open binary stream); the records."""
     records = 0
     if fmt is ExportFormat.PARQUET:
-        with pq.ParquetWriter(path, schema) as writer:
+        target = sink if isinstance(sink, Path) else pa.PythonFile(sink, mode="w")
+        with pq.ParquetWriter(target, schema) as parquet:
             for batch in batches:
-                writer.write_batch(batch)
+                parquet.write_batch(batch)
                 records += batch.num_rows
     elif fmt is ExportFormat.CSV:
-        with pacsv.CSVWriter(str(path), schema) as writer:
+        with pacsv.CSVWriter(str(sink) if isinstance(sink, Path) else sink, schema) as writer:
             for batch in batches:
                 writer.write_batch(batch)
                 records += batch.num_rows
-    else:
-        with open(path, "w", encoding="utf-8") as out:
+    elif isinstance(sink, Path):
+        with open(sink, "wb") as out:
             for batch in batches:
                 records += _write_ndjson(out, batch)
+    else:
+        for batch in batches:
+            records += _write_ndjson(sink, batch)
     return records
 
 
-def _write_ndjson(out: TextIO, batch: pa.RecordBatch) -> int:
-    for row in batch.to_pylist():
-        out.write(json.dumps(row, default=_json_value, ensure_ascii=False) + "\n")
+def _write_ndjson(out: BinaryIO, batch: pa.RecordBatch) -> int:
+    lines = (json.dumps(row, default=_json_value, ensure_ascii=False) for row in batch.to_pylist())
+    out.write("".join(f"{line}\n" for line in lines).encode())
     return int(batch.num_rows)
 
 

@@ -13,7 +13,7 @@ import pytest
 from common.serde.yaml_codec import load_snapshots
 from coordinator.ingest.context import data_files
 from coordinator.workspace import Workspace
-from tests.support.cli import odf
+from tests.support.cli import odf, ok
 from tests.support.datasets import push_source, root
 
 pytestmark = pytest.mark.e2e
@@ -176,3 +176,55 @@ def test_an_empty_push_into_a_declared_schema_records_the_schema(tmp_path: Path)
     assert schema[-2:] == ["id,int64,True", "v,string,True"]
     assert odf(ws, "ingest", "a", "empty.csv").stdout == "a: up to date\n"  # recorded once
     assert odf(ws, "verify", "a").returncode == 0
+
+
+READINGS = root(
+    "readings",
+    ["ts TIMESTAMP", "sensor STRING", "temp DOUBLE", "humidity DOUBLE"],
+    event_time="ts",
+)
+
+
+def test_csv_header_is_matched_by_name_unless_positions_are_asked_for(tmp_path: Path) -> None:
+    ok(tmp_path, "init")
+    (tmp_path / "readings.yaml").write_text(READINGS)
+    ok(tmp_path, "add", "readings.yaml")
+    # temp and humidity swapped in the header: read by name, not by position
+    (tmp_path / "swapped.csv").write_text(
+        "ts,sensor,humidity,temp\n2020-01-01T00:00:00Z,s1,80,21.5\n"
+    )
+    ok(tmp_path, "ingest", "readings", "swapped.csv")
+    assert [(r["temp"], r["humidity"]) for r in records(tmp_path, "readings")] == [(21.5, 80.0)]
+    # a header that is not a permutation of the schema's names: one located line, no commit
+    (tmp_path / "other.csv").write_text("ts,sensor,hum,temp\n2020-01-02T00:00:00Z,s1,81,22.5\n")
+    result = odf(tmp_path, "ingest", "readings", "other.csv")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: other.csv:1: the header's columns [ts, sensor, hum, temp] do not match the"
+        " schema's [ts, sensor, temp, humidity] (missing: humidity; not in the schema: hum);"
+        " columns are matched by name, in any order (`odf config set"
+        " ingest.csvColumnsByPosition NAME` reads them by position, skipping the header)\n"
+    )
+    assert len(records(tmp_path, "readings")) == 1
+    # asked for explicitly: by position, the header line only skipped
+    ok(tmp_path, "config", "set", "ingest.csvColumnsByPosition", "[readings]")
+    assert ok(tmp_path, "config", "get", "ingest.csvColumnsByPosition") == "readings\n"
+    ok(tmp_path, "ingest", "readings", "other.csv")
+    assert [(r["temp"], r["humidity"]) for r in records(tmp_path, "readings")][1] == (81.0, 22.5)
+    # the same for a polling source, through `odf pull`
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    polled = POLLED.format(inbox=inbox).replace("kind: Csv\n", "kind: Csv\n        header: true\n")
+    (tmp_path / "polled.yaml").write_text(polled)
+    ok(tmp_path, "add", "polled.yaml")
+    (inbox / "day-2020-01-01.csv").write_text("population,city\n1,A\n")
+    ok(tmp_path, "pull", "polled")
+    assert [(r["city"], r["population"]) for r in records(tmp_path, "polled")] == [("A", 1)]
+    ok(tmp_path, "config", "set", "ingest.csvColumnsByPosition", "[readings, polled]")
+    (inbox / "day-2020-01-02.csv").write_text("town,people\nA,1\nB,2\n")
+    ok(tmp_path, "pull", "polled")
+    assert [(r["city"], r["population"]) for r in records(tmp_path, "polled")][-1] == ("B", 2)
+    refused = odf(tmp_path, "config", "set", "ingest.csvColumnsByPosition", "[nope]")
+    assert refused.stderr == (
+        "error: ingest.csvColumnsByPosition: dataset 'nope' not found in the workspace\n"
+    )

@@ -12,6 +12,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -179,6 +180,66 @@ def test_bad_snapshot_names_file_and_field_and_adds_nothing(workspace: Path) -> 
     assert ok(workspace, "list", "-o", "json") == before
 
 
+@pytest.mark.parametrize(
+    ("snapshot", "message"),
+    [
+        (
+            root("s", ["event_time TIMESTAMP", "a STRNG"]),
+            "metadata[0].read.schema[1]: unsupported type STRNG for column 'a'",
+        ),
+        (
+            root("s", ["city STRING", "n BIGINT"], merge="Ledger", primary_key=["id"]),
+            "metadata[0].merge.primaryKey[0]: column 'id' is not in the schema"
+            " (columns: city, n, event_time)",
+        ),
+        (
+            root("s", ["time TIMESTAMP", "temp DOUBLE"], event_time="ts"),
+            "metadata[0].read.schema: the event-time column 'ts' (SetVocab.eventTimeColumn)"
+            " is not in the schema (columns: time, temp)",
+        ),
+        (
+            root("s", ["ts STRING", "temp DOUBLE"], event_time="ts"),
+            "metadata[0].read.schema: the event-time column 'ts' must be a DATE or TIMESTAMP,"
+            " got string",
+        ),
+        (
+            root("s", ["offset BIGINT", "temp DOUBLE"]),
+            "metadata[0].read.schema: column 'offset' is a system column: the ingest writes it",
+        ),
+    ],
+)
+def test_add_refuses_sources_that_cannot_work_naming_file_and_field(
+    tmp_path: Path, snapshot: str, message: str
+) -> None:
+    ok(tmp_path, "init")
+    (tmp_path / "s.yaml").write_text(snapshot)
+    assert fails(tmp_path, "add", "s.yaml") == f"error: s.yaml: {message}"
+    assert ok(tmp_path, "list", "-o", "json") == "[]\n"
+
+
+def test_add_of_several_files_checks_all_then_adds_all_or_none(tmp_path: Path) -> None:
+    ok(tmp_path, "init")
+    (tmp_path / "a.yaml").write_text(cities("a"))
+    (tmp_path / "b.yaml").write_text(root("b", ["event_time TIMESTAMP", "a STRNG"]))
+    (tmp_path / "c.yaml").write_text(big_cities("c", source="a"))  # an input of the batch
+    line = fails(tmp_path, "add", "a.yaml", "b.yaml", "c.yaml")
+    assert (
+        line == "error: b.yaml: metadata[0].read.schema[1]: unsupported type STRNG for column 'a'"
+    )
+    assert ok(tmp_path, "list", "-o", "json") == "[]\n"
+    (tmp_path / "d.yaml").write_text(big_cities("d", source="nope"))
+    line = fails(tmp_path, "add", "c.yaml", "a.yaml", "d.yaml")
+    assert line.startswith("error: d.yaml: metadata[0].inputs[0].datasetRef: input dataset 'nope'")
+    assert ok(tmp_path, "list", "-o", "json") == "[]\n"
+    (tmp_path / "b.yaml").write_text(root("b", ["event_time TIMESTAMP", "a STRING"]))
+    out = ok(tmp_path, "add", "c.yaml", "b.yaml", "a.yaml")
+    added = [line.split()[1] for line in out.splitlines()]
+    assert sorted(added) == ["a", "b", "c"] and added.index("a") < added.index("c")
+    refused = fails(tmp_path, "config", "set", "daemon.schedules", "{a: 10m, nope: 1h}")
+    assert refused == "error: daemon.schedules: dataset 'nope' not found in the workspace"
+    ok(tmp_path, "config", "set", "daemon.schedules", "{A: 10m, c: 1h}")
+
+
 def test_unknown_dataset_and_no_workspace(
     workspace: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -248,7 +309,7 @@ def test_rename_keeps_identity_and_dependents(workspace: Path) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("error: name: ")
 
 
-def test_export_writes_records_in_offset_order_and_never_overwrites(
+def test_export_writes_records_in_offset_order_and_overwrites_only_with_force(
     workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "c.csv").write_text("city,population\nA,1\nB,2\nC,3\n")
@@ -276,8 +337,74 @@ def test_export_writes_records_in_offset_order_and_never_overwrites(
     assert pq.read_table(parquet).column("population").to_pylist() == [1, 2, 3, 4]
     again = odf(workspace, "export", "com.example.cities", "--output", str(parquet))
     assert again.returncode == 1
-    assert again.stderr == f"error: {parquet}: already exists (export never overwrites)\n"
-    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+    assert again.stderr == f"error: {parquet}: already exists (use --force to replace it)\n"
+    ok(workspace, "export", "com.example.cities", "--output", str(parquet), "--format", "csv",
+       "--force")  # fmt: skip
+    assert out.read_text() == parquet.read_text()  # replaced: CSV now
+    ok(workspace, "export", "com.example.cities", "--format", "csv", "--output", str(parts),
+       "--partition-size", "2", "--force")  # fmt: skip
+    assert sorted(p.name for p in parts.iterdir()) == ["part-00000.csv", "part-00001.csv"]
+    assert (
+        sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name or ".old" in p.name) == []
+    )
+
+
+def test_export_creates_parents_streams_to_stdout_and_leaves_nothing_on_failure(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "c.csv").write_text("city,population\nA,1\nB,2\n")
+    ok(workspace, "ingest", "com.example.cities", "c.csv")
+    nested = tmp_path / "new" / "deeper" / "cities.ndjson"
+    ok(workspace, "export", "com.example.cities", "--format", "ndjson", "--output", str(nested))
+    assert [json.loads(line)["city"] for line in nested.read_text().splitlines()] == ["A", "B"]
+    streamed = {}
+    for fmt in ("csv", "ndjson", "parquet"):
+        result = subprocess.run(
+            [sys.executable, "-m", "coordinator", "export", "com.example.cities", "--format", fmt,
+             "--output", "-"],
+            cwd=workspace, capture_output=True, check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == b"exported 2 records of com.example.cities to stdout\n"
+        streamed[fmt] = result.stdout
+    assert streamed["csv"] == (
+        ok(workspace, "export", "com.example.cities", "--format", "csv", "--output", "-").encode()
+    )
+    assert [r["city"] for r in csv.DictReader(io.StringIO(streamed["csv"].decode()))] == ["A", "B"]
+    assert [json.loads(x)["population"] for x in streamed["ndjson"].splitlines()] == [1, 2]
+    table = pq.read_table(pa.BufferReader(streamed["parquet"]))
+    assert table.column("city").to_pylist() == ["A", "B"]
+    assert not (workspace / "-").exists()
+    # a reader that stops early (| head): a quiet end, exit code 0
+    rows = "".join(f"C{i},{i}\n" for i in range(5000))
+    (workspace / "many.csv").write_text("city,population\n" + rows)
+    ok(workspace, "ingest", "com.example.cities", "many.csv")
+    piped = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -m coordinator export com.example.cities --format"
+         " ndjson --output - | head -c 10; exit ${PIPESTATUS[0]}"],
+        cwd=workspace, capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, '{"offset":', "")
+    refused = fails(workspace, "export", "com.example.cities", "--output", "-",
+                    "--partition-size", "1")  # fmt: skip
+    assert refused == "error: --partition-size: cannot be used with --output - (one stream)"
+    # --force never replaces a directory that is not an earlier partitioned export
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    refused = fails(workspace, "export", "com.example.cities", "--output", str(tmp_path / "mine"),
+                    "--partition-size", "1", "--force")  # fmt: skip
+    assert "is a directory holding 'notes.txt', not an earlier partitioned export" in refused
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    # A data file that cannot be read: one line, and neither the file nor its parents appear.
+    data = next((workspace / ".odf" / "datasets" / "com.example.cities" / "data").iterdir())
+    data.write_bytes(data.read_bytes()[:20])
+    target = tmp_path / "absent" / "dir" / "cities.csv"
+    refused = fails(workspace, "export", "com.example.cities", "--format", "csv",
+                    "--output", str(target))  # fmt: skip
+    assert refused.startswith(f"error: {data}: a data file of 'com.example.cities' cannot be read")
+    assert not (tmp_path / "absent").exists()
 
 
 def test_config_list_get_set_unset_with_validation(workspace: Path) -> None:

@@ -50,8 +50,11 @@ TEXT_STEPS = (ReadStepCsv, ReadStepJson, ReadStepNdJson, ReadStepGeoJson, ReadSt
 """Formats read as UTF-8 text: the file is checked to be valid UTF-8 before it is parsed."""
 
 
-def read_data(step: ReadStep, path: Path, *, name: str | None = None) -> DataStream:
-    """The records of the file at ``path`` read as ``step`` says; ``name`` names it in errors."""
+def read_data(
+    step: ReadStep, path: Path, *, name: str | None = None, csv_columns_by_position: bool = False
+) -> DataStream:
+    """The records of the file at ``path`` read as ``step`` says; ``name`` names it in errors.
+    ``csv_columns_by_position``: a Csv header is skipped, not matched to the schema by name."""
     shown = name or str(path)
     if isinstance(step, TEXT_STEPS):
         check_utf8_file(path, name=shown)
@@ -61,7 +64,7 @@ def read_data(step: ReadStep, path: Path, *, name: str | None = None) -> DataStr
         case ReadStepCsv():
             from coordinator.ingest.readers.csv import read_csv
 
-            return read_csv(step, path, name=shown)
+            return read_csv(step, path, name=shown, columns_by_position=csv_columns_by_position)
         case ReadStepNdJson():
             from coordinator.ingest.readers.json import read_ndjson
 

@@ -1,11 +1,18 @@
 """ReadStep::Csv over ``pyarrow.csv.open_csv``, streamed block by block.
 
-Reference semantics: with a DDL schema the columns are matched by position and a header line
-is only skipped; without one the names come from the header (or ``column_1``, ...) and the
-types are inferred (``inferSchema``) or all strings. An empty field is NULL for every type, and
-so is ``nullValue`` when set (the reference rejects any ``nullValue`` but ``""``).
-Booleans are case-insensitive ``true``/``false``. No escape character: quotes are doubled.
-A bad row stops the whole ingest with an error naming the file, line and column.
+With a DDL schema and ``header: true`` the header's names are matched to the schema's, by
+name (exactly, else ignoring case and surrounding spaces): columns in another order are read
+in the header's order and put in the schema's; a header that is not a permutation of the
+schema's names stops the ingest with an error naming the file, line, expected and found
+columns. ``columns_by_position`` (the workspace's ``ingest.csvColumnsByPosition``) keeps the
+reference's semantics instead: columns by position, the header line only skipped. Without a
+header the columns are by position. Without a schema the names come from the header (or
+``column_1``, ...) and the types are inferred (``inferSchema``) or all strings.
+
+An empty field is NULL for every type, and so is ``nullValue`` when set (the reference
+rejects any ``nullValue`` but ``""``). Booleans are case-insensitive ``true``/``false``. No
+escape character: quotes are doubled. A bad row stops the whole ingest with an error naming
+the file, line and column.
 
 A file larger than a segment is parsed in parallel, segment by segment (``csv_segments``),
 up to its first quote character, and streamed from there. The types are fixed before the
@@ -68,13 +75,17 @@ def read_csv(
     path: Path,
     *,
     name: str,
+    columns_by_position: bool = False,
     block_size: int = BLOCK_SIZE,
     segment_size: int = SEGMENT_BYTES,
 ) -> DataStream:
     """The records of the CSV file at ``path``; ``name`` is what errors call the file.
+    ``columns_by_position``: a header is skipped, not matched (see the module doc).
     ``block_size``: bytes per block of the streaming reader; ``segment_size``: bytes per
     segment parsed in parallel (a file of at most one segment is streamed)."""
-    return _CsvReader(step, path, name, block_size, segment_size).open()
+    reader = _CsvReader(step, path, name, block_size, segment_size)
+    reader.by_position = columns_by_position
+    return reader.open()
 
 
 class _CsvReader:
@@ -88,31 +99,28 @@ class _CsvReader:
         self.segment_size = segment_size
         self.direct_time = True
         """Whether segments still try the CSV converter on time columns (see the module)."""
-        self.separator = _single_char(step.separator, ",", "separator")
-        self.quote = _single_char(step.quote, '"', "quote")
-        _check_default(step.encoding, ("utf8", "utf-8"), "encoding")
+        self.separator, self.quote = check_csv_options(step)
         # The reference accepts only "", but the spec defines nullValue: we honour it. An
         # empty field stays NULL too, as in the reference.
         self.null_values = sorted({"", step.null_value or ""})
-        _check_default(step.date_format, ("rfc3339",), "dateFormat")
-        _check_default(step.timestamp_format, ("rfc3339",), "timestampFormat")
-        if step.escape:
-            raise UnsupportedOptionError(
-                f"escape {step.escape!r} is not supported: quotes are escaped by doubling",
-                path="read.escape",
-            )
         self.schema = parse_read_schema(step.schema) if step.schema else None
         self.header = bool(step.header)
+        self.by_position = False
         self.names: list[str] = []
 
     def open(self) -> DataStream:
         if self.schema is not None:
-            self.names = self.schema.names
+            in_file = self.schema
+            if self.header and not self.by_position:
+                in_file = self._header_order(self.schema)
+            self.names = in_file.names
             read_options = self._read_options(column_names=self.names, skip_rows=int(self.header))
-            types = {f.name: pa.string() if is_temporal(f.type) else f.type for f in self.schema}
+            types = {f.name: pa.string() if is_temporal(f.type) else f.type for f in in_file}
             reader = self._open(read_options, types)
-            direct = {f.name: f.type for f in self.schema}
+            direct = {f.name: f.type for f in in_file}
             batches = self._all_batches(reader, types, direct)
+            if in_file is not self.schema:
+                batches = (b.select(self.schema.names) for b in batches)
             return DataStream(self.schema, self._typed_batches(batches, self.schema))
         read_options = self._read_options(autogenerate=not self.header)
         reader = self._open(read_options, {})
@@ -126,6 +134,47 @@ class _CsvReader:
         )
         types = {f.name: f.type for f in reader.schema}
         return DataStream(schema, self._renamed_batches(self._all_batches(reader, types), schema))
+
+    def _header_order(self, schema: pa.Schema) -> pa.Schema:
+        """The schema's fields in the order the file's header names them; an error naming
+        the line, the expected and the found columns when the header is not a permutation
+        of the schema's names."""
+        found = self._header()
+        if found is None:
+            return schema  # no records at all: the reader reports an empty file
+        line, header = found
+        fields = {f.name: f for f in schema}
+        folded: dict[str, list[str]] = {}
+        for f in schema:
+            folded.setdefault(f.name.strip().lower(), []).append(f.name)
+        matched: list[str | None] = []
+        for column in header:
+            name = column if column in fields else None
+            if name is None:
+                candidates = folded.get(column.strip().lower(), [])
+                name = candidates[0] if len(candidates) == 1 else None
+            matched.append(name)
+        names = [n for n in matched if n is not None]
+        if len(names) == len(header) == len(schema) and sorted(names) == sorted(schema.names):
+            return pa.schema([fields[n] for n in names], metadata=schema.metadata)
+        raise ReadError(
+            f"the header's columns {_listed(header)} do not match the schema's"
+            f" {_listed(schema.names)} ({_difference(header, matched, schema.names)}); columns"
+            " are matched by name, in any order (`odf config set ingest.csvColumnsByPosition"
+            " NAME` reads them by position, skipping the header)",
+            path=f"{self.name}:{line}",
+        )
+
+    def _header(self) -> tuple[int, list[str]] | None:
+        """(line number, names) of the file's header record; None when it has none."""
+        with open(self.path, newline="", encoding="utf-8-sig", errors="replace") as f:
+            reader = pycsv.reader(
+                f, delimiter=self.separator, quotechar=self.quote, doublequote=True
+            )
+            for row in reader:
+                if row and row != [""]:
+                    return reader.line_num, row
+        return None
 
     def _output_names(self, names: list[str]) -> list[str]:
         if self.header:
@@ -349,6 +398,41 @@ class _CsvReader:
             where = f"{self.name}:{line}" if line is not None else self.name
             return ReadError(f"expected {expected} fields, got {got}", path=where)
         return ReadError(message.splitlines()[0], path=self.name)
+
+
+def _listed(names: list[str]) -> str:
+    return "[" + ", ".join(names) + "]"
+
+
+def _difference(header: list[str], matched: list[str | None], expected: list[str]) -> str:
+    """What keeps the header from being a permutation of the schema's names, in words."""
+    unknown = [h for h, m in zip(header, matched, strict=True) if m is None]
+    missing = [n for n in expected if n not in matched]
+    repeated = sorted({m for m in matched if m is not None and matched.count(m) > 1})
+    parts = []
+    if missing:
+        parts.append(f"missing: {', '.join(missing)}")
+    if unknown:
+        parts.append(f"not in the schema: {', '.join(unknown)}")
+    if repeated:
+        parts.append(f"repeated: {', '.join(repeated)}")
+    return "; ".join(parts)
+
+
+def check_csv_options(step: ReadStepCsv) -> tuple[str, str]:
+    """Refuse the options this reader does not support (the same as the reference's, see
+    the module doc); the separator and quote characters. Needs no file (``odf add``)."""
+    separator = _single_char(step.separator, ",", "separator")
+    quote = _single_char(step.quote, '"', "quote")
+    _check_default(step.encoding, ("utf8", "utf-8"), "encoding")
+    _check_default(step.date_format, ("rfc3339",), "dateFormat")
+    _check_default(step.timestamp_format, ("rfc3339",), "timestampFormat")
+    if step.escape:
+        raise UnsupportedOptionError(
+            f"escape {step.escape!r} is not supported: quotes are escaped by doubling",
+            path="read.escape",
+        )
+    return separator, quote
 
 
 def _single_char(value: str | None, default: str, option: str) -> str:

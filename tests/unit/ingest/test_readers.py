@@ -82,10 +82,57 @@ def test_csv_without_header(tmp_path: Path) -> None:
     assert schema.names == ["column_1", "column_2"]
 
 
-def test_csv_schema_matches_columns_by_position(tmp_path: Path) -> None:
+def test_csv_header_columns_are_matched_to_the_schema_by_name(tmp_path: Path) -> None:
+    step = ReadStepCsv(header=True, schema=("event_time TIMESTAMP", "temp DOUBLE", "hum DOUBLE"))
+    swapped = file(tmp_path, "a.csv", "event_time,hum,temp\n2020-01-01T00:00:00Z,80,21.5\n")
+    schema, records = read(step, swapped)
+    assert schema.names == ["event_time", "temp", "hum"]
+    assert records == [{"event_time": datetime(2020, 1, 1, tzinfo=UTC), "temp": 21.5, "hum": 80.0}]
+    # Case and spaces around a name do not matter (unquoted DDL names are lower-cased).
+    spaced = file(tmp_path, "b.csv", "HUM, Temp ,Event_Time\n80,21.5,2020-01-01T00:00:00Z\n")
+    assert read(step, spaced)[1] == records
+
+
+def test_csv_header_reordering_holds_for_segments_and_located_errors(tmp_path: Path) -> None:
+    rows = "".join(f"{i},{i * 10}\n" for i in range(3000))
+    path = file(tmp_path, "big.csv", "b,a\n" + rows + "x,1\n")
+    step = ReadStepCsv(header=True, schema=("a BIGINT", "b BIGINT"))
+    data = read_csv(step, path, name="big.csv", block_size=4096, segment_size=8192)
+    with pytest.raises(ReadError, match=r"^big.csv:3002: column 'b': invalid int64 value 'x'"):
+        list(data)
+    path.write_text("b,a\n" + rows)
+    data = read_csv(step, path, name="big.csv", block_size=4096, segment_size=8192)
+    table = pa.Table.from_batches(list(data), schema=data.schema)
+    assert table.slice(2999).to_pylist() == [{"a": 29990, "b": 2999}]
+
+
+@pytest.mark.parametrize(
+    ("header", "difference"),
+    [
+        ("city,n,extra", "not in the schema: extra"),
+        ("city", "missing: n"),
+        ("city,population", "missing: n; not in the schema: population"),
+        ("city,city", "missing: n; repeated: city"),
+    ],
+)
+def test_csv_header_that_is_not_a_permutation_is_refused(
+    tmp_path: Path, header: str, difference: str
+) -> None:
+    path = file(tmp_path, "a.csv", f"\n{header}\nA,1\n")
+    with pytest.raises(ReadError) as e:
+        read(ReadStepCsv(header=True, schema=("city STRING", "n INT")), path)
+    assert str(e.value).startswith(
+        f"a.csv:2: the header's columns [{header.replace(',', ', ')}] do not match the"
+        f" schema's [city, n] ({difference}); columns are matched by name, in any order"
+    )
+    assert "ingest.csvColumnsByPosition" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_csv_columns_by_position_only_skips_the_header(tmp_path: Path) -> None:
     path = file(tmp_path, "a.csv", "population,city\nA,1\n")
-    _, records = read(ReadStepCsv(header=True, schema=("city STRING", "n INT")), path)
-    assert records == [{"city": "A", "n": 1}]
+    step = ReadStepCsv(header=True, schema=("city STRING", "n INT"))
+    data = read_data(step, path, name="a.csv", csv_columns_by_position=True)
+    assert pa.Table.from_batches(list(data)).to_pylist() == [{"city": "A", "n": 1}]
 
 
 def test_csv_null_values(tmp_path: Path) -> None:
