@@ -40,9 +40,9 @@ from bench.bench_stateful import T0, TS, Stream
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, SqlQueryStep, TemporalTable, TransformSql
 from common.odf.identity import DatasetID
-from engine_spark import asof_transaction
 from engine_spark.engine import SparkEngine
 from engine_spark.session import SessionSettings, build_session
+from engine_spark.stateful.as_of_join import runner as asof_transaction
 
 QUERY = (
     "SELECT t.event_time, t.symbol, t.qty, v.price FROM ticks AS t "

@@ -30,8 +30,6 @@ from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTabl
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
 from engine_spark import calls
 from engine_spark import checkpoint as cp
-from engine_spark.asof_join import AsOfJoin, as_of_join
-from engine_spark.asof_transaction import run_asof_transaction
 from engine_spark.connect import (
     ConnectServer,
     load_remote_files,
@@ -61,14 +59,16 @@ from engine_spark.schema_mapping import output_column
 from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
-from engine_spark.stream_transaction import (
+from engine_spark.stateful.as_of_join.join import AsOfJoin, as_of_join
+from engine_spark.stateful.as_of_join.runner import run_asof_transaction
+from engine_spark.stateful.structured_streaming.runner import work_area
+from engine_spark.stateful.transaction import (
     carried_stream,
     check_incremental,
     is_row_wise_query,
     prepare_views,
     run_stream_transaction,
 )
-from engine_spark.streaming import work_area
 from engine_spark.temporal import (
     carried_state,
     check_primary_key,

@@ -22,8 +22,8 @@ from enum import Enum
 from typing import Any
 
 from engine_spark.errors import InvalidQueryError
-from engine_spark.sandbox_expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
-from engine_spark.sandbox_rules import (
+from engine_spark.sandbox.expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
+from engine_spark.sandbox.rules import (
     ALLOWED_FUNCTIONS,
     ANALYZED_NODES,
     CLOCK_FUNCTIONS,

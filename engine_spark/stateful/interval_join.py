@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from engine_spark.jvm_plan import analyzed, query_nodes, single_operator, view_name
-from engine_spark.stateful import join_state_lags
+from engine_spark.stateful.plan import join_state_lags
 
 _ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Join", "ResolvedHint"})
 

@@ -26,30 +26,31 @@ from pyspark.sql.types import TimestampType
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
 from engine_spark import checkpoint as cp
-from engine_spark import stream_state, streaming
-from engine_spark.asof_join import as_of_join
 from engine_spark.changelog import changelog
 from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import parquet_bytes
 from engine_spark.inputs import quote_identifier, register_view, stable_literal
-from engine_spark.join_recompute import EventTimeRange, join_bounds, join_inputs, may_match
 from engine_spark.ordering import is_row_wise, sort_by_values
 from engine_spark.outputs import OutputColumns, plan_output_columns
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions, in_interval, read_columns
 from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
-from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode, stateful_plan
-from engine_spark.topn_recompute import TopN, top_n, with_kept
-from engine_spark.watermark import input_watermark, is_late
-from engine_spark.window_recompute import (
+from engine_spark.stateful.as_of_join.join import as_of_join
+from engine_spark.stateful.interval_join import EventTimeRange, join_bounds, join_inputs, may_match
+from engine_spark.stateful.plan import WATERMARK_METADATA_KEY, Mode, stateful_plan
+from engine_spark.stateful.structured_streaming import runner as streaming
+from engine_spark.stateful.structured_streaming import state as stream_state
+from engine_spark.stateful.top_n import TopN, top_n, with_kept
+from engine_spark.stateful.window import (
     WindowAggregate,
     closing_windows,
     retained,
     window_aggregate,
 )
+from engine_spark.watermark import input_watermark, is_late
 
-log = structlog.get_logger("engine_spark.stream_transaction")
+log = structlog.get_logger("engine_spark.stateful.transaction")
 
 
 @dataclass(frozen=True, slots=True)

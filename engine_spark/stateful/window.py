@@ -46,7 +46,7 @@ from engine_spark.jvm_plan import (
     view_name,
     walk,
 )
-from engine_spark.streaming import on_time
+from engine_spark.stateful.structured_streaming.runner import on_time
 
 _ROW_WISE = frozenset(
     {

@@ -21,17 +21,17 @@ from pyspark.sql.types import StructType
 
 from common.odf import engine_protocol as ep
 from engine_spark import checkpoint as cp
-from engine_spark import streaming
-from engine_spark.asof_join import AsOfJoin
-from engine_spark.asof_plan import equi_join_plan
-from engine_spark.asof_state import horizon, retained_versions, split_released
 from engine_spark.exchange import parquet_bytes
 from engine_spark.inputs import register_view
 from engine_spark.outputs import OutputColumns, plan_output_columns
 from engine_spark.queries import run_steps
 from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
-from engine_spark.stream_transaction import (
+from engine_spark.stateful.as_of_join.join import AsOfJoin
+from engine_spark.stateful.as_of_join.plan import equi_join_plan
+from engine_spark.stateful.as_of_join.state import horizon, retained_versions, split_released
+from engine_spark.stateful.structured_streaming import runner as streaming
+from engine_spark.stateful.transaction import (
     StreamRun,
     carried_stream,
     in_value_order,
@@ -41,7 +41,7 @@ from engine_spark.stream_transaction import (
 )
 from engine_spark.watermark import input_watermark
 
-log = structlog.get_logger("engine_spark.asof_transaction")
+log = structlog.get_logger("engine_spark.stateful.as_of_join.runner")
 
 # Run the recognized join as an equi-join plus a ranking (``asof_plan.py``); False keeps
 # Spark's decorrelation of the lateral subquery (the baseline of bench/bench_asof.py).

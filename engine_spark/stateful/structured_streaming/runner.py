@@ -49,7 +49,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType, TimestampTyp
 
 from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import TransformSql
-from engine_spark import calls, stream_state
+from engine_spark import calls
 from engine_spark.checkpoint import StreamState
 from engine_spark.errors import InputDataError, InvalidQueryError
 from engine_spark.exchange import read_schema, read_table
@@ -58,10 +58,11 @@ from engine_spark.retractions import check_slice, in_interval
 from engine_spark.schema_mapping import spark_input_schema, spark_input_table
 from engine_spark.spark_errors import query_errors, user_message
 from engine_spark.staging import spark_values
-from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode
+from engine_spark.stateful.plan import WATERMARK_METADATA_KEY, Mode
+from engine_spark.stateful.structured_streaming import state as stream_state
 from engine_spark.watermark import is_late
 
-log = structlog.get_logger("engine_spark.streaming")
+log = structlog.get_logger("engine_spark.stateful.structured_streaming.runner")
 
 WATERMARK_COLUMN = "__odf_watermark"
 MARKER_COLUMN = "__odf_marker"

@@ -13,10 +13,10 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from common.odf.fragments import DatasetVocabulary
-from engine_spark.asof_plan import equi_join_plan
 from engine_spark.engine import SparkEngine
 from engine_spark.inputs import register_view
 from engine_spark.session import request_session
+from engine_spark.stateful.as_of_join.plan import equi_join_plan
 
 pytestmark = [pytest.mark.spark]
 

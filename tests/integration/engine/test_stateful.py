@@ -18,7 +18,6 @@ import pytest
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary
 from common.serde.arrow_schema import encode_arrow_schema
-from engine_spark import stream_transaction
 from engine_spark.checkpoint import (
     JOIN_RECOMPUTE,
     SPARK_STREAMING,
@@ -28,6 +27,7 @@ from engine_spark.checkpoint import (
 )
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
+from engine_spark.stateful import transaction as stream_transaction
 from tests.integration.engine.datasets import (
     InputDataset,
     OutputDataset,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine_spark.join_recompute import may_match
+from engine_spark.stateful.interval_join import may_match
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from engine_spark import stream_state
 from engine_spark.checkpoint import (
     WINDOW_RECOMPUTE,
     EngineCheckpoint,
@@ -19,6 +18,7 @@ from engine_spark.checkpoint import (
     encode_checkpoint,
 )
 from engine_spark.errors import InputDataError
+from engine_spark.stateful.structured_streaming import state as stream_state
 
 
 def spark_checkpoint(directory: Path, inputs: Path) -> None:
