@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from engine_spark.checkpoint import (
-    WINDOW_RECOMPUTE,
     EngineCheckpoint,
+    Mode,
+    Runner,
     StreamState,
     WindowSpec,
     decode_checkpoint,
@@ -62,7 +63,7 @@ def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
     state = StreamState(
         query="q",
         spark_version="4.3",
-        mode="changelog",
+        mode=Mode.CHANGELOG,
         transactions=7,
         files={"offsets/6": b"o", "state/0/0/7.delta": b"d"},
         keys=("k",),
@@ -78,10 +79,10 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> 
     state = StreamState(
         query="q",
         spark_version="4.3",
-        mode="append",
+        mode=Mode.APPEND,
         transactions=3,
         files={"abc.parquet": b"PAR1"},
-        runner=WINDOW_RECOMPUTE,
+        runner=Runner.WINDOW_RECOMPUTE,
         window=WindowSpec(column="window", width_us=60_000_000, lag_us=0),
     )
     data = encode_checkpoint(EngineCheckpoint(stream=state))
@@ -102,10 +103,10 @@ def test_a_bad_streaming_runner_is_refused(field: str, value: object, message: s
     state = StreamState(
         query="q",
         spark_version="4.3",
-        mode="append",
+        mode=Mode.APPEND,
         transactions=1,
         files={},
-        runner=WINDOW_RECOMPUTE,
+        runner=Runner.WINDOW_RECOMPUTE,
     )
     files = _tar_entries(encode_checkpoint(EngineCheckpoint(stream=state)))
     doc = json.loads(files["checkpoint.json"])
