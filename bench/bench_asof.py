@@ -8,12 +8,12 @@ its newest record, so each transaction releases its ticks and keeps about one ve
 symbol.
 
 Each size runs the same slices through two pipelines on one warm in-process engine: ``new``
-(``asof_plan.py``: an equi-join on the symbol plus a ranked window in place of the lateral
-join) and ``old`` (``asof_transaction.EQUI_JOIN = False``: Spark's decorrelation, a nested-loop
-product of the distinct tick times with the versions). The old path is quadratic, so it runs
-only up to ``--old-max`` records per transaction. Both pipelines' outputs are compared byte for
-byte. Reported: median seconds per transaction (the first, which compiles, skipped), the
-ratio old/new, and how the new path grows from the smallest to the largest size.
+(``as_of_join/plan.py``: an equi-join on the symbol plus a ranked window in place of the
+lateral join) and ``old`` (``as_of_join.runner.EQUI_JOIN = False``: Spark's decorrelation, a
+nested-loop product of the distinct tick times with the versions). The old path is quadratic,
+so it runs only up to ``--old-max`` records per transaction. Both pipelines' outputs are
+compared byte for byte. Reported: median seconds per transaction (the first, which compiles,
+skipped), the ratio old/new, and how the new path grows from the smallest to the largest size.
 
 Targets: from 10k records on (at 1k both are dominated by the transaction's fixed cost), the
 new path at least 5x faster than the old wherever both run; the new path's median grows at

@@ -1,4 +1,4 @@
-"""The as-of join's equi-join rewrite (``engine_spark/asof_plan.py``) gives exactly the rows
+"""The as-of join's equi-join rewrite (``stateful/as_of_join/plan.py``) gives exactly the rows
 Spark's own plan of the lateral subquery gives, over random versions with equal event
 times (ties broken by offset), null keys and null times, for inner and left joins; and a
 form it cannot express keeps Spark's plan."""

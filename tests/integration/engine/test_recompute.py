@@ -1,5 +1,5 @@
 """Which window aggregations and top-N queries are recomputed from kept records
-(``window_recompute.py``, ``topn_recompute.py``), and that the restricted plan computes
+(``stateful/window.py``, ``stateful/top_n.py``), and that the restricted plan computes
 exactly the windows that close."""
 
 from __future__ import annotations

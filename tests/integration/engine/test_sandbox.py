@@ -456,7 +456,7 @@ def test_legitimate_query_runs(
     spark_engine: SparkEngine, cities: ep.TransformRequestInput, steps: tuple[Step, ...]
 ) -> None:
     """The sandbox (transform policy) lets the query run over the input's slice. Whether a
-    transform may use it across transactions is ``stateful.py``'s call (test_stateful.py)."""
+    transform may use it across transactions is ``stateful/plan.py``'s call (test_stateful.py)."""
     session = request_session(spark_engine.session)
     register_view(load_input(session, cities, Staging.OFF), "cities")
     rows = run_steps(session, sql(*steps)).toArrow().to_pylist()

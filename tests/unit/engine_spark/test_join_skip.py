@@ -1,5 +1,5 @@
 """When a recomputed join's second query (new left records against kept right ones) can
-find no pair and is skipped (``join_recompute.may_match``)."""
+find no pair and is skipped (``interval_join.may_match``)."""
 
 from __future__ import annotations
 
