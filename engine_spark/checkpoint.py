@@ -128,6 +128,11 @@ class StreamState:
     join: JoinSpec | None = None
     """``JOIN_RECOMPUTE``: the join's sides and bounds, as found in the query's plan."""
 
+    @property
+    def files_size(self) -> int:
+        """The bytes of ``files`` (for the logs)."""
+        return sum(len(c) for c in self.files.values())
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JoinSpec:

@@ -166,16 +166,9 @@ class SparkEngine:
             output: _Output | None = None
             interval: OffsetInterval | None = None
             written_by = OutputWriter.COLLECT.value
-            query = StatefulQuery(
-                session=session,
-                area=area,
-                request=request,
-                previous=previous,
-                tables=tables,
-                result=result,
-                prepared=prepared,
+            run = run_stateful(
+                StatefulQuery(session, area, request, previous, tables, result, prepared)
             )
-            run = run_stateful(query)
             if run is not None:
                 output, order = _Output(run.table, run.columns, RowOrder.VALUES), RowOrder.VALUES
                 stream, lag = run.state, run.lag

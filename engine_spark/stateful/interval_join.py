@@ -31,23 +31,9 @@ from engine_spark.inputs import quote_identifier
 from engine_spark.jvm_plan import analyzed, query_nodes, single_operator, view_name
 from engine_spark.queries import run_steps
 from engine_spark.spark_errors import query_errors
+from engine_spark.stateful import retention
 from engine_spark.stateful.plan import join_state_lags
-from engine_spark.stateful.retention import (
-    EventTimeRange,
-    kept_range,
-    new_range,
-    register_union,
-    retained_records,
-    views,
-)
-from engine_spark.stateful.runner import (
-    StatefulQuery,
-    StatefulRun,
-    in_value_order,
-    recomputed_state,
-    runner_mismatch,
-    total_size,
-)
+from engine_spark.stateful.runner import StatefulQuery, StatefulRun, in_value_order, runner_mismatch
 from engine_spark.stateful.stream_inputs import PhaseClock, StreamInput, spark_watermark
 
 log = structlog.get_logger("engine_spark.stateful.interval_join")
@@ -95,8 +81,8 @@ def _input_views(node: Any, inputs: frozenset[str]) -> list[str]:
 
 
 def may_match(
-    new_left: EventTimeRange | None,
-    kept_right: EventTimeRange | None,
+    new_left: retention.EventTimeRange | None,
+    kept_right: retention.EventTimeRange | None,
     left_lag: timedelta,
     right_lag: timedelta,
 ) -> bool:
@@ -142,32 +128,25 @@ class IntervalJoinRunner:
         return sides
 
     def register(
-        self,
-        new: dict[str, DataFrame],
-        kept: dict[str, DataFrame | None],
-        carried: cp.StreamState | None,
-        event_time: str,
+        self, prepared: retention.PreparedViews, carried: cp.StreamState, event_time: str
     ) -> None:
         """The views of the first query: the left input's new and kept records, the right
         input's new ones. The bounds are in the state: no analysis of the plan, no watermark
         marks needed."""
-        join = carried.join if carried is not None else None
+        join, new = carried.join, prepared.new
         if join is None or {join.left, join.right} != set(new):
             raise runner_mismatch("the records kept by an interval join")
-        register_union([new[join.left], kept[join.left]], join.left, event_time, marked=False)
-        register_union([new[join.right]], join.right, event_time, marked=False)
+        left, right = join.left, join.right
+        retention.register_union([new[left], prepared.kept[left]], left, event_time, marked=False)
+        retention.register_union([new[right]], right, event_time, marked=False)
 
     def run(self, query: StatefulQuery, plan: JoinSides) -> StatefulRun | None:
         """The transaction's output and state; None when the join turns out not to be
         bounded on both sides (it then runs as Structured Streaming). With prepared views,
         the query's result is the first of the two queries."""
         clock = PhaseClock()
-        session, inputs, carried, request = (
-            query.session,
-            query.inputs,
-            query.carried,
-            query.request,
-        )
+        session, request = query.session, query.request
+        inputs, carried = query.inputs, query.carried
         columns, arrow_schema = query.columns, query.arrow_schema
         upto = spark_watermark(inputs)
         assert upto is not None, "a stateful query has streamed inputs"
@@ -182,9 +161,10 @@ class IntervalJoinRunner:
         if query.prepared is not None:
             new, kept, first = query.prepared.new, query.prepared.kept, query.result
         else:
-            new, kept = views(session, query.area, inputs, carried)
-            register_union([new[left], kept[left]], left, event_time, marked=marked)
-            register_union([new[right]], right, event_time, marked=marked)
+            prepared = retention.views(session, query.area, inputs, carried)
+            new, kept = prepared.new, prepared.kept
+            retention.register_union([new[left], kept[left]], left, event_time, marked=marked)
+            retention.register_union([new[right]], right, event_time, marked=marked)
             first = run_steps(session, request.transform)
         spec = _spec(plan, first, inputs, left, right)
         if spec is None:
@@ -194,13 +174,13 @@ class IntervalJoinRunner:
         kept_right = kept[right]
         by_alias = {i.request.query_alias: i for i in inputs}
         if kept_right is not None and may_match(
-            new_range(by_alias[left]),
-            kept_range(carried, by_alias[right]),
+            retention.new_range(by_alias[left]),
+            retention.kept_range(carried, by_alias[right]),
             timedelta(microseconds=spec.left_lag_us),
             timedelta(microseconds=spec.right_lag_us),
         ):
-            register_union([new[left]], left, event_time, marked=marked)
-            register_union([kept_right], right, event_time, marked=marked)
+            retention.register_union([new[left]], left, event_time, marked=marked)
+            retention.register_union([kept_right], right, event_time, marked=marked)
             parts.append(run_steps(session, request.transform))
         clock.lap("plan")
         with query_errors(None, in_step=False):
@@ -212,18 +192,18 @@ class IntervalJoinRunner:
             right: timedelta(microseconds=spec.right_lag_us),
         }
         files = {
-            f"{i.directory}.parquet": retained_records(
+            f"{i.directory}.parquet": retention.retained_records(
                 carried, i, upto, bounds[i.request.query_alias]
             )
             for i in inputs
         }
         clock.lap("retain")
-        state = recomputed_state(session, request, carried, files, runner=self.runner, join=spec)
+        state = query.next_state(files, runner=self.runner, join=spec)
         log.info(
             "transform.join",
             bounds=[str(b) for b in bounds.values()],
             queries=len(parts),
-            retained_bytes=total_size(files),
+            retained_bytes=state.files_size,
             **clock.laps,
         )
         return StatefulRun(in_value_order(table, columns), columns, state, max(bounds.values()))

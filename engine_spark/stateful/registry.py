@@ -116,9 +116,9 @@ def prepare_views(
     if runner is None:
         return None
     inputs = stream_inputs(request, previous, temporal)
-    new, kept = views(session, area, inputs, carried)
-    runner.register(new, kept, carried, inputs[0].request.vocab.event_time_column)
-    return PreparedViews(new, kept)
+    prepared = views(session, area, inputs, carried)
+    runner.register(prepared, carried, inputs[0].request.vocab.event_time_column)
+    return prepared
 
 
 def check_incremental(

@@ -37,8 +37,8 @@ EventTimeRange = tuple[datetime, datetime]
 
 @dataclass(frozen=True, slots=True)
 class PreparedViews:
-    """The inputs' views registered for a recomputation before the query ran
-    (``prepare_views``): each streamed input's new records (not late) and kept records."""
+    """A recomputation's views of its inputs by query alias: each streamed input's new records
+    (not late) and kept records (registered before the query ran: ``prepare_views``)."""
 
     new: dict[str, DataFrame]
     kept: dict[str, DataFrame | None]
@@ -49,7 +49,7 @@ def views(
     area: WorkArea,
     inputs: Sequence[StreamInput],
     carried: cp.StreamState | None,
-) -> tuple[dict[str, DataFrame], dict[str, DataFrame | None]]:
+) -> PreparedViews:
     """Each input's new records and kept records, by query alias."""
     new: dict[str, DataFrame] = {}
     kept: dict[str, DataFrame | None] = {}
@@ -57,7 +57,7 @@ def views(
         alias = inp.request.query_alias
         new[alias] = new_view(session, inp)
         kept[alias] = kept_view(session, area, inp, carried, new[alias])
-    return new, kept
+    return PreparedViews(new, kept)
 
 
 def new_view(session: SparkSession, inp: StreamInput) -> DataFrame:

@@ -40,7 +40,7 @@ from engine_spark.watermark import input_watermark
 PlanT = TypeVar("PlanT")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class StatefulQuery:
     """One transaction of a query that may need state: what every runner plans from."""
 
@@ -78,6 +78,32 @@ class StatefulQuery:
     @property
     def arrow_schema(self) -> pa.Schema:
         return result_arrow_schema(self.result)
+
+    def next_state(
+        self,
+        files: dict[str, bytes],
+        *,
+        runner: cp.Runner,
+        window: cp.WindowSpec | None = None,
+        join: cp.JoinSpec | None = None,
+        keys: Sequence[str] = (),
+        emitted: bytes | None = None,
+    ) -> cp.StreamState:
+        """The state a recomputation hands to the next transaction: ``files`` are the records
+        it keeps; a changelog (``keys``, ``emitted``) for a top-N, append mode otherwise."""
+        carried = self.carried
+        return cp.StreamState(
+            query=query_fingerprint(self.request.transform),
+            spark_version=spark_version(self.session),
+            mode=cp.Mode.CHANGELOG if keys else cp.Mode.APPEND,
+            transactions=(carried.transactions if carried is not None else 0) + 1,
+            files=files,
+            keys=tuple(keys),
+            emitted=emitted,
+            runner=runner,
+            window=window,
+            join=join,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,41 +169,8 @@ def in_value_order(table: pa.Table, columns: OutputColumns) -> pa.Table:
     return sort_by_values(table, [columns.event_time], trailing)
 
 
-def recomputed_state(
-    session: SparkSession,
-    request: ep.TransformRequest,
-    carried: cp.StreamState | None,
-    files: dict[str, bytes],
-    *,
-    runner: cp.Runner,
-    window: cp.WindowSpec | None = None,
-    join: cp.JoinSpec | None = None,
-    keys: Sequence[str] = (),
-    emitted: bytes | None = None,
-) -> cp.StreamState:
-    """The state a recomputation hands to the next transaction: ``files`` are the records it
-    keeps; a changelog (``keys``, ``emitted``) for a top-N, append mode otherwise."""
-    return cp.StreamState(
-        query=query_fingerprint(request.transform),
-        spark_version=spark_version(session),
-        mode=cp.Mode.CHANGELOG if keys else cp.Mode.APPEND,
-        transactions=(carried.transactions if carried is not None else 0) + 1,
-        files=files,
-        keys=tuple(keys),
-        emitted=emitted,
-        runner=runner,
-        window=window,
-        join=join,
-    )
-
-
 def runner_mismatch(what: str) -> InputDataError:
     return InputDataError(
         f"the checkpoint holds {what}, but this engine does not run the query that way; "
         "replay the dataset with the engine that wrote it"
     )
-
-
-def total_size(files: Mapping[str, bytes]) -> int:
-    """The bytes of a state's files (for the logs)."""
-    return sum(len(c) for c in files.values())

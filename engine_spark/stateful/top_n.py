@@ -52,12 +52,7 @@ from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful.retention import new_view, no_rows
-from engine_spark.stateful.runner import (
-    StatefulQuery,
-    StatefulRun,
-    recomputed_state,
-    runner_mismatch,
-)
+from engine_spark.stateful.runner import StatefulQuery, StatefulRun, runner_mismatch
 from engine_spark.stateful.stream_inputs import PhaseClock
 
 log = structlog.get_logger("engine_spark.stateful.top_n")
@@ -215,12 +210,8 @@ class TopNRunner:
         return plan
 
     def run(self, query: StatefulQuery, plan: TopN) -> StatefulRun:
-        session, inputs, carried, request = (
-            query.session,
-            query.inputs,
-            query.carried,
-            query.request,
-        )
+        inputs, carried = query.inputs, query.carried
+        session, request = query.session, query.request
         columns, arrow_schema = query.columns, query.arrow_schema
         op = request.vocab.operation_type_column
         if columns.op is not None:
@@ -254,10 +245,7 @@ class TopNRunner:
             plan.keys,
             op,
         )
-        state = recomputed_state(
-            session,
-            request,
-            carried,
+        state = query.next_state(
             {name: parquet_bytes(top_rows)},
             runner=self.runner,
             keys=plan.keys,

@@ -50,15 +50,8 @@ from engine_spark.jvm_plan import (
 )
 from engine_spark.queries import run_steps
 from engine_spark.spark_errors import query_errors
-from engine_spark.stateful.retention import register_union, retained_records, views
-from engine_spark.stateful.runner import (
-    StatefulQuery,
-    StatefulRun,
-    in_value_order,
-    recomputed_state,
-    runner_mismatch,
-    total_size,
-)
+from engine_spark.stateful import retention
+from engine_spark.stateful.runner import StatefulQuery, StatefulRun, in_value_order, runner_mismatch
 from engine_spark.stateful.stream_inputs import (
     PhaseClock,
     previous_spark_watermark,
@@ -296,15 +289,11 @@ class WindowRunner:
         return plan
 
     def register(
-        self,
-        new: dict[str, DataFrame],
-        kept: dict[str, DataFrame | None],
-        carried: cp.StreamState | None,
-        event_time: str,
+        self, prepared: retention.PreparedViews, _: cp.StreamState | None, event_time: str
     ) -> None:
         """Every input's view: its new records and its kept ones."""
-        for alias in new:
-            register_union([new[alias], kept[alias]], alias, event_time, marked=False)
+        for alias, new in prepared.new.items():
+            retention.register_union([new, prepared.kept[alias]], alias, event_time, marked=False)
 
     def run(self, query: StatefulQuery, plan: WindowAggregate) -> StatefulRun:
         clock = PhaseClock()
@@ -316,8 +305,8 @@ class WindowRunner:
         # With prepared views the query already ran over the recomputation's views.
         result = query.result if query.prepared is not None else None
         if result is None:
-            new, kept = views(session, query.area, inputs, carried)
-            self.register(new, kept, carried, inputs[0].request.vocab.event_time_column)
+            prepared = retention.views(session, query.area, inputs, carried)
+            self.register(prepared, carried, inputs[0].request.vocab.event_time_column)
             result = run_steps(session, query.request.transform)
         clock.lap("plan")
         with query_errors(None, in_step=False):
@@ -326,16 +315,13 @@ class WindowRunner:
         clock.lap("run")
         files = {
             # in a window still open: less than a width behind the watermark
-            f"{i.directory}.parquet": retained_records(
+            f"{i.directory}.parquet": retention.retained_records(
                 carried, i, upto, plan.width - timedelta(microseconds=1)
             )
             for i in inputs
         }
         clock.lap("retain")
-        state = recomputed_state(
-            session,
-            query.request,
-            carried,
+        state = query.next_state(
             files,
             runner=self.runner,
             window=cp.WindowSpec(
@@ -347,7 +333,7 @@ class WindowRunner:
         log.info(
             "transform.windows",
             width=str(plan.width),
-            retained_bytes=total_size(files),
+            retained_bytes=state.files_size,
             **clock.laps,
         )
         return StatefulRun(in_value_order(table, columns), columns, state, plan.lag)

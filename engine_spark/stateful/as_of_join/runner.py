@@ -37,7 +37,6 @@ from engine_spark.stateful.runner import (
     StatefulRun,
     carried_stream,
     in_value_order,
-    recomputed_state,
     runner_mismatch,
     stream_input,
 )
@@ -106,7 +105,7 @@ class AsOfJoinRunner:
             f"{stream.directory}.parquet": parquet_bytes(waiting),
             f"{versioned.directory}.parquet": parquet_bytes(kept),
         }
-        state = recomputed_state(session, request, carried, files, runner=self.runner)
+        state = query.next_state(files, runner=self.runner)
         log.info(
             "transform.as_of_join",
             released=released.num_rows,

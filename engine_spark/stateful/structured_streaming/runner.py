@@ -58,7 +58,6 @@ from engine_spark.stateful.runner import (
     StatefulRun,
     in_value_order,
     runner_mismatch,
-    total_size,
 )
 from engine_spark.stateful.stream_inputs import (
     EPOCH,
@@ -337,7 +336,7 @@ class StructuredStreamingRunner:
             "transform.stream",
             mode=plan_.mode.value,
             batches=len(batches),
-            state_bytes=total_size(files),
+            state_bytes=state.files_size,
             **clock.laps,
         )
         return StatefulRun(table, columns, state, plan_.lag)
