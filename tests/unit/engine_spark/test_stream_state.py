@@ -91,10 +91,30 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> 
     assert b'"version":3' in data and b"stream/retained/abc.parquet" in data
 
 
+@pytest.mark.parametrize("runner", list(Runner))
+@pytest.mark.parametrize("mode", list(Mode))
+def test_runner_and_mode_are_written_as_their_names_and_read_back_as_enums(
+    runner: Runner, mode: Mode
+) -> None:
+    """The enums keep the checkpoint's bytes: the same strings as before they were enums."""
+    state = StreamState(
+        query="q", spark_version="4.3", mode=mode, transactions=1, files={}, runner=runner
+    )
+    data = encode_checkpoint(EngineCheckpoint(stream=state))
+    doc = json.loads(_tar_entries(data)["checkpoint.json"])["stream"]
+    assert doc["mode"] == {Mode.APPEND: "append", Mode.CHANGELOG: "changelog"}[mode]
+    assert doc.get("runner", "spark-streaming") == runner.value
+    if runner is Runner.SPARK_STREAMING:
+        assert "runner" not in doc  # a version-2 checkpoint, as before runners
+    decoded = decode_checkpoint(data).stream
+    assert decoded is not None and decoded.runner is runner and decoded.mode is mode
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
         ("runner", "flink", "unknown streaming runner"),
+        ("mode", "retract", "unknown streaming mode"),
         ("window", {"column": "w", "widthMicros": 0, "lagMicros": 0}, "not positive"),
         ("window", {"column": "w", "widthMicros": 5, "lagMicros": 6}, "not within"),
     ],
