@@ -8,12 +8,12 @@ its newest record, so each transaction releases its ticks and keeps about one ve
 symbol.
 
 Each size runs the same slices through two pipelines on one warm in-process engine: ``new``
-(``asof_plan.py``: an equi-join on the symbol plus a ranked window in place of the lateral
-join) and ``old`` (``asof_transaction.EQUI_JOIN = False``: Spark's decorrelation, a nested-loop
-product of the distinct tick times with the versions). The old path is quadratic, so it runs
-only up to ``--old-max`` records per transaction. Both pipelines' outputs are compared byte for
-byte. Reported: median seconds per transaction (the first, which compiles, skipped), the
-ratio old/new, and how the new path grows from the smallest to the largest size.
+(``as_of_join/plan.py``: an equi-join on the symbol plus a ranked window in place of the
+lateral join) and ``old`` (``as_of_join.runner.EQUI_JOIN = False``: Spark's decorrelation, a
+nested-loop product of the distinct tick times with the versions). The old path is quadratic,
+so it runs only up to ``--old-max`` records per transaction. Both pipelines' outputs are
+compared byte for byte. Reported: median seconds per transaction (the first, which compiles,
+skipped), the ratio old/new, and how the new path grows from the smallest to the largest size.
 
 Targets: from 10k records on (at 1k both are dominated by the transaction's fixed cost), the
 new path at least 5x faster than the old wherever both run; the new path's median grows at
@@ -40,9 +40,9 @@ from bench.bench_stateful import T0, TS, Stream
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, SqlQueryStep, TemporalTable, TransformSql
 from common.odf.identity import DatasetID
-from engine_spark import asof_transaction
 from engine_spark.engine import SparkEngine
 from engine_spark.session import SessionSettings, build_session
+from engine_spark.stateful.as_of_join import runner as asof_transaction
 
 QUERY = (
     "SELECT t.event_time, t.symbol, t.qty, v.price FROM ticks AS t "

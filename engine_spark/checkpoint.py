@@ -11,11 +11,11 @@ mode 644, no owner) in name order.
 
 Format versions: 1 has no streaming state; 2 adds ``stream`` (written only when there is
 streaming state, so stateless checkpoints keep their version-1 bytes) run by Spark Structured
-Streaming; 3 adds the ``runner`` of the streaming state: ``window-recompute`` (the records of
-open windows, ``window_recompute.py``) or ``join-recompute`` (the records within an interval
-join's bound, ``join_recompute.py``) or ``top-n-recompute`` (the rows in a top N,
-``topn_recompute.py``) or ``as-of-join`` (waiting stream rows and versions,
-``asof_state.py``), under ``stream/retained/``. All are read.
+Streaming; 3 adds the ``runner`` of the streaming state (``Runner``): ``window-recompute``
+(the records of open windows, ``stateful/window.py``) or ``join-recompute`` (the records
+within an interval join's bound, ``stateful/interval_join.py``) or ``top-n-recompute`` (the
+rows in a top N, ``stateful/top_n.py``) or ``as-of-join`` (waiting stream rows and versions,
+``stateful/as_of_join/state.py``), under ``stream/retained/``. All are read.
 
 A checkpoint written by the reference Spark engine (a tar of ``<dataset id>.watermark`` files
 holding ISO instants) is read too, so a dataset can switch engines without losing watermarks.
@@ -30,7 +30,8 @@ import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from common.odf.errors import DecodeError
 from common.odf.identity import DatasetID
@@ -42,32 +43,52 @@ CHECKPOINT_VERSION = 1
 STREAM_CHECKPOINT_VERSION = 2
 RUNNER_CHECKPOINT_VERSION = 3
 _READABLE_VERSIONS = (CHECKPOINT_VERSION, STREAM_CHECKPOINT_VERSION, RUNNER_CHECKPOINT_VERSION)
-SPARK_STREAMING = "spark-streaming"
-"""A stateful query run as Spark Structured Streaming: ``files`` are Spark's checkpoint."""
-WINDOW_RECOMPUTE = "window-recompute"
-"""A window aggregation recomputed from retained records: ``files`` are the records of open
-windows, one Parquet file per input (``<input directory>.parquet``)."""
-JOIN_RECOMPUTE = "join-recompute"
-"""An inner interval join recomputed from kept records (``join_recompute.py``): ``files``
-are each side's records still within the join's bound, as for ``WINDOW_RECOMPUTE``."""
-TOPN_RECOMPUTE = "top-n-recompute"
-"""A top-N per key recomputed from the rows in the top N (``topn_recompute.py``): ``files``
-holds those rows (as they enter the window function), ``emitted`` the changelog's last rows."""
-ASOF_JOIN = "as-of-join"
-"""An event-time as-of join (``asof_join.py``, ``asof_state.py``): ``files`` are the stream's
-rows waiting for the versioned input's watermark and the versions they can still need, one
-Parquet file per input."""
+
+
+class Runner(StrEnum):
+    """How a stateful query's state is run (``stateful/registry.py`` picks it); the value is
+    the checkpoint's ``runner`` field."""
+
+    SPARK_STREAMING = "spark-streaming"
+    """Spark Structured Streaming (``stateful/structured_streaming/``): ``files`` are Spark's
+    checkpoint."""
+    WINDOW_RECOMPUTE = "window-recompute"
+    """A window aggregation recomputed from retained records (``stateful/window.py``):
+    ``files`` are the records of open windows, one Parquet file per input
+    (``<input directory>.parquet``)."""
+    JOIN_RECOMPUTE = "join-recompute"
+    """An inner interval join recomputed from kept records (``stateful/interval_join.py``):
+    ``files`` are each side's records still within the join's bound, as for
+    ``WINDOW_RECOMPUTE``."""
+    TOPN_RECOMPUTE = "top-n-recompute"
+    """A top-N per key recomputed from the rows in the top N (``stateful/top_n.py``):
+    ``files`` holds those rows (as they enter the window function), ``emitted`` the
+    changelog's last rows."""
+    ASOF_JOIN = "as-of-join"
+    """An event-time as-of join (``stateful/as_of_join/``): ``files`` are the stream's rows
+    waiting for the versioned input's watermark and the versions they can still need, one
+    Parquet file per input."""
+
+
+class Mode(StrEnum):
+    """How a stateful query's output is written; the value is the checkpoint's ``mode``."""
+
+    APPEND = "append"
+    """Rows are final once written (windows, interval joins, as-of joins)."""
+    CHANGELOG = "changelog"
+    """Rows are revised by retractions and corrections keyed by ``keys`` (aggregates
+    without an event-time group, top-N)."""
+
+
+_E = TypeVar("_E", bound=StrEnum)
 _REFERENCE_SUFFIX = ".watermark"
 _JSON_ENTRY = "checkpoint.json"
 _TEMPORAL_DIR = "temporal"
 _STREAM_DIR = "stream"
 _SPARK_DIR = f"{_STREAM_DIR}/spark/"
 _RUNNER_DIRS = {
-    SPARK_STREAMING: _SPARK_DIR,
-    WINDOW_RECOMPUTE: f"{_STREAM_DIR}/retained/",
-    JOIN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
-    TOPN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
-    ASOF_JOIN: f"{_STREAM_DIR}/retained/",
+    runner: _SPARK_DIR if runner is Runner.SPARK_STREAMING else f"{_STREAM_DIR}/retained/"
+    for runner in Runner
 }
 _SNAPSHOT_FILE = f"{_STREAM_DIR}/emitted.parquet"
 _FRACTION = re.compile(r"\.(\d+)")
@@ -83,13 +104,13 @@ class TemporalState:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamState:
-    """A stateful query's state between transactions (see ``streaming.py``)."""
+    """A stateful query's state between transactions (see ``stateful/registry.py``)."""
 
     query: str
     """Fingerprint of the transform the state belongs to (a changed query starts afresh)."""
     spark_version: str
     """``major.minor`` of the Spark that wrote ``files``: state stores are tied to it."""
-    mode: str
+    mode: Mode
     """``append`` (windows, interval joins) or ``changelog`` (unbounded aggregates)."""
     transactions: int
     """Transactions run so far (names each transaction's input files uniquely)."""
@@ -100,12 +121,17 @@ class StreamState:
     """A changelog's key columns."""
     emitted: bytes | None = None
     """A changelog's last emitted row per key, as Parquet."""
-    runner: str = SPARK_STREAMING
-    """How the state is run: ``SPARK_STREAMING`` or ``WINDOW_RECOMPUTE``."""
+    runner: Runner = Runner.SPARK_STREAMING
+    """How the state is run (``Runner``)."""
     window: WindowSpec | None = None
     """``WINDOW_RECOMPUTE``: the aggregation's window, as found in the query's plan."""
     join: JoinSpec | None = None
     """``JOIN_RECOMPUTE``: the join's sides and bounds, as found in the query's plan."""
+
+    @property
+    def files_size(self) -> int:
+        """The bytes of ``files`` (for the logs)."""
+        return sum(len(c) for c in self.files.values())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,7 +209,7 @@ def encode_checkpoint(checkpoint: EngineCheckpoint) -> bytes:
     if checkpoint.stream is not None:
         doc["version"] = (
             STREAM_CHECKPOINT_VERSION
-            if checkpoint.stream.runner == SPARK_STREAMING
+            if checkpoint.stream.runner is Runner.SPARK_STREAMING
             else RUNNER_CHECKPOINT_VERSION
         )
         doc["stream"], stream_files = _encode_stream(checkpoint.stream)
@@ -195,12 +221,12 @@ def _encode_stream(stream: StreamState) -> tuple[dict[str, Any], list[tuple[str,
     doc: dict[str, Any] = {
         "query": stream.query,
         "sparkVersion": stream.spark_version,
-        "mode": stream.mode,
+        "mode": stream.mode.value,
         "transactions": stream.transactions,
         "keys": list(stream.keys),
     }
-    if stream.runner != SPARK_STREAMING:
-        doc["runner"] = stream.runner
+    if stream.runner is not Runner.SPARK_STREAMING:
+        doc["runner"] = stream.runner.value
     if stream.window is not None:
         doc["window"] = {
             "column": stream.window.column,
@@ -334,9 +360,7 @@ def _decode_json(data: bytes, path: str, files: Mapping[str, bytes]) -> EngineCh
 def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamState:
     where = f"{path}: stream"
     try:
-        runner = str(entry.get("runner", SPARK_STREAMING))
-        if runner not in _RUNNER_DIRS:
-            raise InputDataError(f"unknown streaming runner {runner!r}", path=where)
+        runner = _decode_enum(Runner, entry.get("runner", Runner.SPARK_STREAMING), "runner", where)
         directory = _RUNNER_DIRS[runner]
         emitted_file = entry.get("emitted")
         if emitted_file is not None and emitted_file not in files:
@@ -344,7 +368,7 @@ def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamS
         return StreamState(
             query=str(entry["query"]),
             spark_version=str(entry["sparkVersion"]),
-            mode=str(entry["mode"]),
+            mode=_decode_enum(Mode, entry["mode"], "mode", where),
             transactions=int(entry["transactions"]),
             keys=tuple(str(k) for k in entry.get("keys") or ()),
             files={
@@ -359,6 +383,13 @@ def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamS
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputDataError(f"missing or malformed field {e}", path=where) from e
+
+
+def _decode_enum(kind: type[_E], value: Any, field: str, where: str) -> _E:
+    try:
+        return kind(str(value))
+    except ValueError:
+        raise InputDataError(f"unknown streaming {field} {value!r}", path=where) from None
 
 
 def _decode_window(entry: Any, where: str) -> WindowSpec | None:

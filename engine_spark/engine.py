@@ -30,8 +30,6 @@ from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTabl
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
 from engine_spark import calls
 from engine_spark import checkpoint as cp
-from engine_spark.asof_join import AsOfJoin, as_of_join
-from engine_spark.asof_transaction import run_asof_transaction
 from engine_spark.connect import (
     ConnectServer,
     load_remote_files,
@@ -61,14 +59,15 @@ from engine_spark.schema_mapping import output_column
 from engine_spark.session import request_session
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
-from engine_spark.stream_transaction import (
-    carried_stream,
+from engine_spark.stateful.registry import (
     check_incremental,
     is_row_wise_query,
     prepare_views,
-    run_stream_transaction,
+    reads_latest_state,
+    run_stateful,
 )
-from engine_spark.streaming import work_area
+from engine_spark.stateful.runner import StatefulQuery
+from engine_spark.stateful.stream_inputs import work_area
 from engine_spark.temporal import (
     carried_state,
     check_primary_key,
@@ -156,9 +155,7 @@ class SparkEngine:
         ):
             previous = cp.read_checkpoint(request.prev_checkpoint_path)
             tables = temporal_tables(request.transform, _aliases(request.query_inputs))
-            # An as-of join carried on reads its versions from its own state, not the tables'.
-            carried = carried_stream(request, previous)
-            latest = carried is None or carried.runner != cp.ASOF_JOIN
+            latest = reads_latest_state(request, previous)
             states = _register_inputs(
                 session, staging, request.query_inputs, tables, previous, latest=latest
             )
@@ -169,13 +166,15 @@ class SparkEngine:
             output: _Output | None = None
             interval: OffsetInterval | None = None
             written_by = OutputWriter.COLLECT.value
-            asof = _as_of_join(result, request, tables)
-            if asof is not None:
-                run = run_asof_transaction(session, area, request, previous, asof)
+            run = run_stateful(
+                StatefulQuery(session, area, request, previous, tables, result, prepared)
+            )
+            if run is not None:
                 output, order = _Output(run.table, run.columns, RowOrder.VALUES), RowOrder.VALUES
                 stream, lag = run.state, run.lag
-                states.pop(asof.versioned, None)  # its versions are in the stream state
-            elif prepared is None and is_row_wise_query(result):
+                for name in run.absorbed:  # its versions are in the stream state
+                    states.pop(name, None)
+            else:
                 columns = _output_columns(result, request.vocab)
                 if columns.op is None:
                     check_no_retractions(request.query_inputs, stateful=False)
@@ -211,12 +210,6 @@ class SparkEngine:
                             path=request.new_data_path,
                         )
                     interval = _interval(rows, request.next_offset)
-            else:
-                run = run_stream_transaction(
-                    session, area, request, previous, set(tables), result, prepared=prepared
-                )
-                output, order = _Output(run.table, run.columns, RowOrder.VALUES), RowOrder.VALUES
-                stream, lag = run.state, run.lag
             if output is not None:
                 interval = _write_slice(
                     build_output(
@@ -529,17 +522,6 @@ class _Output:
 
 def _aliases(inputs: Sequence[ep.TransformRequestInput]) -> list[str]:
     return [i.query_alias for i in inputs]
-
-
-def _as_of_join(
-    result: DataFrame, request: ep.TransformRequest, tables: dict[str, TemporalTable]
-) -> AsOfJoin | None:
-    """The query's event-time as-of join against a temporal table (``asof_join.py``)."""
-    if not tables:
-        return None
-    streams = frozenset(_aliases(request.query_inputs)) - frozenset(tables)
-    with query_errors(None, in_step=False):
-        return as_of_join(result, streams, tables, request.vocab)
 
 
 def _register_inputs(

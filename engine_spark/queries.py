@@ -2,7 +2,7 @@
 
 Steps run in the order given; the single step without an alias is the output (kamu normalizes
 ``query`` into ``queries = [{query}]``). Every step goes through the SQL sandbox
-(``sandbox.py``) under the request's policy before Spark analyzes it: only queries over the
+(``sandbox/policy.py``) under the request's policy before Spark analyzes it: only queries over the
 request's own views, nothing that runs commands, reads files or (in transforms) differs on
 replay.
 """
@@ -61,7 +61,7 @@ def run_steps(
 def run_sql(
     session: SparkSession, query: str, alias: str | None, policy: Policy = Policy.TRANSFORM
 ) -> DataFrame:
-    """Parse, vet, analyze and vet again one query step (``sandbox.py``).
+    """Parse, vet, analyze and vet again one query step (``sandbox/policy.py``).
 
     The vetted parsed plan itself is analyzed (no second parse of the text), so name and
     type errors surface here, and nothing runs before the parsed plan passed the sandbox.

@@ -68,7 +68,7 @@ def session_conf(settings: SessionSettings) -> dict[str, str]:
         "spark.sql.execution.arrow.maxRecordsPerBatch": "200000",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MILLIS",
         "spark.sql.pyspark.jvmStacktrace.enabled": "false",
-        # The SQL sandbox (``sandbox.py``) decides what a query may do; these keep the session
+        # The SQL sandbox (``sandbox/``) decides what a query may do; these keep the session
         # itself from helping: no SQL directly on files, no ``${env:VAR}`` substitution in
         # the query text, no SQL scripts, no Hive (catalog in memory, nothing persists).
         **SANDBOX_SQL_CONF,

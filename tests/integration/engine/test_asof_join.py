@@ -19,7 +19,7 @@ import pytest
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TemporalTable, TransformSql
 from common.serde.arrow_schema import encode_arrow_schema
-from engine_spark.checkpoint import ASOF_JOIN, read_checkpoint
+from engine_spark.checkpoint import Runner, read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
 from tests.integration.engine.datasets import InputDataset, OutputDataset, at, input_schema, sql
@@ -80,7 +80,7 @@ def test_as_of_join_uses_versions_of_every_earlier_transaction(
     ticks.append([tick(1.5, "A", 1), tick(0.5, "B", 2), tick(3, "A", 3)], watermark=at(1))
     assert rows(pipe.run(prices.take(), ticks.take())) == [("A", 1, 10.0)]
     waiting = read_checkpoint(pipe.out.prev_checkpoint)
-    assert waiting.stream is not None and waiting.stream.runner == ASOF_JOIN
+    assert waiting.stream is not None and waiting.stream.runner == Runner.ASOF_JOIN
     assert pipe.watermarks[-1] == at(1)
 
     # 2: versions out of order (2.5 before 2.2), a late one (B@1.5 <= 2: dropped, else B@5

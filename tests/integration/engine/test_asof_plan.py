@@ -1,4 +1,4 @@
-"""The as-of join's equi-join rewrite (``engine_spark/asof_plan.py``) gives exactly the rows
+"""The as-of join's equi-join rewrite (``stateful/as_of_join/plan.py``) gives exactly the rows
 Spark's own plan of the lateral subquery gives, over random versions with equal event
 times (ties broken by offset), null keys and null times, for inner and left joins; and a
 form it cannot express keeps Spark's plan."""
@@ -13,10 +13,10 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from common.odf.fragments import DatasetVocabulary
-from engine_spark.asof_plan import equi_join_plan
 from engine_spark.engine import SparkEngine
 from engine_spark.inputs import register_view
 from engine_spark.session import request_session
+from engine_spark.stateful.as_of_join.plan import equi_join_plan
 
 pytestmark = [pytest.mark.spark]
 

@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.spark]
 US = timedelta(microseconds=1)
 
 
-def runner(pipe: Pipeline) -> str:
+def runner(pipe: Pipeline) -> cp.Runner:
     state = cp.read_checkpoint(pipe.out.prev_checkpoint).stream
     assert state is not None
     return state.runner
@@ -71,7 +71,7 @@ def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
     day = at(24) if label == "end" else at(0)
     assert counts(pipe.run(readings.take())) == [(day, "a", 3)]
     assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
-    assert runner(pipe) == cp.WINDOW_RECOMPUTE
+    assert runner(pipe) == cp.Runner.WINDOW_RECOMPUTE
 
 
 def test_a_record_at_the_previous_watermark_is_counted_in_every_hopping_window(
@@ -136,7 +136,7 @@ def test_join_records_at_the_previous_watermark_match_and_the_output_watermark_i
     matches = [(at(1), "u2", "y")]
     assert rows == ([(at(0), "u1", "x")] if bound == INCLUSIVE else []) + matches
     assert pipe.watermarks == [at(1) - lag, at(2) - lag]
-    assert runner(pipe) == cp.JOIN_RECOMPUTE
+    assert runner(pipe) == cp.Runner.JOIN_RECOMPUTE
 
 
 def test_an_as_of_join_waits_for_a_version_at_its_own_event_time(
@@ -152,7 +152,7 @@ def test_an_as_of_join_waits_for_a_version_at_its_own_event_time(
     prices.append([price(1, "A", 30)], watermark=at(2))
     ticks.append([tick(1, "A", 2)], watermark=at(2))
     assert rows(pipe.run(prices.take(), ticks.take())) == [("A", 1, 30.0), ("A", 2, 30.0)]
-    assert runner(pipe) == cp.ASOF_JOIN
+    assert runner(pipe) == cp.Runner.ASOF_JOIN
 
 
 def test_top_n_distinct_and_changelog_take_records_at_the_previous_watermark(
@@ -164,14 +164,14 @@ def test_top_n_distinct_and_changelog_take_records_at_the_previous_watermark(
                 "SELECT event_time, sensor, value, rn FROM (SELECT *, row_number() OVER "
                 "(PARTITION BY sensor ORDER BY value DESC) AS rn FROM readings) WHERE rn <= 1"
             ),
-            cp.TOPN_RECOMPUTE,
+            cp.Runner.TOPN_RECOMPUTE,
         ),
         "totals": (
             sql(
                 "SELECT max(event_time) AS event_time, sensor, sum(value) AS value "
                 "FROM readings GROUP BY sensor"
             ),
-            cp.SPARK_STREAMING,
+            cp.Runner.SPARK_STREAMING,
         ),
     }
     outputs = {}

@@ -1,5 +1,5 @@
 """Which window aggregations and top-N queries are recomputed from kept records
-(``window_recompute.py``, ``topn_recompute.py``), and that the restricted plan computes
+(``stateful/window.py``, ``stateful/top_n.py``), and that the restricted plan computes
 exactly the windows that close."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pyspark.sql import SparkSession
 from engine_spark.engine import SparkEngine
 from engine_spark.inputs import register_view
 from engine_spark.session import request_session
-from engine_spark.topn_recompute import top_n
-from engine_spark.window_recompute import closing_windows, retained, window_aggregate
+from engine_spark.stateful.retention import retained
+from engine_spark.stateful.top_n import top_n
+from engine_spark.stateful.window import closing_windows, window_aggregate
 
 pytestmark = [pytest.mark.spark]
 

@@ -21,8 +21,8 @@ from engine_spark.errors import InvalidQueryError
 from engine_spark.inputs import load_input, register_view
 from engine_spark.queries import run_steps
 from engine_spark.sandbox import Policy, Sandbox
-from engine_spark.sandbox_expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
-from engine_spark.sandbox_rules import ALLOWED_FUNCTIONS, CLOCK_FUNCTIONS, REFUSED_FUNCTIONS
+from engine_spark.sandbox.expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
+from engine_spark.sandbox.rules import ALLOWED_FUNCTIONS, CLOCK_FUNCTIONS, REFUSED_FUNCTIONS
 from engine_spark.session import request_session
 from engine_spark.staging import Staging
 from tests.integration.engine import client, datasets
@@ -456,7 +456,7 @@ def test_legitimate_query_runs(
     spark_engine: SparkEngine, cities: ep.TransformRequestInput, steps: tuple[Step, ...]
 ) -> None:
     """The sandbox (transform policy) lets the query run over the input's slice. Whether a
-    transform may use it across transactions is ``stateful.py``'s call (test_stateful.py)."""
+    transform may use it across transactions is ``stateful/plan.py``'s call (test_stateful.py)."""
     session = request_session(spark_engine.session)
     register_view(load_input(session, cities, Staging.OFF), "cities")
     rows = run_steps(session, sql(*steps)).toArrow().to_pylist()

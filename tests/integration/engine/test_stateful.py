@@ -18,16 +18,10 @@ import pytest
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary
 from common.serde.arrow_schema import encode_arrow_schema
-from engine_spark import stream_transaction
-from engine_spark.checkpoint import (
-    JOIN_RECOMPUTE,
-    SPARK_STREAMING,
-    TOPN_RECOMPUTE,
-    WINDOW_RECOMPUTE,
-    read_checkpoint,
-)
+from engine_spark.checkpoint import Runner, read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
+from engine_spark.stateful import window
 from tests.integration.engine.datasets import (
     InputDataset,
     OutputDataset,
@@ -105,7 +99,7 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     assert state.stream is not None and state.stream.mode == "append"
     # Recomputed from the records less than a window (1 hour) behind the watermark (2.2):
     # 2.5 and 1.9, in the order they came; every older record is gone.
-    assert state.stream.runner == WINDOW_RECOMPUTE
+    assert state.stream.runner == Runner.WINDOW_RECOMPUTE
     [kept] = state.stream.files.values()
     assert pq.read_table(pa.BufferReader(kept)).column("value").to_pylist() == [7, 5]
     assert b"/tmp" not in Path(pipe.out.prev_checkpoint).read_bytes()
@@ -135,15 +129,15 @@ def test_window_state_of_structured_streaming_carries_on_as_structured_streaming
     readings = InputDataset(workdir / "in", "readings", READINGS)
     pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "hourly", TUMBLING))
     with monkeypatch.context() as patched:
-        patched.setattr(stream_transaction, "window_aggregate", lambda *_: None)
+        patched.setattr(window, "window_aggregate", lambda *_: None)
         readings.append([reading(0.1, "a", 1), reading(1.2, "a", 2)], watermark=at(0.5))
         assert pipe.run(readings.take()) == []
     state = read_checkpoint(pipe.out.prev_checkpoint).stream
-    assert state is not None and state.runner == SPARK_STREAMING
+    assert state is not None and state.runner == Runner.SPARK_STREAMING
     readings.append([reading(0.7, "a", 10)], watermark=at(1.5))
     assert window_rows(pipe.run(readings.take())) == [(0, at(1), "a", 11, 2)]
     state = read_checkpoint(pipe.out.prev_checkpoint).stream
-    assert state is not None and state.runner == SPARK_STREAMING
+    assert state is not None and state.runner == Runner.SPARK_STREAMING
 
 
 TOP_TWO = sql(
@@ -329,10 +323,10 @@ def test_interval_join_matches_partners_from_earlier_transactions(
     if kind.startswith("INNER"):
         # Recomputed, whichever side the query names first: the views (kept an hour) are
         # the side whose kept records meet the new clicks in the first query.
-        assert state.runner == JOIN_RECOMPUTE
+        assert state.runner == Runner.JOIN_RECOMPUTE
         assert state.join is not None and (state.join.left, state.join.right) == ("views", "clicks")
     else:
-        assert state.runner == SPARK_STREAMING
+        assert state.runner == Runner.SPARK_STREAMING
 
 
 def test_right_outer_interval_join_emits_unmatched_right_rows_once_no_partner_can_come(
@@ -419,7 +413,7 @@ def test_a_join_bounded_both_ways_matches_kept_records_of_either_side(
         return join_rows(rows), read_checkpoint(pipe.out.prev_checkpoint).stream
 
     split, state = run("split", rounds)
-    assert state is not None and state.runner == JOIN_RECOMPUTE
+    assert state is not None and state.runner == Runner.JOIN_RECOMPUTE
     assert state.join is not None
     # An hour each way, exactly (Spark's 1 ms margin on the inclusive bound taken off).
     assert (state.join.left_lag_us, state.join.right_lag_us) == (3_600_000_000,) * 2
@@ -523,7 +517,7 @@ def test_top_n_per_key_is_a_changelog_of_ranks(spark_engine: SparkEngine, workdi
     readings.append([], watermark=at(1.0))
     assert pipe.run(readings.take()) == []
     state = read_checkpoint(pipe.out.prev_checkpoint).stream
-    assert state is not None and state.runner == TOPN_RECOMPUTE
+    assert state is not None and state.runner == Runner.TOPN_RECOMPUTE
     assert state.keys == ("sensor", "rn")
     # The state is the top two per key, nothing more.
     [kept] = state.files.values()
@@ -561,7 +555,11 @@ def test_a_row_wise_query_that_drops_op_refuses_retractions(
 
 @pytest.mark.parametrize(
     ("transform", "runner"),
-    [(TUMBLING, WINDOW_RECOMPUTE), (SESSIONS, SPARK_STREAMING), (TOP_TWO, TOPN_RECOMPUTE)],
+    [
+        (TUMBLING, Runner.WINDOW_RECOMPUTE),
+        (SESSIONS, Runner.SPARK_STREAMING),
+        (TOP_TWO, Runner.TOPN_RECOMPUTE),
+    ],
 )
 def test_a_replayed_transaction_writes_the_same_bytes(
     spark_engine: SparkEngine, workdir: Path, transform: Any, runner: str
@@ -589,7 +587,7 @@ def test_a_replayed_transaction_writes_the_same_bytes(
         return {k: v for k, v in stream.files.items() if not k.startswith("state/")}
 
     assert logs(first.new_checkpoint_path) == logs(again.new_checkpoint_path)
-    if runner != SPARK_STREAMING:
+    if runner != Runner.SPARK_STREAMING:
         first_bytes = Path(first.new_checkpoint_path).read_bytes()
         assert first_bytes == Path(again.new_checkpoint_path).read_bytes()
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from engine_spark.asof_state import horizon, retained_versions, split_released
+from engine_spark.stateful.as_of_join.state import horizon, retained_versions, split_released
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 TIME = pa.timestamp("us", tz="UTC")

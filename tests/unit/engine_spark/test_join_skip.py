@@ -1,11 +1,11 @@
 """When a recomputed join's second query (new left records against kept right ones) can
-find no pair and is skipped (``join_recompute.may_match``)."""
+find no pair and is skipped (``interval_join.may_match``)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine_spark.join_recompute import may_match
+from engine_spark.stateful.interval_join import may_match
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine_spark.errors import InvalidQueryError
-from engine_spark.sandbox import (
+from engine_spark.sandbox.expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
+from engine_spark.sandbox.policy import (
     Policy,
     command_refusal,
     expression_refusal,
@@ -17,8 +18,7 @@ from engine_spark.sandbox import (
     table_function_refusal,
     typed_literal_parts,
 )
-from engine_spark.sandbox_expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
-from engine_spark.sandbox_rules import (
+from engine_spark.sandbox.rules import (
     ALLOWED_FUNCTIONS,
     ANALYZED_NODES,
     CLOCK_FUNCTIONS,

@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from engine_spark import stream_state
 from engine_spark.checkpoint import (
-    WINDOW_RECOMPUTE,
     EngineCheckpoint,
+    Mode,
+    Runner,
     StreamState,
     WindowSpec,
     decode_checkpoint,
     encode_checkpoint,
 )
 from engine_spark.errors import InputDataError
+from engine_spark.stateful.structured_streaming import state as stream_state
 
 
 def spark_checkpoint(directory: Path, inputs: Path) -> None:
@@ -62,7 +63,7 @@ def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
     state = StreamState(
         query="q",
         spark_version="4.3",
-        mode="changelog",
+        mode=Mode.CHANGELOG,
         transactions=7,
         files={"offsets/6": b"o", "state/0/0/7.delta": b"d"},
         keys=("k",),
@@ -78,10 +79,10 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> 
     state = StreamState(
         query="q",
         spark_version="4.3",
-        mode="append",
+        mode=Mode.APPEND,
         transactions=3,
         files={"abc.parquet": b"PAR1"},
-        runner=WINDOW_RECOMPUTE,
+        runner=Runner.WINDOW_RECOMPUTE,
         window=WindowSpec(column="window", width_us=60_000_000, lag_us=0),
     )
     data = encode_checkpoint(EngineCheckpoint(stream=state))
@@ -90,10 +91,30 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> 
     assert b'"version":3' in data and b"stream/retained/abc.parquet" in data
 
 
+@pytest.mark.parametrize("runner", list(Runner))
+@pytest.mark.parametrize("mode", list(Mode))
+def test_runner_and_mode_are_written_as_their_names_and_read_back_as_enums(
+    runner: Runner, mode: Mode
+) -> None:
+    """The enums keep the checkpoint's bytes: the same strings as before they were enums."""
+    state = StreamState(
+        query="q", spark_version="4.3", mode=mode, transactions=1, files={}, runner=runner
+    )
+    data = encode_checkpoint(EngineCheckpoint(stream=state))
+    doc = json.loads(_tar_entries(data)["checkpoint.json"])["stream"]
+    assert doc["mode"] == {Mode.APPEND: "append", Mode.CHANGELOG: "changelog"}[mode]
+    assert doc.get("runner", "spark-streaming") == runner.value
+    if runner is Runner.SPARK_STREAMING:
+        assert "runner" not in doc  # a version-2 checkpoint, as before runners
+    decoded = decode_checkpoint(data).stream
+    assert decoded is not None and decoded.runner is runner and decoded.mode is mode
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
         ("runner", "flink", "unknown streaming runner"),
+        ("mode", "retract", "unknown streaming mode"),
         ("window", {"column": "w", "widthMicros": 0, "lagMicros": 0}, "not positive"),
         ("window", {"column": "w", "widthMicros": 5, "lagMicros": 6}, "not within"),
     ],
@@ -102,10 +123,10 @@ def test_a_bad_streaming_runner_is_refused(field: str, value: object, message: s
     state = StreamState(
         query="q",
         spark_version="4.3",
-        mode="append",
+        mode=Mode.APPEND,
         transactions=1,
         files={},
-        runner=WINDOW_RECOMPUTE,
+        runner=Runner.WINDOW_RECOMPUTE,
     )
     files = _tar_entries(encode_checkpoint(EngineCheckpoint(stream=state)))
     doc = json.loads(files["checkpoint.json"])

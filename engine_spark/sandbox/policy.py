@@ -3,7 +3,7 @@
 Every query step is parsed by Spark, and the parsed plan is vetted before anything is
 analyzed (analysis of ``EXECUTE IMMEDIATE`` or a command would already act). Then the vetted
 plan itself is analyzed and the analyzed plan is vetted again. Both walks accept only what
-``sandbox_rules`` lists: relational plan nodes, single-part relation names (the request's own
+``rules.py`` lists: relational plan nodes, single-part relation names (the request's own
 views and CTEs), allowed table-valued functions, allowed function names and expression
 classes. Under ``Policy.TRANSFORM`` they also refuse whatever would make a replay differ:
 non-deterministic expressions, clock functions, special datetime strings (``'now'``,
@@ -22,8 +22,8 @@ from enum import Enum
 from typing import Any
 
 from engine_spark.errors import InvalidQueryError
-from engine_spark.sandbox_expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
-from engine_spark.sandbox_rules import (
+from engine_spark.sandbox.expressions import ALLOWED_EXPRESSIONS, CLOCK_EXPRESSIONS
+from engine_spark.sandbox.rules import (
     ALLOWED_FUNCTIONS,
     ANALYZED_NODES,
     CLOCK_FUNCTIONS,
@@ -77,7 +77,7 @@ class Policy(Enum):
 
 
 def short_class(name: str) -> str:
-    """A JVM class name as ``sandbox_rules`` spells it (relative to the catalyst package)."""
+    """A JVM class name as ``rules.py`` spells it (relative to the catalyst package)."""
     return name.removeprefix(_CATALYST)
 
 

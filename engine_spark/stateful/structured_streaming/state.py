@@ -97,10 +97,6 @@ def advance_next_watermark(directory: Path, watermark_ms: int) -> None:
     latest.write_text(f"{header}\n{json.dumps(doc, separators=(',', ':'))}")
 
 
-def total_size(files: Mapping[str, bytes]) -> int:
-    return sum(len(c) for c in files.values())
-
-
 _SOURCE_PATH = re.compile(rb'"path":"([^"]*)"')
 
 

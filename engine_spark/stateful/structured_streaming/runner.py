@@ -18,7 +18,8 @@ bounded by exactly the watermark the coordinator sent. The query runs with
 ``Trigger.AvailableNow`` as one micro-batch, whose eviction watermark is preset to the
 transaction's new watermark (``restore``): a transaction that carries only a watermark
 advance closes windows too. Spark's checkpoint directory is restored from the
-ODF checkpoint before the run and packed into it after (``stream_state.py``).
+ODF checkpoint before the run and packed into it after (``state.py``).
+``StructuredStreamingRunner`` is the runner, the registry's last.
 
 The global watermark is the minimum over inputs; an input that has records but no watermark
 yet holds stateful operators back at the epoch, and so holds the output watermark back.
@@ -26,47 +27,57 @@ yet holds stateful operators back at the epoch, and so holds the output watermar
 
 from __future__ import annotations
 
-import hashlib
-import json
-import shutil
-import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import dataclasses
+import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import datetime, timedelta
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import BooleanType, StructField, StructType, TimestampType
 
-from common.odf.engine_protocol import TransformRequestInput
 from common.odf.fragments import TransformSql
-from engine_spark import calls, stream_state
-from engine_spark.checkpoint import StreamState
+from engine_spark import calls
+from engine_spark import checkpoint as cp
+from engine_spark.changelog import changelog
+from engine_spark.checkpoint import Mode, StreamState
 from engine_spark.errors import InputDataError, InvalidQueryError
-from engine_spark.exchange import read_schema, read_table
-from engine_spark.inputs import quote_identifier
-from engine_spark.retractions import check_slice, in_interval
-from engine_spark.schema_mapping import spark_input_schema, spark_input_table
+from engine_spark.exchange import parquet_bytes
+from engine_spark.inputs import quote_identifier, register_view
+from engine_spark.queries import run_steps
+from engine_spark.schema_mapping import spark_input_schema
 from engine_spark.spark_errors import query_errors, user_message
-from engine_spark.staging import spark_values
-from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode
+from engine_spark.stateful.plan import WATERMARK_METADATA_KEY, stateful_plan
+from engine_spark.stateful.runner import (
+    StatefulQuery,
+    StatefulRun,
+    in_value_order,
+    runner_mismatch,
+)
+from engine_spark.stateful.stream_inputs import (
+    EPOCH,
+    PhaseClock,
+    StreamInput,
+    WorkArea,
+    new_records,
+    query_fingerprint,
+    spark_schema,
+    spark_version,
+    spark_watermark,
+    work_area,
+)
+from engine_spark.stateful.structured_streaming import state as stream_state
 from engine_spark.watermark import is_late
 
-log = structlog.get_logger("engine_spark.streaming")
+log = structlog.get_logger("engine_spark.stateful.structured_streaming.runner")
 
 WATERMARK_COLUMN = "__odf_watermark"
 MARKER_COLUMN = "__odf_marker"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
 STREAMING_CONF = {
     # A query's first transaction closes windows in a batch without data; later ones preset
     # the watermark (``restore``) and need none.
@@ -83,73 +94,6 @@ STREAMING_CONF = {
     "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
     "spark.sql.streaming.unsupportedOperationCheck": "true",
 }
-
-
-class PhaseClock:
-    """Seconds spent in each phase of a streaming transaction (for the logs)."""
-
-    def __init__(self) -> None:
-        self.laps: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.laps[phase] = round(now - self._last, 3)
-        self._last = now
-
-
-@dataclass(frozen=True, slots=True)
-class StreamInput:
-    """One streamed input of the transaction."""
-
-    request: TransformRequestInput
-    previous_watermark: datetime | None
-    """The input's watermark before this transaction: records before it are late."""
-    watermark: datetime | None
-    """The input's watermark after this transaction."""
-
-    @property
-    def directory(self) -> str:
-        return str(self.request.dataset_id.to_multibase())
-
-
-def query_fingerprint(transform: TransformSql) -> str:
-    """Identifies the query a streaming state belongs to (steps and temporal tables)."""
-    doc = {
-        "steps": [[s.alias, s.query] for s in transform.steps()],
-        "temporal": [[t.name, list(t.primary_key)] for t in transform.temporal_tables or ()],
-    }
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-
-
-def spark_version(session: SparkSession) -> str:
-    return ".".join(session.version.split(".")[:2])
-
-
-@dataclass(slots=True)
-class WorkArea:
-    """The request's directories: Spark's checkpoint and one directory per streamed input."""
-
-    root: Path
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.root / "checkpoint"
-
-    @property
-    def inputs(self) -> Path:
-        return self.root / "in"
-
-
-@contextmanager
-def work_area() -> Iterator[WorkArea]:
-    root = Path(tempfile.mkdtemp(prefix="odf-engine-stream-"))
-    try:
-        area = WorkArea(root)
-        area.inputs.mkdir()
-        yield area
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def restore(
@@ -181,19 +125,8 @@ def restore(
     return state.transactions
 
 
-def spark_watermark(inputs: Sequence[StreamInput]) -> datetime | None:
-    """Spark's global watermark once every input's marker is read: the minimum over inputs,
-    an input without a watermark counting as the epoch."""
-    return min((i.watermark or _EPOCH for i in inputs), default=None)
-
-
-def previous_spark_watermark(inputs: Sequence[StreamInput]) -> datetime | None:
-    """The global watermark before this transaction (the same minimum)."""
-    return min((i.previous_watermark or _EPOCH for i in inputs), default=None)
-
-
 def _millis(value: datetime) -> int:
-    return (value - _EPOCH) // timedelta(milliseconds=1)
+    return (value - EPOCH) // timedelta(milliseconds=1)
 
 
 def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructType:
@@ -205,7 +138,7 @@ def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructTyp
     directory.mkdir(exist_ok=True)
     # A marker every transaction, also without records or watermark: Spark forgets on restart
     # which inputs it heard from, and an input it does not hear from does not hold it back.
-    marked = _with_marker(rows, inp.watermark or _EPOCH)
+    marked = _with_marker(rows, inp.watermark or EPOCH)
     pq.write_table(marked, directory / f"tx-{transaction:012d}.parquet", compression="none")
     return spark_schema
 
@@ -213,7 +146,7 @@ def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructTyp
 def empty_input(area: WorkArea, name: str, schema: pa.Schema) -> StructType:
     """A streamed input with no files (ValidateQuery): its directory; its Spark schema."""
     (area.inputs / name).mkdir(exist_ok=True)
-    return _spark_schema(spark_input_schema(schema))
+    return spark_schema(spark_input_schema(schema))
 
 
 def stream_view(
@@ -309,52 +242,6 @@ def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
     return [t for _, t in batches]
 
 
-def _spark_schema(schema: pa.Schema) -> StructType:
-    return from_arrow_schema(schema, prefer_timestamp_ntz=False)
-
-
-def new_records(
-    inp: TransformRequestInput, *, since: datetime | None = None
-) -> tuple[pa.Table, StructType]:
-    """The input's records in its offset interval, as Spark values, in offset order, and their
-    Spark schema; InvalidQuery when they hold a retraction or correction
-    (``retractions.py``). ``since``: only the records not late by it (``on_time``)."""
-    schema = spark_input_schema(read_schema(inp.schema_file))
-    spark = _spark_schema(schema)
-    rows = _records_in_interval(inp, schema)
-    check_slice(inp, rows, stateful=True)
-    if since is not None:
-        rows = rows.filter(on_time(rows, inp.vocab.event_time_column, since))
-    offset = inp.vocab.offset_column
-    return spark_values(rows.sort_by([(offset, "ascending")]), spark), spark
-
-
-def on_time(rows: pa.Table, column: str, watermark: datetime) -> pc.Expression:
-    """A filter of ``rows``: event time ``column`` not late by ``watermark``
-    (``watermark.is_late``; a filter drops a null event time)."""
-    value = pa.scalar(watermark, rows.schema.field(column).type)
-    return ~is_late(pc.field(column), value)
-
-
-def _records_in_interval(inp: TransformRequestInput, schema: pa.Schema) -> pa.Table:
-    """The records in the input's offset interval, in ``schema``, in no particular order."""
-    if inp.offset_interval is None or not inp.data_paths:
-        return schema.empty_table()
-    parts = []
-    offset = inp.vocab.offset_column
-    for path in inp.data_paths:
-        table = spark_input_table(read_table(path))
-        table = table.filter(in_interval(table.column(offset), inp.offset_interval))
-        columns = [
-            table.column(f.name).cast(f.type)
-            if f.name in table.column_names
-            else pa.nulls(table.num_rows, f.type)
-            for f in schema
-        ]
-        parts.append(pa.Table.from_arrays(columns, schema=schema))
-    return pa.concat_tables(parts)
-
-
 def _with_marker(rows: pa.Table, watermark: datetime) -> pa.Table:
     stamp_type = pa.timestamp("us", tz="UTC")
     data = rows.append_column(
@@ -365,3 +252,122 @@ def _with_marker(rows: pa.Table, watermark: datetime) -> pa.Table:
         [{WATERMARK_COLUMN: watermark, MARKER_COLUMN: True}], schema=data.schema
     )
     return pa.concat_tables([data, marker])
+
+
+@dataclass(frozen=True, slots=True)
+class StreamingPlan:
+    carried: StreamState | None
+    """Spark's checkpoint carried on; None for the query's first transaction."""
+
+
+class StructuredStreamingRunner:
+    """Any other stateful query (session windows, outer joins, aggregates without an
+    event-time group, DISTINCT, ...) as one run of a Structured Streaming query per
+    transaction. State: Spark's checkpoint directory (``state.py``) and, in changelog mode,
+    the last emitted row per key. Tried last: it plans every query."""
+
+    runner = cp.Runner.SPARK_STREAMING
+
+    def plan(self, query: StatefulQuery) -> StreamingPlan:
+        """Every query runs; the plan is the state carried on."""
+        carried = query.carried
+        if carried is not None and carried.runner != self.runner:
+            raise runner_mismatch(f"streaming state of the {carried.runner.value!r} runner")
+        return StreamingPlan(carried)
+
+    def run(self, query: StatefulQuery, plan: StreamingPlan) -> StatefulRun:
+        session, request, area, inputs = query.session, query.request, query.area, query.inputs
+        columns, arrow_schema = query.columns, query.arrow_schema
+        carried = plan.carried
+        clock = PhaseClock()
+        transaction = restore(area, carried, session, spark_watermark(inputs))
+        clock.lap("restore")
+        for inp in inputs:
+            schema = stage_input(area, inp, transaction)
+            view = stream_view(
+                session,
+                area,
+                inp.directory,
+                schema,
+                event_time=inp.request.vocab.event_time_column,
+                previous_watermark=inp.previous_watermark,
+            )
+            register_view(view, inp.request.query_alias)
+        clock.lap("stage")
+        configure(session)
+        result = run_steps(session, request.transform)
+        plan_ = stateful_plan(result)
+        clock.lap("plan")
+        batches = [t.cast(arrow_schema) for t in run_query(result, area, plan_.mode)]
+        clock.lap("run")
+        files = stream_state.pack(area.checkpoint, area.inputs)
+        clock.lap("pack")
+        emitted: bytes | None = None
+        if plan_.mode is Mode.APPEND:
+            table = pa.concat_tables(batches) if batches else arrow_schema.empty_table()
+            table = in_value_order(table, columns)
+        else:
+            if columns.op is not None:
+                raise InvalidQueryError(
+                    f"an aggregation not grouped by event time emits its own changelog in "
+                    f"{columns.op!r}: do not select an {columns.op!r} column"
+                )
+            op = request.vocab.operation_type_column
+            before = carried.emitted if carried is not None else None
+            changes = changelog(
+                batches or [arrow_schema.empty_table()],
+                pq.read_table(io.BytesIO(before)) if before is not None else None,
+                plan_.keys,
+                op,
+            )
+            table = changes.rows
+            columns = dataclasses.replace(columns, op=op)
+            emitted = parquet_bytes(changes.emitted)
+        state = StreamState(
+            query=query_fingerprint(request.transform),
+            spark_version=spark_version(session),
+            mode=plan_.mode,
+            transactions=transaction + 1,
+            files=files,
+            keys=plan_.keys,
+            emitted=emitted,
+        )
+        log.info(
+            "transform.stream",
+            mode=plan_.mode.value,
+            batches=len(batches),
+            state_bytes=state.files_size,
+            **clock.laps,
+        )
+        return StatefulRun(table, columns, state, plan_.lag)
+
+
+def accepts(
+    session: SparkSession,
+    schemas: dict[str, pa.Schema],
+    transform: TransformSql,
+    temporal: set[str],
+    event_times: dict[str, str],
+) -> None:
+    """InvalidQuery unless ``stateful_plan`` and Spark's own checks for streaming queries
+    accept the query (ValidateQuery): it is started over inputs with no files, so it runs no
+    batch. ``event_times``: each input's event-time column (from its own vocabulary)."""
+    with work_area() as area:
+        stream_state.fresh(area.checkpoint)
+        for i, (alias, schema) in enumerate(schemas.items()):
+            if alias in temporal:
+                continue
+            name = f"input-{i}"
+            spark_schema = empty_input(area, name, schema)
+            view = stream_view(
+                session,
+                area,
+                name,
+                spark_schema,
+                event_time=event_times[alias],
+                previous_watermark=None,
+            )
+            register_view(view, alias)
+        configure(session)
+        result = run_steps(session, transform)
+        run_query(result, area, stateful_plan(result).mode)

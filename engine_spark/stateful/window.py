@@ -16,7 +16,8 @@ when the watermark reaches its end; records at or before their input's watermark
 dropped), at the cost of a batch query over a slice and the records of open windows: none of
 Structured Streaming's fixed cost per run (state stores opened and committed, offset and
 commit logs, query start). Any other stateful query runs as Structured Streaming
-(``streaming.py``).
+(``structured_streaming/``). ``WindowRunner`` is the runner; its state is the records of
+open windows (``retention.py``) and the window (``checkpoint.WindowSpec``).
 
 The restriction is put into the analyzed plan: a filter on the window column right below the
 aggregation, so every window that is computed is complete and is emitted exactly once.
@@ -29,10 +30,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import pyarrow as pa
+import structlog
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from engine_spark import checkpoint as cp
 from engine_spark.inputs import quote_identifier, stable_literal
 from engine_spark.jvm_plan import (
     analyzed,
@@ -46,7 +48,17 @@ from engine_spark.jvm_plan import (
     view_name,
     walk,
 )
-from engine_spark.streaming import on_time
+from engine_spark.queries import run_steps
+from engine_spark.spark_errors import query_errors
+from engine_spark.stateful import retention
+from engine_spark.stateful.runner import StatefulQuery, StatefulRun, in_value_order, runner_mismatch
+from engine_spark.stateful.stream_inputs import (
+    PhaseClock,
+    previous_spark_watermark,
+    spark_watermark,
+)
+
+log = structlog.get_logger("engine_spark.stateful.window")
 
 _ROW_WISE = frozenset(
     {
@@ -152,14 +164,6 @@ def closing_windows(
     return frame(session, replace_on_path(session, path, restricted))
 
 
-def retained(records: pa.Table, event_time: str, watermark: datetime, reach: timedelta) -> pa.Table:
-    """The records that may still be needed after ``watermark``: those at most ``reach``
-    behind it. A later record is not late (at or after ``watermark``), so a join's bound
-    is its reach; a window of width w holds records less than w behind the end of a window
-    still open (which is after ``watermark``): its reach is w less a microsecond."""
-    return records.filter(on_time(records, event_time, watermark - reach))
-
-
 def _is_window_type(data_type: Any) -> bool:
     return str(data_type.simpleString()) == "struct<start:timestamp,end:timestamp>"
 
@@ -253,3 +257,83 @@ def _read_from_input(node: Any, attribute: Any, inputs: frozenset[str]) -> bool:
         elif name == "Generate" and any(expr_id(a) == target for a in seq(below.generatorOutput())):
             return False
     return False
+
+
+class WindowRunner:
+    """A window aggregation recomputed over the records of its open windows: one batch
+    query, no Structured Streaming. State: the records of windows still open
+    (``retention.retained_records``) and the window (``checkpoint.WindowSpec``)."""
+
+    runner = cp.Runner.WINDOW_RECOMPUTE
+
+    def plan(self, query: StatefulQuery) -> WindowAggregate | None:
+        """The query's window aggregation (no temporal tables, one event-time column name,
+        and no state of another runner to carry on)."""
+        carried = query.carried
+        if query.temporal or (carried is not None and carried.runner != self.runner):
+            return None
+        if carried is not None and carried.window is not None:  # found in the first transaction
+            micros = timedelta(microseconds=1)
+            window = carried.window
+            return WindowAggregate(window.width_us * micros, window.column, window.lag_us * micros)
+        inputs = query.inputs
+        names = {i.request.vocab.event_time_column for i in inputs}
+        if len(names) != 1:
+            return None
+        aliases = frozenset(i.request.query_alias for i in inputs)
+        output_event_time = query.request.vocab.event_time_column
+        with query_errors(None, in_step=False):
+            plan = window_aggregate(query.result, names.pop(), aliases, output_event_time)
+        if plan is None and carried is not None:
+            raise runner_mismatch("the records of a window aggregation's open windows")
+        return plan
+
+    def register(
+        self, prepared: retention.PreparedViews, _: cp.StreamState | None, event_time: str
+    ) -> None:
+        """Every input's view: its new records and its kept ones."""
+        for alias, new in prepared.new.items():
+            retention.register_union([new, prepared.kept[alias]], alias, event_time, marked=False)
+
+    def run(self, query: StatefulQuery, plan: WindowAggregate) -> StatefulRun:
+        clock = PhaseClock()
+        session, inputs, carried = query.session, query.inputs, query.carried
+        columns, arrow_schema = query.columns, query.arrow_schema
+        upto = spark_watermark(inputs)
+        assert upto is not None, "a stateful query has streamed inputs"
+        after = previous_spark_watermark(inputs) if carried is not None else None
+        # With prepared views the query already ran over the recomputation's views.
+        result = query.result if query.prepared is not None else None
+        if result is None:
+            prepared = retention.views(session, query.area, inputs, carried)
+            self.register(prepared, carried, inputs[0].request.vocab.event_time_column)
+            result = run_steps(session, query.request.transform)
+        clock.lap("plan")
+        with query_errors(None, in_step=False):
+            closing = closing_windows(result, plan, after, upto)
+            table = closing.toArrow().cast(arrow_schema)
+        clock.lap("run")
+        files = {
+            # in a window still open: less than a width behind the watermark
+            f"{i.directory}.parquet": retention.retained_records(
+                carried, i, upto, plan.width - timedelta(microseconds=1)
+            )
+            for i in inputs
+        }
+        clock.lap("retain")
+        state = query.next_state(
+            files,
+            runner=self.runner,
+            window=cp.WindowSpec(
+                column=plan.window_column,
+                width_us=plan.width // timedelta(microseconds=1),
+                lag_us=plan.lag // timedelta(microseconds=1),
+            ),
+        )
+        log.info(
+            "transform.windows",
+            width=str(plan.width),
+            retained_bytes=state.files_size,
+            **clock.laps,
+        )
+        return StatefulRun(in_value_order(table, columns), columns, state, plan.lag)

@@ -1,4 +1,4 @@
-"""Running a recognized as-of join (``asof_join.py``) as an equi-join plus a ranking.
+"""Running a recognized as-of join (``join.py``) as an equi-join plus a ranking.
 
 Spark decorrelates the lateral subquery into a product of the distinct stream event times
 with the versions, then a ranked window per (key, time): quadratic in the records. The form

@@ -3,8 +3,8 @@
 A query made only of row-wise operators (projection, filter, union, explode) gives the same
 result on each transaction's new records as on all records at once: it runs as a batch query
 over the slices (``engine.py``). Any other query (aggregation, join of two inputs, window,
-distinct, sort, limit) depends on earlier records and runs as a Spark Structured Streaming
-query whose state is carried in the checkpoint (``streaming.py``), in one of two modes:
+distinct, sort, limit) depends on earlier records and runs with its state carried in the
+checkpoint (``stateful/registry.py`` picks the runner), in one of two modes:
 
 * ``append``: every stateful operator is bounded by event time (GROUP BY ``window(...)`` or
   ``session_window(...)``, joins of two inputs with an event-time condition). A result is
@@ -16,7 +16,7 @@ query whose state is carried in the checkpoint (``streaming.py``), in one of two
 
 Refused, with InvalidQuery, at ValidateQuery as well as at ExecuteTransform: ``LIMIT`` and
 ``ORDER BY`` over a stream, analytic window functions (``OVER``) other than a top-N per key
-(``topn_recompute.py``), joins of two inputs without an event-time bound, and whatever
+(``stateful/top_n.py``), joins of two inputs without an event-time bound, and whatever
 Spark's own checks for streaming queries refuse (several aggregations in a changelog, ...).
 """
 
@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import Enum
 from typing import Any
 
 from pyspark.sql import DataFrame
 
+from engine_spark.checkpoint import Mode
 from engine_spark.errors import InvalidQueryError
 from engine_spark.jvm_plan import (
     analyzed,
@@ -44,12 +44,7 @@ from engine_spark.jvm_plan import (
 
 WATERMARK_METADATA_KEY = "spark.watermarkDelayMs"
 """Spark's (internal) column metadata marking an event-time column bounded by a watermark
-(``EventTimeWatermark.delayKey``); pinned by the tests of ``streaming.py``."""
-
-
-class Mode(Enum):
-    APPEND = "append"
-    CHANGELOG = "changelog"
+(``EventTimeWatermark.delayKey``); pinned by the tests of ``stateful/structured_streaming/``."""
 
 
 @dataclass(frozen=True, slots=True)

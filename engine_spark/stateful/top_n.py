@@ -14,16 +14,26 @@ as a batch query, and emits the difference to what it emitted before as a change
 the partition keys and the row number (``changelog.py``): ``+I`` for a rank newly filled,
 ``-U``/``+U`` for a rank now held by another row. A rank once filled stays filled, so no row
 is ever retracted without a replacement. Anything else with ``OVER`` is refused.
+``TopNRunner`` is the runner; its state is the rows in the top N and the last emitted rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import io
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+import pyarrow.parquet as pq
+import structlog
 from pyspark.sql import DataFrame
 
-from engine_spark.inputs import quote_identifier
+from engine_spark import checkpoint as cp
+from engine_spark.changelog import changelog
+from engine_spark.errors import InvalidQueryError
+from engine_spark.exchange import parquet_bytes
+from engine_spark.inputs import quote_identifier, register_view
 from engine_spark.jvm_plan import (
     analyzed,
     expr_id,
@@ -37,6 +47,15 @@ from engine_spark.jvm_plan import (
     unalias,
     view_name,
 )
+from engine_spark.ordering import sort_by_values
+from engine_spark.queries import run_steps
+from engine_spark.retractions import check_no_retractions
+from engine_spark.spark_errors import query_errors
+from engine_spark.stateful.retention import new_view, no_rows
+from engine_spark.stateful.runner import StatefulQuery, StatefulRun, runner_mismatch
+from engine_spark.stateful.stream_inputs import PhaseClock
+
+log = structlog.get_logger("engine_spark.stateful.top_n")
 
 _ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Window", "ResolvedHint"})
 _ABOVE = frozenset({"Project", "SubqueryAlias", "Filter"})
@@ -172,3 +191,65 @@ def _output_names(path: list[Any], ids: list[Any]) -> tuple[str, ...] | None:
     if not all(i in names for i in current):
         return None
     return tuple(names[i] for i in current)
+
+
+class TopNRunner:
+    """A top-N per key recomputed from the rows in the top N: one batch query, emitted as a
+    changelog. State: the rows in the top N (one Parquet file) and the last emitted rows."""
+
+    runner = cp.Runner.TOPN_RECOMPUTE
+
+    def plan(self, query: StatefulQuery) -> TopN | None:
+        carried = query.carried
+        if query.temporal or (carried is not None and carried.runner != self.runner):
+            return None
+        with query_errors(None, in_step=False):
+            plan = top_n(query.result, frozenset(i.request.query_alias for i in query.inputs))
+        if plan is None and carried is not None:
+            raise runner_mismatch("the rows of a top N")
+        return plan
+
+    def run(self, query: StatefulQuery, plan: TopN) -> StatefulRun:
+        inputs, carried = query.inputs, query.carried
+        session, request = query.session, query.request
+        columns, arrow_schema = query.columns, query.arrow_schema
+        op = request.vocab.operation_type_column
+        if columns.op is not None:
+            raise InvalidQueryError(
+                f"a top-N query emits its own changelog in {columns.op!r}: do not select an "
+                f"{columns.op!r} column"
+            )
+        clock = PhaseClock()
+        check_no_retractions([i.request for i in inputs], stateful=True)
+        for inp in inputs:
+            register_view(new_view(session, inp), inp.request.query_alias)
+        result = run_steps(session, request.transform)
+        source = next(i for i in inputs if i.request.query_alias == plan.input)
+        name = f"{source.directory}.parquet"
+        kept: str | None = None
+        files = carried.files if carried is not None else {}
+        if name in files and not no_rows(files[name]):
+            path = query.area.inputs / name
+            path.write_bytes(files[name])
+            kept = str(path)
+        clock.lap("plan")
+        with query_errors(None, in_step=False):
+            output, top = with_kept(result, kept)
+            table = output.toArrow().cast(arrow_schema)
+            top_rows = sort_by_values(top.toArrow(), [], [])
+        clock.lap("run")
+        before = carried.emitted if carried is not None else None
+        changes = changelog(
+            [table],
+            pq.read_table(io.BytesIO(before)) if before is not None else None,
+            plan.keys,
+            op,
+        )
+        state = query.next_state(
+            {name: parquet_bytes(top_rows)},
+            runner=self.runner,
+            keys=plan.keys,
+            emitted=parquet_bytes(changes.emitted),
+        )
+        log.info("transform.top_n", limit=plan.limit, kept=top_rows.num_rows, **clock.laps)
+        return StatefulRun(changes.rows, dataclasses.replace(columns, op=op), state, timedelta(0))

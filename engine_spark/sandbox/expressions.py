@@ -1,7 +1,7 @@
 """Expression classes a query's plans may contain (reviewed allow-list; no pyspark).
 
 Generated once from Spark 4.3 by analyzing the documented examples of every function in
-``sandbox_rules.ALLOWED_FUNCTIONS`` and ``CLOCK_FUNCTIONS`` plus the sandbox's own table of
+``rules.ALLOWED_FUNCTIONS`` and ``CLOCK_FUNCTIONS`` plus the sandbox's own table of
 legitimate queries, then reviewed: operators, literals, casts, subqueries, windows,
 aggregates, lambdas and the classes behind allowed functions. Not here (so refused): the
 classes behind refused functions (``CallMethodViaReflection``, ``Rand``, ``Uuid``,

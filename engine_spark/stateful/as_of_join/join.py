@@ -17,7 +17,7 @@ for each stream row, the version of its key with the newest event time at or bef
 row's (ties: the newest offset). Flink's ``FOR SYSTEM_TIME AS OF t.event_time`` does not
 parse in Spark (a time-travel timestamp cannot refer to columns). The engine runs the same
 query over the stream rows the versioned input's watermark has released and the versions
-they can still need (``asof_state.py``), so N transactions give what one gives.
+they can still need (``state.py``), so N transactions give what one gives.
 
 The form is checked strictly, because a look-alike would need other state: the subquery's
 filter is exactly an equality per primary key column (``p.k = <expression of the stream
