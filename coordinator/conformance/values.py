@@ -5,13 +5,19 @@ Times in cases are ISO 8601 (``2024-01-01T00:05:00Z``) or a time of day on the c
 midnight or a DATE. Values compare by canonical form: timestamps as
 ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` (any unit or zone), dates as ``YYYY-MM-DD``, decimals and
 floats by value.
+
+Expected values may be wildcards (``<any>``, ``<not-null>``, ``<any TYPE>``): a string that
+starts with ``<`` is a wildcard, and a literal string starting with ``<`` is written with one
+more ``<`` (``"<<b>"`` is the string ``<b>``), so a wildcard never clashes with a real value.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
@@ -47,6 +53,60 @@ _TIME_OF_DAY = re.compile(r"\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?")
 
 class CaseValueError(OdfError):
     """A value in a case that cannot be read as its column's type."""
+
+
+class WildcardKind(StrEnum):
+    ANY = "any"
+    """Any value, null included."""
+    NOT_NULL = "not-null"
+    """Any value but null."""
+    OF_TYPE = "of-type"
+    """Any non-null value in a column of the named type."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wildcard:
+    """An expected value standing for a set of values (never equal to a value)."""
+
+    kind: WildcardKind
+    type: str | None = None
+    column_type: str | None = None
+    """The column's type in the engine's output, once compared (``OF_TYPE`` checks it)."""
+
+    def matches(self, value: Any) -> bool:
+        if self.kind is WildcardKind.ANY:
+            return True
+        if value is None:
+            return False
+        return self.kind is WildcardKind.NOT_NULL or self.column_type == self.type
+
+    def bound(self, t: pa.DataType) -> Wildcard:
+        return Wildcard(self.kind, self.type, type_name(t))
+
+    def __str__(self) -> str:
+        if self.kind is WildcardKind.OF_TYPE:
+            return f"<any {self.type}>"
+        return f"<{self.kind.value}>"
+
+
+def expected_value(value: Any) -> Any:
+    """An expected record's value: a wildcard, a ``<<``-escaped literal, or the value."""
+    if not isinstance(value, str) or not value.startswith("<"):
+        return value
+    if value.startswith("<<"):
+        return value[1:]
+    if value == "<any>":
+        return Wildcard(WildcardKind.ANY)
+    if value == "<not-null>":
+        return Wildcard(WildcardKind.NOT_NULL)
+    if value.startswith("<any ") and value.endswith(">"):
+        name = value[5:-1].strip()
+        arrow_type(name)
+        return Wildcard(WildcardKind.OF_TYPE, name)
+    raise CaseValueError(
+        f"not a wildcard: {value!r} (<any>, <not-null>, <any TYPE>; a literal string starting"
+        " with '<' is written with one more '<')"
+    )
 
 
 def arrow_type(name: str) -> pa.DataType:
