@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
@@ -55,38 +54,28 @@ class CaseValueError(OdfError):
     """A value in a case that cannot be read as its column's type."""
 
 
-class WildcardKind(StrEnum):
-    ANY = "any"
-    """Any value, null included."""
-    NOT_NULL = "not-null"
-    """Any value but null."""
-    OF_TYPE = "of-type"
-    """Any non-null value in a column of the named type."""
-
-
 @dataclass(frozen=True, slots=True)
 class Wildcard:
-    """An expected value standing for a set of values (never equal to a value)."""
+    """An expected value standing for a set of values (never equal to a value): any value
+    (``nullable``), any but null, or any non-null value in a column of the named ``type``."""
 
-    kind: WildcardKind
+    nullable: bool = True
     type: str | None = None
     column_type: str | None = None
-    """The column's type in the engine's output, once compared (``OF_TYPE`` checks it)."""
+    """The column's type in the engine's output, once compared (a ``type`` checks it)."""
 
     def matches(self, value: Any) -> bool:
-        if self.kind is WildcardKind.ANY:
-            return True
         if value is None:
-            return False
-        return self.kind is WildcardKind.NOT_NULL or self.column_type == self.type
+            return self.nullable
+        return self.type is None or self.column_type == self.type
 
     def bound(self, t: pa.DataType) -> Wildcard:
-        return Wildcard(self.kind, self.type, type_name(t))
+        return Wildcard(self.nullable, self.type, type_name(t))
 
     def __str__(self) -> str:
-        if self.kind is WildcardKind.OF_TYPE:
+        if self.type is not None:
             return f"<any {self.type}>"
-        return f"<{self.kind.value}>"
+        return "<any>" if self.nullable else "<not-null>"
 
 
 def expected_value(value: Any) -> Any:
@@ -96,13 +85,13 @@ def expected_value(value: Any) -> Any:
     if value.startswith("<<"):
         return value[1:]
     if value == "<any>":
-        return Wildcard(WildcardKind.ANY)
+        return Wildcard()
     if value == "<not-null>":
-        return Wildcard(WildcardKind.NOT_NULL)
+        return Wildcard(nullable=False)
     if value.startswith("<any ") and value.endswith(">"):
         name = value[5:-1].strip()
         arrow_type(name)
-        return Wildcard(WildcardKind.OF_TYPE, name)
+        return Wildcard(nullable=False, type=name)
     raise CaseValueError(
         f"not a wildcard: {value!r} (<any>, <not-null>, <any TYPE>; a literal string starting"
         " with '<' is written with one more '<')"

@@ -13,13 +13,12 @@ import pytest
 
 from coordinator.conformance.case import Case, ErrorClass, Expect, Kind, Order
 from coordinator.conformance.compare import Answer, Failure, check_outcome, check_transform
-from coordinator.conformance.loader import CaseFormatError, load_case
+from coordinator.conformance.loader import CaseFormatError, load_case, load_cases
 from coordinator.conformance.report import junit_xml, summary_line
 from coordinator.conformance.runner import CaseResult, Status
 from coordinator.conformance.values import (
     CaseValueError,
     Wildcard,
-    WildcardKind,
     expected_value,
     parse_time,
 )
@@ -95,8 +94,8 @@ def test_the_additions_load(tmp_path: Path) -> None:
     records = alternatives[1].records
     assert records is not None
     assert records[0] == {
-        "ts_out": Wildcard(WildcardKind.ANY),
-        "n": Wildcard(WildcardKind.OF_TYPE, "int64"),
+        "ts_out": Wildcard(),
+        "n": Wildcard(nullable=False, type="int64"),
     }
     assert records[1]["n"] == "<1>"  # the escaped literal
     last = case.transactions[1].expect
@@ -104,27 +103,27 @@ def test_the_additions_load(tmp_path: Path) -> None:
     assert last.schema_checks()
 
 
-@pytest.mark.parametrize(
-    ("change", "words"),
-    [
-        (('n: "<<1>"', 'n: "<some>"'), "expect.oneOf.1.records.1.n: not a wildcard: '<some>'"),
-        (('n: "<any int64>"', 'n: "<any int99>"'), "unknown type 'int99'"),
-        (("    first_offset: 10\n", ""), "1 records before offset 0: give the input a first"),
-        (('{ts: "00:00", n: 0}', "{n: 0}"), "before.0: a record needs ts"),
-        (('{ts: "00:09", n: 9}', '{ts: "00:09", event_time: x}'), "unknown column(s)"),
-        (('system_time: "2029-12-31T00:00:00Z"', "system_time: 1:30"), "not a quoted time"),
-        (('system_time: "2030-01-01T00:00:00Z"', "system_time: sometime"), "watermarks.1: not a"),
-        (("capabilities: [validate-query]", "capabilities: []"), "add the validate-query"),
-        (("event_time_column: ts\n", "event_time_column: n\n"), "'n' names another column"),
-        (("      oneOf:\n", "      records: []\n      oneOf:\n"), "transactions.0.expect"),
-        (("        watermarks:", '        watermark: "00:01"\n        watermarks:'), "inputs"),
-    ],
-)
-def test_malformed_additions_are_refused(
-    tmp_path: Path, change: tuple[str, str], words: str
-) -> None:
-    assert change[0] in CASE
-    path = write(tmp_path, CASE.replace(change[0], change[1], 1))
+MALFORMED = {
+    # what the message says: (the text in CASE, what replaces it)
+    "expect.oneOf.1.records.1.n: not a wildcard: '<some>'": ('n: "<<1>"', 'n: "<some>"'),
+    "unknown type 'int99'": ('n: "<any int64>"', 'n: "<any int99>"'),
+    "1 records before offset 0: give the input a first": ("    first_offset: 10\n", ""),
+    "before.0: a record needs ts": ('{ts: "00:00", n: 0}', "{n: 0}"),
+    "unknown column(s)": ('{ts: "00:09", n: 9}', '{ts: "00:09", event_time: x}'),
+    "not a quoted time": ('system_time: "2029-12-31T00:00:00Z"', "system_time: 1:30"),
+    "watermarks.1: not a": ('system_time: "2030-01-01T00:00:00Z"', "system_time: sometime"),
+    "add the validate-query": ("capabilities: [validate-query]", "capabilities: []"),
+    "'n' names another column": ("event_time_column: ts\n", "event_time_column: n\n"),
+    "transactions.0.expect": ("      oneOf:\n", "      records: []\n      oneOf:\n"),
+    "inputs": ("        watermarks:", '        watermark: "00:01"\n        watermarks:'),
+}
+
+
+@pytest.mark.parametrize("words", MALFORMED)
+def test_malformed_additions_are_refused(tmp_path: Path, words: str) -> None:
+    old, new = MALFORMED[words]
+    assert old in CASE
+    path = write(tmp_path, CASE.replace(old, new, 1))
     with pytest.raises(CaseFormatError) as e:
         load_case(path)
     assert str(e.value).startswith(f"{path}: ")
@@ -140,15 +139,15 @@ def test_before_and_after_need_records_in_the_interval(tmp_path: Path) -> None:
 
 
 def test_wildcard_spelling() -> None:
-    assert expected_value("<any>") == Wildcard(WildcardKind.ANY)
-    assert expected_value("<not-null>") == Wildcard(WildcardKind.NOT_NULL)
-    assert expected_value("<any decimal(10,2)>") == Wildcard(WildcardKind.OF_TYPE, "decimal(10,2)")
+    assert expected_value("<any>") == Wildcard()
+    assert expected_value("<not-null>") == Wildcard(nullable=False)
+    assert expected_value("<any decimal(10,2)>") == Wildcard(nullable=False, type="decimal(10,2)")
     assert expected_value("<<any>") == "<any>"
     assert expected_value("a<b>") == "a<b>"
     assert expected_value(5) == 5
     with pytest.raises(CaseValueError, match="not a wildcard"):
         expected_value("<anything>")
-    assert str(Wildcard(WildcardKind.OF_TYPE, "int64")) == "<any int64>"
+    assert str(Wildcard(nullable=False, type="int64")) == "<any int64>"
 
 
 def output(values: list[object], n_type: pa.DataType = INT64, nullable: bool = True) -> pa.Table:
@@ -262,3 +261,59 @@ def test_a_known_difference_is_reported_apart_from_failures() -> None:
     )
     assert 'failures="0"' in junit_xml(results, "e")
     assert 'type="known-difference"' in junit_xml(results, "e")
+
+
+def test_harvested_cases_name_their_origin_and_licence() -> None:
+    harvested = [c for c in load_cases() if Path(c.source).parent.name == "harvested"]
+    assert len(harvested) >= 10
+    licences = ("Apache-2.0", "Business Source License")
+    for case in harvested:
+        text = " ".join(case.description.split())
+        assert text.startswith("Harvested from "), case.name
+        assert any(licence in text for licence in licences), case.name
+        assert case.name.split("-")[0] in {"flink", "datafusion", "kamu", "risingwave"}
+    # the new format is what they need: each addition is used by at least one of them
+    used = {
+        "event-time column": any(c.event_time_column != "event_time" for c in harvested),
+        "input event-time column": any(
+            i.event_time_column != "event_time" for c in harvested for i in c.inputs
+        ),
+        "first offset": any(i.first_offset for c in harvested for i in c.inputs),
+        "several watermarks": any(
+            len(p.watermarks) > 1
+            for c in harvested
+            for t in c.transactions
+            for p in t.inputs.values()
+        ),
+        "records outside the interval": any(
+            p.before or p.after
+            for c in harvested
+            for t in c.transactions
+            for p in t.inputs.values()
+        ),
+        "row system times": any(
+            "system_time" in r
+            for c in harvested
+            for t in c.transactions
+            for p in t.inputs.values()
+            for s in p.slices
+            for r in s
+        ),
+        "one of": any(t.expect.one_of for c in harvested for t in c.transactions),
+        "nullable": any(t.expect.nullable for c in harvested for t in c.transactions),
+        "schema without data": any(
+            t.expect.records == () and t.expect.schema_checks()
+            for c in harvested
+            for t in c.transactions
+        ),
+        "wildcards": any(
+            isinstance(v, Wildcard)
+            for c in harvested
+            for t in c.transactions
+            for e in (t.expect, *t.expect.one_of)
+            for r in e.records or ()
+            for v in r.values()
+        ),
+        "known difference": any(c.known_difference for c in harvested),
+    }
+    assert [k for k, v in used.items() if not v] == []
