@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from coordinator.conformance.values import expected_value
+
 DEFAULT_DATE = "2024-01-01"
+EVENT_TIME = "event_time"
+"""The event-time column's name unless a case or an input names another (DatasetVocabulary)."""
 
 
 class Kind(StrEnum):
@@ -73,15 +77,32 @@ class InputSpec:
     columns: dict[str, str]
     """Data columns (name to type name); the system columns come first in every slice."""
     event_time: str = "timestamp-ms"
+    event_time_column: str = EVENT_TIME
+    """The input's event-time column (its vocabulary); its rows name it so."""
+    first_offset: int = 0
+    """The input's first offset (a dataset whose earlier records this output never saw)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkSpec:
+    """One explicit watermark of an input (its system time: the transaction's by default)."""
+
+    event_time: str
+    system_time: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class TxInput:
-    """An input's part of one transaction: new slices (files), a watermark, a new schema."""
+    """An input's part of one transaction: new slices (files), watermarks, a new schema, and
+    records in the files outside the requested interval (``before`` it, ``after`` it)."""
 
     slices: tuple[tuple[Row, ...], ...] = ()
-    watermark: str | None = None
+    watermarks: tuple[WatermarkSpec, ...] = ()
     columns: dict[str, str] | None = None
+    before: tuple[Row, ...] = ()
+    """Records written in the first file ahead of the interval (offsets below its start)."""
+    after: tuple[Row, ...] = ()
+    """Records written in the last file past the interval's end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +115,14 @@ class Expect:
     check_watermark: bool = False
     checkpoint: bool | None = None
     error: ErrorClass | None = None
+    nullable: dict[str, bool] | None = None
+    """Whether each named output column is nullable in the output schema."""
+    one_of: tuple[Expect, ...] = ()
+    """Acceptable outcomes: the answer passes when it meets any of them (then nothing else
+    is set here)."""
+
+    def schema_checks(self) -> bool:
+        return self.columns is not None or self.types is not None or self.nullable is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +160,11 @@ class Case:
     expect: Expect | None = None
     source: str = ""
     """Where the case was read from (for messages)."""
+    event_time_column: str = EVENT_TIME
+    """The output's event-time column (the output dataset's vocabulary)."""
+    known_difference: str | None = None
+    """Why this engine is known to differ from the expected answer: the case is then expected
+    to fail (and a pass is reported, so the marker is removed)."""
 
     @classmethod
     def from_document(cls, doc: dict[str, Any], source: str = "") -> Case:
@@ -148,6 +182,8 @@ class Case:
                     alias=i["alias"],
                     columns=dict(i["columns"]),
                     event_time=i.get("event_time", "timestamp-ms"),
+                    event_time_column=i.get("event_time_column", EVENT_TIME),
+                    first_offset=i.get("first_offset", 0),
                 )
                 for i in doc.get("inputs", ())
             ),
@@ -162,6 +198,8 @@ class Case:
             ),
             expect=_expect(doc["expect"]) if "expect" in doc else None,
             source=source,
+            event_time_column=doc.get("event_time_column", EVENT_TIME),
+            known_difference=doc.get("knownDifference"),
         )
 
     def dialects(self) -> frozenset[str]:
@@ -193,10 +231,15 @@ def _transaction(index: int, doc: dict[str, Any]) -> Transaction:
     inputs = {}
     for alias, t in (doc.get("inputs") or {}).items():
         slices = t.get("slices") or ([t["rows"]] if t.get("rows") else [])
+        marks = [t["watermark"]] if "watermark" in t else t.get("watermarks", ())
         inputs[alias] = TxInput(
             slices=tuple(tuple(s) for s in slices if s),
-            watermark=t.get("watermark"),
+            watermarks=tuple(
+                WatermarkSpec(m) if isinstance(m, str) else WatermarkSpec(**m) for m in marks
+            ),
             columns=dict(t["columns"]) if "columns" in t else None,
+            before=tuple(t.get("before", ())),
+            after=tuple(t.get("after", ())),
         )
     return Transaction(
         index=index,
@@ -212,7 +255,11 @@ def _transaction(index: int, doc: dict[str, Any]) -> Transaction:
 def _expect(doc: dict[str, Any]) -> Expect:
     records = doc.get("records")
     return Expect(
-        records=tuple(records) if records is not None else None,
+        records=(
+            tuple({k: expected_value(v) for k, v in r.items()} for r in records)
+            if records is not None
+            else None
+        ),
         order=Order(doc.get("order", Order.ANY)),
         columns=tuple(doc["columns"]) if "columns" in doc else None,
         types=dict(doc["types"]) if "types" in doc else None,
@@ -220,4 +267,6 @@ def _expect(doc: dict[str, Any]) -> Expect:
         check_watermark="watermark" in doc,
         checkpoint=doc.get("checkpoint"),
         error=ErrorClass(doc["error"]) if "error" in doc else None,
+        nullable=dict(doc["nullable"]) if "nullable" in doc else None,
+        one_of=tuple(_expect(e) for e in doc.get("oneOf", ())),
     )

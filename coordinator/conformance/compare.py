@@ -5,12 +5,14 @@ Rules checked on every successful transaction, whatever the case expects: the sy
 time, timestamp or date event time), offsets contiguous from the request's ``next_offset`` and
 matching the response's interval, a data slice exactly when an interval is returned, and
 every ``system_time`` equal to the request's. Then what the case expects: records (in order,
-or as a multiset), columns, types, the output watermark, the checkpoint, the error class.
+or as a multiset; wildcards match sets of values), columns, types, nullability, the output
+watermark, the checkpoint, the error class, or any one of several acceptable outcomes.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,9 +20,11 @@ from typing import Any
 import pyarrow as pa
 
 from coordinator.conformance.case import ErrorClass, Expect, Order
-from coordinator.conformance.values import canonical, parse_op, parse_time, type_name
+from coordinator.conformance.values import Wildcard, canonical, parse_op, parse_time, type_name
 
 SYSTEM_COLUMNS = ("offset", "op", "system_time", "event_time")
+"""The system columns every slice starts with (the last one as the output's vocabulary names
+the event-time column)."""
 MAX_DIFF_ROWS = 8
 
 
@@ -47,6 +51,26 @@ class Answer:
     checkpoint: bool = False
 
 
+def check_outcome(
+    expect: Expect, answer: Answer, check: Callable[[Expect], list[Failure]]
+) -> list[Failure]:
+    """The error class, then ``check`` of a successful answer; with ``one_of``, the answer
+    passes when it meets any of the acceptable outcomes."""
+    if expect.one_of:
+        outcomes = [check_outcome(e, answer, check) for e in expect.one_of]
+        if any(not failures for failures in outcomes):
+            return []
+        lines = [
+            f"  outcome {i}: " + "; ".join(str(f).replace("\n", "\n    ") for f in failures)
+            for i, failures in enumerate(outcomes)
+        ]
+        return [Failure("one-of", "no acceptable outcome is met:\n" + "\n".join(lines))]
+    failures = check_error_class(expect, answer)
+    if failures or answer.error is not None:
+        return failures
+    return check(expect)
+
+
 def check_error_class(expect: Expect, answer: Answer) -> list[Failure]:
     if expect.error == answer.error:
         return []
@@ -63,9 +87,11 @@ def check_transform(
     next_offset: int,
     system_time: datetime,
     day: str,
+    event_time: str = "event_time",
 ) -> list[Failure]:
-    """Every rule for a successful ExecuteTransform / MigrateQuery answer."""
-    failures = _check_slice(answer, next_offset, system_time)
+    """Every rule for a successful ExecuteTransform / MigrateQuery answer (``event_time``:
+    the output's event-time column)."""
+    failures = _check_slice(answer, next_offset, system_time, event_time)
     table = answer.table
     failures += check_records(expect, table, day, system=True)
     if expect.check_watermark:
@@ -84,7 +110,9 @@ def check_transform(
     return failures
 
 
-def _check_slice(answer: Answer, next_offset: int, system_time: datetime) -> list[Failure]:
+def _check_slice(
+    answer: Answer, next_offset: int, system_time: datetime, event_time: str
+) -> list[Failure]:
     table, interval = answer.table, answer.interval
     if table is None:
         if interval is not None:
@@ -96,11 +124,12 @@ def _check_slice(answer: Answer, next_offset: int, system_time: datetime) -> lis
     if table.num_rows == 0:
         out.append(Failure("data-slice", "an empty data file (no data must mean no file)"))
     names = tuple(table.column_names[:4])
-    if names != SYSTEM_COLUMNS:
+    system = (*SYSTEM_COLUMNS[:3], event_time)
+    if names != system:
         out.append(
             Failure(
                 "system-columns",
-                f"first columns {list(names)}, expected offset, op, system_time, event_time",
+                f"first columns {list(names)}, expected {', '.join(system)}",
             )
         )
         return out
@@ -109,7 +138,7 @@ def _check_slice(answer: Answer, next_offset: int, system_time: datetime) -> lis
         ("offset", pa.types.is_integer(schema.field("offset").type)),
         ("op", pa.types.is_integer(schema.field("op").type)),
         ("system_time", pa.types.is_timestamp(schema.field("system_time").type)),
-        ("event_time", _is_time(schema.field("event_time").type)),
+        (event_time, _is_time(schema.field(event_time).type)),
     ):
         if not ok:
             out.append(Failure("system-columns", f"{name} has type {schema.field(name).type}"))
@@ -159,6 +188,13 @@ def check_records(
             got_type = type_name(table.schema.field(name).type)
             if got_type != want:
                 out.append(Failure("types", f"column {name}: type {got_type}, expected {want}"))
+    if expect.nullable is not None and table is not None:
+        for name, nullable in expect.nullable.items():
+            if name not in table.column_names:
+                out.append(Failure("nullable", f"no column {name} in the output schema"))
+            elif table.schema.field(name).nullable != nullable:
+                what = "nullable" if nullable else "not nullable"
+                out.append(Failure("nullable", f"column {name}: expected {what}"))
     if expect.records is None:
         return out
     if not expect.records:
@@ -201,10 +237,11 @@ def check_records(
 
 
 def _only_op_differs(expected: list[tuple[Any, ...]], actual: list[tuple[Any, ...]]) -> bool:
-    def without_op(rows: list[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:
-        return Counter(tuple(kv for kv in r if kv[0] != "op") for r in rows)
+    def without_op(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        return [tuple(kv for kv in r if kv[0] != "op") for r in rows]
 
-    return without_op(expected) == without_op(actual)
+    missing, extra = _unmatched(without_op(expected), without_op(actual))
+    return not missing and not extra
 
 
 def _compared_columns(expect: Expect, system: bool) -> list[str]:
@@ -223,12 +260,15 @@ def _compared_columns(expect: Expect, system: bool) -> list[str]:
 def _expected_row(
     row: dict[str, Any], keys: list[str], types: dict[str, pa.DataType], day: str, system: bool
 ) -> tuple[Any, ...]:
-    values = []
+    values: list[Any] = []
     for k in keys:
+        value = row.get(k)
         if system and k == "op":
             values.append(parse_op(row.get("op", 0)))
+        elif isinstance(value, Wildcard):
+            values.append(value.bound(types[k]))
         else:
-            values.append(_hashable(canonical(row.get(k), types[k], day)))
+            values.append(_hashable(canonical(value, types[k], day)))
     return tuple(values)
 
 
@@ -257,7 +297,7 @@ def _ordered_diff(expected: list[tuple[Any, ...]], actual: list[tuple[Any, ...]]
     for i in range(max(len(expected), len(actual))):
         e = expected[i] if i < len(expected) else None
         a = actual[i] if i < len(actual) else None
-        if e != a:
+        if e is None or a is None or not _row_matches(e, a):
             lines.append(f"  row {i}: expected {_row(e)}\n         got      {_row(a)}")
     if not lines:
         return ""
@@ -265,11 +305,48 @@ def _ordered_diff(expected: list[tuple[Any, ...]], actual: list[tuple[Any, ...]]
     return head + "\n".join(lines[:MAX_DIFF_ROWS])
 
 
+def _row_matches(expected: tuple[Any, ...], actual: tuple[Any, ...]) -> bool:
+    return len(expected) == len(actual) and all(
+        k == ak and (e.matches(a) if isinstance(e, Wildcard) else e == a)
+        for (k, e), (ak, a) in zip(expected, actual, strict=True)
+    )
+
+
+def _unmatched(
+    expected: list[tuple[Any, ...]], actual: list[tuple[Any, ...]]
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The expected rows and the actual rows left over by a best pairing of the two (a
+    maximum bipartite matching: wildcard rows may match several actual rows)."""
+    exact = [r for r in expected if not any(isinstance(v, Wildcard) for _, v in r)]
+    wild = [r for r in expected if any(isinstance(v, Wildcard) for _, v in r)]
+    # An exact row pairs with an equal actual row; any equal one will do.
+    left = Counter(actual)
+    missing = []
+    for r in exact:
+        if left[r] > 0:
+            left[r] -= 1
+        else:
+            missing.append(r)
+    rest = list(left.elements())
+    candidates = [[j for j, a in enumerate(rest) if _row_matches(w, a)] for w in wild]
+    owner: dict[int, int] = {}
+
+    def assign(i: int, seen: set[int]) -> bool:
+        for j in candidates[i]:
+            if j not in seen:
+                seen.add(j)
+                if j not in owner or assign(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    missing += [w for i, w in enumerate(wild) if not assign(i, set())]
+    extra = [a for j, a in enumerate(rest) if j not in owner]
+    return missing, extra
+
+
 def _multiset_diff(expected: list[tuple[Any, ...]], actual: list[tuple[Any, ...]]) -> str:
-    want = Counter(expected)
-    got = Counter(actual)
-    missing = list((want - got).elements())
-    extra = list((got - want).elements())
+    missing, extra = _unmatched(expected, actual)
     if not missing and not extra:
         return ""
     lines = [f"{len(expected)} expected, {len(actual)} got"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -20,11 +20,18 @@ import pyarrow as pa
 import yaml
 
 from common.odf.errors import OdfError
-from coordinator.conformance.case import Case, Kind
-from coordinator.conformance.values import CaseValueError, arrow_type, parse_op, to_arrow_value
+from coordinator.conformance.case import EVENT_TIME, Case, Kind
+from coordinator.conformance.values import (
+    CaseValueError,
+    arrow_type,
+    expected_value,
+    parse_op,
+    to_arrow_value,
+)
 
 SCHEMA_RESOURCE = "case.schema.json"
 MAX_CASE_BYTES = 1 << 20
+SYSTEM_NAMES = frozenset({"offset", "op", "system_time"})
 
 
 class CaseFormatError(OdfError):
@@ -107,6 +114,11 @@ def _cross_check(doc: dict[str, Any], source: str) -> None:
     if len(set(aliases)) != len(aliases):
         fail("inputs", "input aliases must be unique")
     columns = {i["alias"]: dict(i["columns"]) for i in doc.get("inputs", ())}
+    event_time = {i["alias"]: i.get("event_time_column", EVENT_TIME) for i in doc.get("inputs", ())}
+    offsets = {i["alias"]: i.get("first_offset", 0) for i in doc.get("inputs", ())}
+    for alias, name in event_time.items():
+        if name in SYSTEM_NAMES or name in columns[alias]:
+            fail(f"inputs.{alias}.event_time_column", f"{name!r} names another column")
     for n, tx in enumerate(doc.get("transactions", ())):
         for alias, part in (tx.get("inputs") or {}).items():
             where = f"transactions.{n}.inputs.{alias}"
@@ -115,14 +127,31 @@ def _cross_check(doc: dict[str, Any], source: str) -> None:
             if "columns" in part:
                 columns[alias] = dict(part["columns"])
             slices = part.get("slices") or [part.get("rows") or []]
-            for s, rows in enumerate(slices):
+            named = {"before": part.get("before") or [], "after": part.get("after") or []}
+            if (named["before"] or named["after"]) and not any(slices):
+                fail(where, "before/after records need records in the interval (rows)")
+            if len(named["before"]) > offsets[alias]:
+                fail(
+                    f"{where}.before",
+                    f"{len(named['before'])} records before offset {offsets[alias]}: give the"
+                    " input a first_offset",
+                )
+            allowed = set(columns[alias]) | {event_time[alias], "op", "system_time"}
+            for s, rows in [*enumerate(slices), *named.items()]:
                 for r, row in enumerate(rows):
-                    unknown = set(row) - set(columns[alias]) - {"event_time", "op"}
+                    at = f"{where}.slices.{s}.{r}" if isinstance(s, int) else f"{where}.{s}.{r}"
+                    unknown = set(row) - allowed
                     if unknown:
-                        fail(f"{where}.rows.{r}", f"unknown column(s) {sorted(unknown)}")
-                    if "event_time" not in row:
-                        fail(f"{where}.slices.{s}.{r}", "a record needs event_time")
-                    _check_row(row, f"{where}.slices.{s}.{r}", fail)
+                        fail(at, f"unknown column(s) {sorted(unknown)}")
+                    if event_time[alias] not in row:
+                        fail(at, f"a record needs {event_time[alias]}")
+                    _check_row(row, event_time[alias], at, fail)
+                offsets[alias] += len(rows) if isinstance(s, int) else 0
+        for path, expect in _expects(tx.get("expect") or {}, f"transactions.{n}.expect"):
+            _check_expect(expect, path, doc, fail)
+    if "expect" in doc:
+        for path, expect in _expects(doc["expect"], "expect"):
+            _check_expect(expect, path, doc, fail)
     if doc.get("kind") == Kind.RAW_QUERY and doc.get("raw_input") is not None:
         raw = doc["raw_input"]
         for r, row in enumerate(raw["rows"]):
@@ -131,11 +160,38 @@ def _cross_check(doc: dict[str, Any], source: str) -> None:
                 fail(f"raw_input.rows.{r}", f"unknown column(s) {sorted(unknown)}")
 
 
-def _check_row(row: dict[str, Any], where: str, fail: Any) -> None:
+def _expects(doc: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """An expectation and, recursively, each of its acceptable outcomes."""
+    yield path, doc
+    for i, alternative in enumerate(doc.get("oneOf", ())):
+        yield from _expects(alternative, f"{path}.oneOf.{i}")
+
+
+def _check_expect(expect: dict[str, Any], where: str, doc: dict[str, Any], fail: Any) -> None:
+    """Wildcards spelled right; an output schema checked without data has a way to ask."""
+    for r, row in enumerate(expect.get("records") or ()):
+        for name, value in row.items():
+            try:
+                expected_value(value)
+            except CaseValueError as e:
+                fail(f"{where}.records.{r}.{name}", str(e))
+    schema = any(k in expect for k in ("columns", "types", "nullable"))
+    kind = doc.get("kind", Kind.TRANSFORM)
+    asks = schema and expect.get("records") == [] and kind == Kind.TRANSFORM
+    if asks and "validate-query" not in doc.get("capabilities", ()):
+        fail(
+            where,
+            "the output schema without data is asked of ValidateQuery: add the"
+            " validate-query capability",
+        )
+
+
+def _check_row(row: dict[str, Any], event_time: str, where: str, fail: Any) -> None:
     """Values the schema cannot see: times written unquoted (YAML reads ``00:05`` as a
     number), operation types."""
-    if row["event_time"] is not None and not isinstance(row["event_time"], str):
-        fail(f"{where}.event_time", f"not a quoted time: {row['event_time']!r}")
+    for name in (event_time, "system_time"):
+        if row.get(name) is not None and not isinstance(row[name], str):
+            fail(f"{where}.{name}", f"not a quoted time: {row[name]!r}")
     if "op" in row:
         try:
             parse_op(row["op"])
@@ -153,15 +209,18 @@ def _check_values(case: Case) -> None:
         except (CaseValueError, pa.ArrowException, ValueError, TypeError, ArithmeticError) as e:
             raise CaseFormatError(f"{case.source}: {where}: {' '.join(str(e).split())}") from None
 
-    schemas = {i.alias: {"event_time": i.event_time, **i.columns} for i in case.inputs}
+    schemas = {
+        i.alias: {"system_time": "timestamp-ms", i.event_time_column: i.event_time, **i.columns}
+        for i in case.inputs
+    }
     for tx in case.transactions:
         for alias, part in tx.inputs.items():
             where = f"transactions.{tx.index}.inputs.{alias}"
             if part.columns is not None:
-                schemas[alias] = {"event_time": schemas[alias]["event_time"], **part.columns}
-            if part.watermark is not None:
-                column([part.watermark], "timestamp-us", f"{where}.watermark")
-            for rows in part.slices:
+                schemas[alias] = dict(list(schemas[alias].items())[:2]) | part.columns
+            for i, m in enumerate(part.watermarks):
+                column([m.event_time, m.system_time], "timestamp-us", f"{where}.watermarks.{i}")
+            for rows in (*part.slices, part.before, part.after):
                 for name, type_name in schemas[alias].items():
                     column([r.get(name) for r in rows], type_name, f"{where}: column {name}")
     if case.raw_input is not None:

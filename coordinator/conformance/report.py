@@ -20,6 +20,7 @@ def summary_line(results: Sequence[CaseResult], engine: str) -> str:
     return (
         f"{engine}: {len(results)} cases: {s['passed']} passed, {s['failed']} failed,"
         f" {s['skipped']} skipped"
+        + (f", {known} known differences" if (known := s[Status.KNOWN_DIFFERENCE]) else "")
     )
 
 
@@ -56,7 +57,7 @@ def junit_xml(results: Sequence[CaseResult], engine: str) -> str:
             "tests": str(len(results)),
             "failures": str(s["failed"]),
             "errors": "0",
-            "skipped": str(s["skipped"]),
+            "skipped": str(s["skipped"] + s[Status.KNOWN_DIFFERENCE]),
             "time": f"{sum(r.seconds for r in results):.3f}",
         },
     )
@@ -79,6 +80,8 @@ def junit_xml(results: Sequence[CaseResult], engine: str) -> str:
             failure.text = f"spec: {r.case.spec}\n{r.summary()}"
         elif r.status is Status.SKIPPED:
             ET.SubElement(case, "skipped", {"message": r.reason})
+        elif r.status is Status.KNOWN_DIFFERENCE:
+            ET.SubElement(case, "skipped", {"message": r.summary(), "type": "known-difference"})
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -38,15 +38,17 @@ from coordinator.conformance.case import (
     Case,
     Dialects,
     ErrorClass,
+    Expect,
     InputSpec,
     Kind,
     Row,
     Transaction,
+    TxInput,
 )
 from coordinator.conformance.compare import (
     Answer,
     Failure,
-    check_error_class,
+    check_outcome,
     check_records,
     check_transform,
 )
@@ -71,6 +73,8 @@ class Status(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
+    KNOWN_DIFFERENCE = "known-difference"
+    """Failed as the case's ``knownDifference`` says this engine does (not a failure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,8 @@ class CaseResult:
     def summary(self) -> str:
         if self.status is Status.SKIPPED:
             return self.reason
+        if self.status is Status.KNOWN_DIFFERENCE:
+            return f"known difference: {self.case.known_difference}"
         if self.status is Status.PASSED:
             return ""
         where = f"transaction {self.transaction}: " if self.transaction is not None else ""
@@ -144,6 +150,18 @@ def run_case(engine: EngineUnderTest, case: Case, options: RunOptions | None = N
     finally:
         run.clean()
     status = Status.FAILED if failures else Status.PASSED
+    if case.known_difference is not None:
+        if failures:
+            status = Status.KNOWN_DIFFERENCE
+        else:
+            status = Status.FAILED
+            failures = [
+                Failure(
+                    "known-difference",
+                    f"the case passes, so the known difference ({case.known_difference}) is"
+                    " gone: remove knownDifference from the case",
+                )
+            ]
     log.debug("conformance.case", case=case.name, status=status.value)
     return CaseResult(
         case, status, tuple(failures), tx, seconds=round(time.monotonic() - started, 3)
@@ -159,13 +177,20 @@ class _InputState:
     files: list[str] = field(default_factory=list)
     schema_file: str | None = None
 
+    def __post_init__(self) -> None:
+        self.next_offset = self.spec.first_offset
+
+    @property
+    def vocab(self) -> DatasetVocabulary:
+        return DatasetVocabulary(event_time_column=self.spec.event_time_column)
+
     def schema(self) -> pa.Schema:
         return pa.schema(
             [
                 pa.field("offset", pa.int64(), nullable=False),
                 pa.field("op", pa.int32(), nullable=False),
                 pa.field("system_time", pa.timestamp("ms", tz="UTC"), nullable=False),
-                pa.field("event_time", arrow_type(self.spec.event_time)),
+                pa.field(self.spec.event_time_column, arrow_type(self.spec.event_time)),
                 *(pa.field(n, arrow_type(t)) for n, t in self.columns.items()),
             ]
         )
@@ -242,7 +267,7 @@ class _CaseRun:
                 "dataset_id": OUTPUT_ID,
                 "dataset_alias": "conformance-output",
                 "system_time": system_time,
-                "vocab": DatasetVocabulary(),
+                "vocab": DatasetVocabulary(event_time_column=case.event_time_column),
                 "query_inputs": query_inputs,
                 "next_offset": next_offset,
                 "prev_checkpoint_path": prev_checkpoint,
@@ -261,15 +286,15 @@ class _CaseRun:
                 request = ep.TransformRequest(transform=self.transform(current), **common)
                 call = self.engine.client.execute_transform
             answer, fatal = _answer(partial(call, request), data_host, checkpoint_host)
-            failures = fatal or check_error_class(tx.expect, answer)
-            if not failures and answer.error is None:
-                failures = check_transform(
-                    tx.expect,
-                    answer,
-                    next_offset=next_offset,
-                    system_time=system_time,
-                    day=case.date,
-                )
+            check = partial(
+                self.check_transaction,
+                answer=answer,
+                next_offset=next_offset,
+                system_time=system_time,
+                transform=current,
+                inputs=inputs,
+            )
+            failures = fatal or check_outcome(tx.expect, answer, check)
             if failures:
                 return failures, tx.index
             if answer.error is None:
@@ -277,6 +302,39 @@ class _CaseRun:
                     next_offset = answer.interval[1] + 1
                 prev_checkpoint = self.path(checkpoint_host) if answer.checkpoint else None
         return [], None
+
+    def check_transaction(
+        self,
+        expect: Expect,
+        *,
+        answer: Answer,
+        next_offset: int,
+        system_time: datetime,
+        transform: Dialects | None,
+        inputs: list[_InputState],
+    ) -> list[Failure]:
+        """A successful answer against ``expect``; an output schema expected of a transaction
+        without data is the one ValidateQuery gives for the transform and today's inputs."""
+        failures = check_transform(
+            expect,
+            answer,
+            next_offset=next_offset,
+            system_time=system_time,
+            day=self.case.date,
+            event_time=self.case.event_time_column,
+        )
+        if answer.table is not None or expect.records != () or not expect.schema_checks():
+            return failures
+        answer, fatal, schema = self.validate(transform, inputs)
+        if fatal or answer.error is not None:
+            what = "; ".join(map(str, fatal)) or f"{answer.error}: {answer.error_message}"
+            return [*failures, Failure("schema", f"the output schema without data: {what}")]
+        return failures + check_records(
+            Expect(columns=expect.columns, types=expect.types, nullable=expect.nullable),
+            schema.empty_table(),
+            self.case.date,
+            system=False,
+        )
 
     def corrupt_checkpoint(self, tx_dir: Path) -> str:
         """A damaged checkpoint in place of the previous one (truncated, then garbage)."""
@@ -294,9 +352,12 @@ class _CaseRun:
             state.schema_file = None
         start = state.next_offset
         paths = []
-        for rows in slices:
+        for n, rows in enumerate(slices):
             host = self.in_dir / state.spec.alias / f"slice-{len(state.files):04d}{self.suffix}"
-            self.write_slice(state, rows, host, system_time)
+            assert part is not None  # there are slices
+            before = part.before if n == 0 else ()
+            after = part.after if n == len(slices) - 1 else ()
+            self.write_slice(state, rows, host, system_time, before, after)
             state.files.append(self.path(host))
             paths.append(self.path(host))
             state.schema_file = self.path(host)
@@ -304,39 +365,58 @@ class _CaseRun:
             host = self.in_dir / state.spec.alias / f"schema-{tx.index}{self.suffix}"
             self.write_slice(state, (), host, system_time)
             state.schema_file = self.path(host)
-        watermarks: tuple[Watermark, ...] = ()
-        if part is not None and part.watermark is not None:
-            watermarks = (
-                Watermark(
-                    system_time=system_time, event_time=parse_time(part.watermark, self.case.date)
-                ),
-            )
         return ep.TransformRequestInput(
             dataset_id=state.id,
             dataset_alias=state.spec.alias,
             query_alias=state.spec.alias,
-            vocab=DatasetVocabulary(),
+            vocab=state.vocab,
             offset_interval=(
                 OffsetInterval(start=start, end=state.next_offset - 1) if paths else None
             ),
             data_paths=tuple(paths),
             schema_file=state.schema_file,
-            explicit_watermarks=watermarks,
+            explicit_watermarks=self.watermarks(part, system_time),
+        )
+
+    def watermarks(self, part: TxInput | None, system_time: datetime) -> tuple[Watermark, ...]:
+        """The input's explicit watermarks, in the case's order (by default at the
+        transaction's system time)."""
+        day = self.case.date
+        return tuple(
+            Watermark(
+                system_time=parse_time(m.system_time, day) if m.system_time else system_time,
+                event_time=parse_time(m.event_time, day),
+            )
+            for m in (part.watermarks if part is not None else ())
         )
 
     def write_slice(
-        self, state: _InputState, rows: Iterable[Row], host: Path, system_time: datetime
+        self,
+        state: _InputState,
+        rows: Iterable[Row],
+        host: Path,
+        system_time: datetime,
+        before: tuple[Row, ...] = (),
+        after: tuple[Row, ...] = (),
     ) -> None:
+        """One file: ``rows`` at the input's next offsets, with ``before`` at the offsets
+        ahead of them and ``after`` at the offsets past them (outside the interval); a row's
+        own ``system_time`` wins over the transaction's."""
         rows = list(rows)
-        schema = state.schema()
         n = len(rows)
+        every = [*before, *rows, *after]
+        schema = state.schema()
+        first = state.next_offset - len(before)
         columns: dict[str, list[Any]] = {
-            "offset": list(range(state.next_offset, state.next_offset + n)),
-            "op": [parse_op(r.get("op", 0)) for r in rows],
-            "system_time": [system_time] * n,
+            "offset": list(range(first, first + len(every))),
+            "op": [parse_op(r.get("op", 0)) for r in every],
+            "system_time": [
+                parse_time(r["system_time"], self.case.date) if "system_time" in r else system_time
+                for r in every
+            ],
         }
         for f in list(schema)[3:]:
-            columns[f.name] = [to_arrow_value(r.get(f.name), f.type, self.case.date) for r in rows]
+            columns[f.name] = [to_arrow_value(r.get(f.name), f.type, self.case.date) for r in every]
         host.parent.mkdir(parents=True, exist_ok=True)
         self.write_file(pa.table(columns, schema=schema), host)
         state.next_offset += n
@@ -377,38 +457,52 @@ class _CaseRun:
         answer, fatal = _answer(
             lambda: holder.append(self.engine.client.execute_raw_query(request)), out, None
         )
-        failures = fatal or check_error_class(case.expect, answer)
-        if failures or answer.error is not None:
+
+        def check(expect: Expect) -> list[Failure]:
+            if answer.table is None:
+                return [Failure("raw-query", "no result file written")]
+            failures = check_records(expect, answer.table, case.date, system=False)
+            num = holder[0].num_records if holder else None
+            if num != answer.table.num_rows:
+                failures.append(
+                    Failure("raw-query", f"num_records {num}, the file has {answer.table.num_rows}")
+                )
             return failures
-        if answer.table is None:
-            return [Failure("raw-query", "no result file written")]
-        failures = check_records(case.expect, answer.table, case.date, system=False)
-        num = holder[0].num_records if holder else None
-        if num != answer.table.num_rows:
-            failures.append(
-                Failure("raw-query", f"num_records {num}, the file has {answer.table.num_rows}")
-            )
-        return failures
+
+        return fatal or check_outcome(case.expect, answer, check)
 
     def run_validate(self) -> list[Failure]:
         case = self.case
         assert case.expect is not None
+        states = [_InputState(i, DatasetID.new_seeded(b"v"), dict(i.columns)) for i in case.inputs]
+        answer, fatal, schema = self.validate(case.transform, states, case.prev_transform)
+        return fatal or check_outcome(
+            case.expect,
+            answer,
+            lambda expect: check_records(expect, schema.empty_table(), case.date, system=False),
+        )
+
+    def validate(
+        self,
+        transform: Dialects | None,
+        inputs: list[_InputState],
+        prev_transform: Dialects | None = None,
+    ) -> tuple[Answer, list[Failure], pa.Schema]:
+        """ValidateQuery for ``transform`` over the inputs' current schemas: the answer, a
+        broken protocol, and the output schema (empty when there is none)."""
         request = ep.ValidateQueryRequest(
             dataset_alias="conformance-output",
-            vocab=DatasetVocabulary(),
-            transform=self.transform(case.transform),
+            vocab=DatasetVocabulary(event_time_column=self.case.event_time_column),
+            transform=self.transform(transform),
             query_inputs=tuple(
                 ep.ValidateQueryInput(
-                    query_alias=i.alias,
-                    schema=encode_arrow_schema(
-                        _InputState(i, DatasetID.new_seeded(b"v"), dict(i.columns)).schema()
-                    ),
+                    query_alias=i.spec.alias,
+                    schema=encode_arrow_schema(i.schema()),
+                    vocab=i.vocab,
                 )
-                for i in case.inputs
+                for i in inputs
             ),
-            prev_transform=(
-                self.transform(case.prev_transform) if case.prev_transform is not None else None
-            ),
+            prev_transform=self.transform(prev_transform) if prev_transform is not None else None,
         )
         schema: list[pa.Schema] = []
 
@@ -417,10 +511,7 @@ class _CaseRun:
             schema.append(decode_arrow_schema(response.output_schema))
 
         answer, fatal = _answer(call, None, None)
-        failures = fatal or check_error_class(case.expect, answer)
-        if failures or answer.error is not None:
-            return failures
-        return check_records(case.expect, schema[0].empty_table(), case.date, system=False)
+        return answer, fatal, schema[0] if schema else pa.schema([])
 
 
 def _answer(

@@ -5,11 +5,16 @@ Times in cases are ISO 8601 (``2024-01-01T00:05:00Z``) or a time of day on the c
 midnight or a DATE. Values compare by canonical form: timestamps as
 ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` (any unit or zone), dates as ``YYYY-MM-DD``, decimals and
 floats by value.
+
+Expected values may be wildcards (``<any>``, ``<not-null>``, ``<any TYPE>``): a string that
+starts with ``<`` is a wildcard, and a literal string starting with ``<`` is written with one
+more ``<`` (``"<<b>"`` is the string ``<b>``), so a wildcard never clashes with a real value.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -47,6 +52,50 @@ _TIME_OF_DAY = re.compile(r"\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?")
 
 class CaseValueError(OdfError):
     """A value in a case that cannot be read as its column's type."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wildcard:
+    """An expected value standing for a set of values (never equal to a value): any value
+    (``nullable``), any but null, or any non-null value in a column of the named ``type``."""
+
+    nullable: bool = True
+    type: str | None = None
+    column_type: str | None = None
+    """The column's type in the engine's output, once compared (a ``type`` checks it)."""
+
+    def matches(self, value: Any) -> bool:
+        if value is None:
+            return self.nullable
+        return self.type is None or self.column_type == self.type
+
+    def bound(self, t: pa.DataType) -> Wildcard:
+        return Wildcard(self.nullable, self.type, type_name(t))
+
+    def __str__(self) -> str:
+        if self.type is not None:
+            return f"<any {self.type}>"
+        return "<any>" if self.nullable else "<not-null>"
+
+
+def expected_value(value: Any) -> Any:
+    """An expected record's value: a wildcard, a ``<<``-escaped literal, or the value."""
+    if not isinstance(value, str) or not value.startswith("<"):
+        return value
+    if value.startswith("<<"):
+        return value[1:]
+    if value == "<any>":
+        return Wildcard()
+    if value == "<not-null>":
+        return Wildcard(nullable=False)
+    if value.startswith("<any ") and value.endswith(">"):
+        name = value[5:-1].strip()
+        arrow_type(name)
+        return Wildcard(nullable=False, type=name)
+    raise CaseValueError(
+        f"not a wildcard: {value!r} (<any>, <not-null>, <any TYPE>; a literal string starting"
+        " with '<' is written with one more '<')"
+    )
 
 
 def arrow_type(name: str) -> pa.DataType:

@@ -83,7 +83,7 @@ def test_a_minimal_case(tmp_path: Path) -> None:
     [tx] = case.transactions
     assert tx.expect.order is Order.ORDERED
     # YAML's own timestamp typing is off: the time stays exactly as written
-    assert tx.inputs["events"].watermark == "2024-01-01T00:01:00Z"
+    assert [m.event_time for m in tx.inputs["events"].watermarks] == ["2024-01-01T00:01:00Z"]
     assert case.dialects() == {"spark"}
 
 
@@ -128,7 +128,7 @@ def test_a_minimal_case(tmp_path: Path) -> None:
         ),
         (
             ("watermark: 2024-01-01T00:01:00Z", "watermark: yesterday"),
-            "transactions.0.inputs.events.watermark: not a time: 'yesterday'",
+            "transactions.0.inputs.events.watermarks.0: not a time: 'yesterday'",
         ),
     ],
 )
