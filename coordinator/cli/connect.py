@@ -1,11 +1,16 @@
 """Where a command's use cases run: through the workspace's daemon when one serves it (the CLI
 is then a thin client), else in this process. ``--no-daemon`` (or ``ODF_NO_DAEMON=1``) forces
-in-process."""
+in-process.
+
+In process, a command changing a dataset that another writer holds (the daemon, or another
+``odf`` process) waits for it, saying so on stderr, for ``--wait-timeout`` seconds at most
+(default: ``writers.waitTimeout`` of the workspace configuration)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from coordinator.daemon.rundir import RunDir
@@ -13,16 +18,57 @@ from coordinator.workspace import Workspace
 
 if TYPE_CHECKING:
     from coordinator.app import UseCases
+    from coordinator.app.application import Application
 
 NO_DAEMON_ENV = "ODF_NO_DAEMON"
 
 
-def add_daemon_argument(parser: Any) -> None:
+def add_daemon_argument(parser: Any, *, writes: bool = False) -> None:
     parser.add_argument(
         "--no-daemon",
         action="store_true",
         help="run in this process even when a daemon serves the workspace",
     )
+    if writes:
+        add_wait_argument(parser)
+
+
+def add_wait_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--wait-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long to wait while another writer (the daemon, another odf process) changes"
+        " a dataset this command changes (default: writers.waitTimeout, 600)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def application(args: argparse.Namespace, ws: Workspace | None = None) -> Application:
+    """The application of this process: its writers wait for other writers as asked, telling
+    the user on stderr."""
+    from coordinator.app.application import Application  # the whole application: only here
+
+    app = Application(ws if ws is not None else Workspace.find())
+    timeout = getattr(args, "wait_timeout", None)
+    if timeout is not None:
+        app.writers.timeout = timeout
+    app.writers.on_wait = _tell
+    app.writers.timeout_hint = "--wait-timeout SECONDS, or writers.waitTimeout in .odf/config.yaml"
+    return app
+
+
+def _tell(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def use_cases(args: argparse.Namespace) -> UseCases:
@@ -30,9 +76,7 @@ def use_cases(args: argparse.Namespace) -> UseCases:
     ws, client = workspace_or_daemon(args)
     if client is not None:
         return client
-    from coordinator.app.application import Application  # the whole application: only here
-
-    return Application(ws)
+    return application(args, ws)
 
 
 def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases | None]:
