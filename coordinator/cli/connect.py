@@ -89,5 +89,7 @@ def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases |
         if info is not None and token is not None:
             from coordinator.daemon.client import DaemonClient  # gRPC only when needed
 
-            return ws, DaemonClient(info, token)
+            client = DaemonClient(info, token)
+            client.on_wait = _tell
+            return ws, client
     return ws, None

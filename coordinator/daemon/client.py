@@ -75,6 +75,8 @@ class DaemonClient:
             self.channel = grpc.insecure_channel(info.address)
         self.stub = pb_grpc.CoordinatorStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),)
+        self.on_wait: Callable[[str], None] | None = None
+        """Told when the daemon makes a call wait for another writer: one line."""
 
     def close(self) -> None:
         self.channel.close()
@@ -149,6 +151,8 @@ class DaemonClient:
             for event in self._stream(self.stub.Ingest, _upload(header, file.path)):
                 if event.HasField("progress"):
                     tasks.apply(event.progress)
+                elif event.HasField("waiting"):
+                    self._tell(event.waiting)
                 else:
                     yield convert.from_ingest_result(event.result)
             tasks.close()
@@ -176,6 +180,8 @@ class DaemonClient:
         for event in self._stream(self.stub.Pull, request):
             if event.HasField("progress"):
                 tasks.apply(event.progress)
+            elif event.HasField("waiting"):
+                self._tell(event.waiting)
             else:
                 yield convert.from_pull_event(event)
         tasks.close()
@@ -236,6 +242,10 @@ class DaemonClient:
         return convert.from_records_messages(self._stream(self.stub.Query, request))
 
     # --- plumbing --------------------------------------------------------------------------------
+
+    def _tell(self, line: str) -> None:
+        if self.on_wait is not None:
+            self.on_wait(line)
 
     def _unary(self, method: Callable[..., T], request: Any) -> T:
         try:

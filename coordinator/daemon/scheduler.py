@@ -255,7 +255,7 @@ class Scheduler:
     def _pull(self, name: str) -> None:
         self.busy = name
         try:
-            with self.locks.hold([name]), self.metrics.timed("scheduled"):
+            with self.locks.hold([name], "scheduled pull"), self.metrics.timed("scheduled"):
                 committed = 0
                 for event in self.app.pull([name], fail_fast=True):
                     committed += self._count(event)

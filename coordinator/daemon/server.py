@@ -175,7 +175,7 @@ class Daemon:
     def _hold_for_push(self, name: str) -> Iterator[None]:
         """What a received push commits under: the daemon's lock of the dataset, and its
         writer lock when it exists (a new dataset appears whole, under the workspace lock)."""
-        with self.locks.hold([name]):
+        with self.locks.hold([name], "push"):
             try:
                 target = [self.app.dataset(name)]
             except OdfError:

@@ -36,6 +36,7 @@ from coordinator.daemon.calls import (
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from coordinator.daemon.metrics import Metrics
+from coordinator.dataset.writer_locks import telling_waits_to
 from coordinator.ingest.readers import FORMATS, MEDIA_TYPES
 from coordinator.tempdirs import owned_temp_dir
 
@@ -127,7 +128,15 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
             def work(emit: Emit) -> None:
                 progress = StreamedProgress(emit, lambda p: pb.IngestEvent(progress=p), pb.Progress)
-                with self.locks.hold([header.dataset]), self.metrics.timed("ingest"):
+
+                def tell(line: str) -> None:
+                    emit(pb.IngestEvent(waiting=line))
+
+                with (
+                    telling_waits_to(tell),
+                    self.locks.hold([header.dataset], "ingest", tell),
+                    self.metrics.timed("ingest"),
+                ):
                     for result in self.app.ingest(
                         header.dataset,
                         [IngestFile(upload, header.file_name or "<upload>")],
@@ -151,7 +160,15 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             order = self.app.pull_order(
                 list(request.names), all_datasets=request.all, recursive=request.recursive
             )
-            with self.locks.hold([d.alias for d in order]), self.metrics.timed("pull"):
+
+            def tell(line: str) -> None:
+                emit(pb.PullEvent(waiting=line))
+
+            with (
+                telling_waits_to(tell),
+                self.locks.hold([d.alias for d in order], "pull", tell),
+                self.metrics.timed("pull"),
+            ):
                 for event in self.app.pull(
                     list(request.names),
                     all_datasets=request.all,
@@ -192,7 +209,10 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                 query = load_object(TransformSql, request.transform_yaml, source="transform_yaml")
             else:
                 query = request.sql
-            with self.locks.hold([request.name]), self.metrics.timed("set_transform"):
+            with (
+                self.locks.hold([request.name], "transform change"),
+                self.metrics.timed("set_transform"),
+            ):
                 c = self.app.set_transform(
                     request.name,
                     query,
@@ -232,7 +252,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                 SnapshotSource(s.origin, load_snapshot(s.yaml, source=s.origin))
                 for s in request.snapshots
             ]
-            with self.locks.hold([s.snapshot.name for s in sources]):
+            with self.locks.hold([s.snapshot.name for s in sources], "add"):
                 for added in self.app.add(sources):
                     emit(pb.AddedDataset(name=added.alias, id=added.id.to_did()))
 
@@ -240,7 +260,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
     def Delete(self, request: Any, context: grpc.ServicerContext) -> Any:
         def delete() -> Any:
-            with self.locks.hold(list(request.names)):
+            with self.locks.hold(list(request.names), "delete"):
                 return pb.DeleteResponse(names=self.app.delete(list(request.names)))
 
         return unary(context, delete)

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,6 +55,20 @@ _ANONYMOUS_AFTER_S = 0.5
 
 OnWait = Callable[[str], None]
 """Told once per dataset a writer has to wait for, with one line: ``waiting for ...``."""
+
+
+_told: ContextVar[OnWait | None] = ContextVar("odf_writers_told", default=None)
+
+
+@contextmanager
+def telling_waits_to(on_wait: OnWait) -> Iterator[None]:
+    """Within the block (in this thread), waits are told to ``on_wait`` instead of the locks'
+    own (a daemon tells the client of the call that waits)."""
+    token = _told.set(on_wait)
+    try:
+        yield
+    finally:
+        _told.reset(token)
 
 
 class WriterWaitTimeoutError(LockTimeoutError):
@@ -224,8 +239,9 @@ class WriterLocks:
         what = holder.describe() if holder is not None else f"another writer of {name}"
         line = f"waiting for {what}"
         log.info("writers.waiting", dataset=name, holder=what)
-        if self.on_wait is not None:
-            self.on_wait(line)
+        on_wait = _told.get() or self.on_wait
+        if on_wait is not None:
+            on_wait(line)
 
     @staticmethod
     def _release(path: Path) -> None:

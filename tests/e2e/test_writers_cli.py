@@ -50,19 +50,25 @@ WAIT_S = 60.0
 
 @dataclass
 class SlowSource:
-    """What the HTTP server has seen, and the gate its first answer waits for."""
+    """What the HTTP server has seen, and the gate its answers wait for (``hold_next``: a new
+    closed gate, for the writer the test wants to keep inside its transaction next)."""
 
     requests: list[str] = field(default_factory=list)
     asked: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
 
+    def hold_next(self) -> None:
+        self.asked.clear()
+        self.release = threading.Event()
+
 
 def handler(source: SlowSource) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+        def do_GET(self) -> None:
             source.requests.append(self.headers.get("If-None-Match") or "")
+            gate = source.release
             source.asked.set()
-            source.release.wait(WAIT_S)
+            gate.wait(WAIT_S)
             if self.headers.get("If-None-Match") == '"v1"':
                 self.send_response(304)
                 self.end_headers()
@@ -161,6 +167,38 @@ def test_a_command_beside_the_daemon_waits_for_its_pull(
         code, out, err = finish(local)
         assert code == 0, err
         assert out.startswith("remote: up to date"), out
+        assert served.process.poll() is None
+    assert cities(ws) == [("A", 1), ("B", 2)]
+
+
+def test_the_daemon_tells_a_routed_command_what_it_waits_for(
+    tmp_path: Path, slow: tuple[SlowSource, int]
+) -> None:
+    """A command run by the daemon waits for a command writing here, then for another call of
+    the daemon; each time its own stderr says for whom."""
+    source, port = slow
+    ws = polled_workspace(tmp_path, port)
+    with daemon.serving(ws) as served:
+        local = start_odf(ws, "-q", "pull", "remote", "--no-daemon")
+        assert source.asked.wait(WAIT_S), "the local pull never fetched"
+        routed = start_odf(ws, "-q", "pull", "remote")
+        waiting = stderr_line(routed, "waiting for ")
+        assert waiting == f"waiting for another odf process (pid {local.pid}) writing remote"
+        source.release.set()
+        assert finish(local)[0] == 0
+        code, out, err = finish(routed)
+        assert code == 0, err
+        assert out.startswith("remote: up to date"), out
+
+        source.hold_next()
+        first = start_odf(ws, "-q", "pull", "remote")
+        assert source.asked.wait(WAIT_S), "the daemon's pull never fetched"
+        second = start_odf(ws, "-q", "pull", "remote")
+        assert stderr_line(second, "waiting for ") == "waiting for the daemon's pull of remote"
+        source.release.set()
+        for proc in (first, second):
+            code, out, err = finish(proc)
+            assert code == 0, err
         assert served.process.poll() is None
     assert cities(ws) == [("A", 1), ("B", 2)]
 

@@ -466,6 +466,9 @@ class IngestEvent(_message.Message):
 
     PROGRESS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    WAITING_FIELD_NUMBER: _builtins.int
+    waiting: _builtins.str
+    """The ingest waits for another writer of the dataset; one line saying for whom."""
     @_builtins.property
     def progress(self) -> Global___Progress: ...
     @_builtins.property
@@ -475,12 +478,13 @@ class IngestEvent(_message.Message):
         *,
         progress: Global___Progress | None = ...,
         result: Global___IngestResult | None = ...,
+        waiting: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result", "waiting", b"waiting"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result", "waiting", b"waiting"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "result"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "result", "waiting"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
@@ -619,8 +623,13 @@ class PullEvent(_message.Message):
     DONE_FIELD_NUMBER: _builtins.int
     FAILED_FIELD_NUMBER: _builtins.int
     STARTED_FIELD_NUMBER: _builtins.int
+    WAITING_FIELD_NUMBER: _builtins.int
     started: _builtins.str
     """The pull of this dataset begins."""
+    waiting: _builtins.str
+    """The pull waits for another writer of a dataset; one line saying for whom
+    ("waiting for the daemon's scheduled pull of X").
+    """
     @_builtins.property
     def progress(self) -> Global___Progress: ...
     @_builtins.property
@@ -642,12 +651,13 @@ class PullEvent(_message.Message):
         done: Global___DerivativeDone | None = ...,
         failed: Global___PullFailed | None = ...,
         started: _builtins.str = ...,
+        waiting: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction", "waiting", b"waiting"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction", "waiting", b"waiting"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done", "failed", "started"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done", "failed", "started", "waiting"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
