@@ -20,32 +20,29 @@ import pytest
 
 from tests.support import daemon
 from tests.support.cli import odf, start_odf
-from tests.support.datasets import root
+from tests.support.datasets import root, snapshot
 from tests.support.http_serving import serving
 from tests.support.workspace import add, dataset, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e
 
-POLLED = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: remote
-  kind: Root
-  metadata:
-    - kind: SetPollingSource
-      fetch:
-        kind: Url
-        url: http://127.0.0.1:{port}/data.csv
-      read:
-        kind: Csv
-        header: true
-        schema: ["city STRING", "population BIGINT"]
-      merge:
-        kind: Append
-"""
+
+def remote(port: int) -> str:
+    """A root pulling a CSV file from the test's HTTP server."""
+    source = {
+        "kind": "SetPollingSource",
+        "fetch": {"kind": "Url", "url": f"http://127.0.0.1:{port}/data.csv"},
+        "read": {"kind": "Csv", "header": True, "schema": CITY_COLUMNS},
+        "merge": {"kind": "Append"},
+    }
+    return snapshot("remote", "Root", [source])
+
+
+CITY_COLUMNS = ["city STRING", "population BIGINT"]
 BODY = b"city,population\nA,1\nB,2\n"
 WAIT_S = 60.0
+BY_COMMAND = "waiting for another odf process (pid {pid}) writing remote"
+BY_DAEMON = "waiting for the daemon's pull of remote"
 
 
 @dataclass
@@ -86,19 +83,16 @@ def handler(source: SlowSource) -> type[BaseHTTPRequestHandler]:
 
 
 @pytest.fixture
-def slow() -> Iterator[tuple[SlowSource, int]]:
+def polled(tmp_path: Path) -> Iterator[tuple[SlowSource, Path]]:
+    """The slow source, and a workspace with the root ``remote`` pulling from it."""
     source = SlowSource()
     try:
         with serving(handler(source)) as port:
-            yield source, port
+            ws = new_workspace(tmp_path / "ws")
+            add(ws, remote(port))
+            yield source, ws
     finally:
         source.release.set()
-
-
-def polled_workspace(tmp: Path, port: int) -> Path:
-    ws = new_workspace(tmp / "ws")
-    add(ws, POLLED.format(port=port))
-    return ws
 
 
 def stderr_line(proc: subprocess.Popen[str], starting: str) -> str:
@@ -130,84 +124,68 @@ def cities(ws: Path) -> list[tuple[str, int]]:
     )
 
 
-def test_two_one_shot_pulls_take_turns(tmp_path: Path, slow: tuple[SlowSource, int]) -> None:
-    source, port = slow
-    ws = polled_workspace(tmp_path, port)
-    first = start_odf(ws, "-q", "pull", "--all")
-    assert source.asked.wait(WAIT_S), "the first pull never fetched"
-    second = start_odf(ws, "-q", "pull", "--all")
-    waiting = stderr_line(second, "waiting for ")
-    assert waiting == f"waiting for another odf process (pid {first.pid}) writing remote"
+def take_turns(
+    source: SlowSource, ws: Path, first: tuple[str, ...], second: tuple[str, ...], waiting: str
+) -> tuple[str, str]:
+    """``odf FIRST`` held inside its fetch while ``odf SECOND`` starts: the second says
+    ``waiting`` (``{pid}``: the first's) on stderr; both succeed once the fetch is answered.
+    Their outputs."""
+    one = start_odf(ws, "-q", *first)
+    assert source.asked.wait(WAIT_S), f"odf {' '.join(first)} never fetched"
+    two = start_odf(ws, "-q", *second)
+    assert stderr_line(two, "waiting for ") == waiting.format(pid=one.pid)
     source.release.set()
-    code, out, err = finish(first)
-    assert code == 0, err
-    assert out.startswith("remote: 2 records"), out
-    code, out, err = finish(second)
-    assert code == 0, err
-    assert "modified concurrently" not in err
-    assert out.startswith("remote: up to date"), out
+    outputs = []
+    for proc in (one, two):
+        code, out, err = finish(proc)
+        assert code == 0, err
+        assert "modified concurrently" not in err
+        outputs.append(out)
+    return outputs[0], outputs[1]
+
+
+def test_two_one_shot_pulls_take_turns(polled: tuple[SlowSource, Path]) -> None:
+    source, ws = polled
+    first, second = take_turns(source, ws, ("pull", "--all"), ("pull", "--all"), BY_COMMAND)
+    assert first.startswith("remote: 2 records"), first
+    assert second.startswith("remote: up to date"), second
     assert source.requests == ["", '"v1"']  # the second pull asked from where the first left
     assert cities(ws) == [("A", 1), ("B", 2)]
 
 
-def test_a_command_beside_the_daemon_waits_for_its_pull(
-    tmp_path: Path, slow: tuple[SlowSource, int]
-) -> None:
-    source, port = slow
-    ws = polled_workspace(tmp_path, port)
+def test_a_command_beside_the_daemon_waits_for_its_pull(polled: tuple[SlowSource, Path]) -> None:
+    source, ws = polled
     with daemon.serving(ws) as served:
-        routed = start_odf(ws, "-q", "pull", "remote")  # run by the daemon
-        assert source.asked.wait(WAIT_S), "the daemon's pull never fetched"
-        local = start_odf(ws, "-q", "pull", "--all", "--no-daemon")
-        assert stderr_line(local, "waiting for ") == "waiting for the daemon's pull of remote"
-        source.release.set()
-        code, out, err = finish(routed)
-        assert code == 0, err
-        assert out.startswith("remote: 2 records"), out
-        code, out, err = finish(local)
-        assert code == 0, err
-        assert out.startswith("remote: up to date"), out
+        routed, local = take_turns(
+            source, ws, ("pull", "remote"), ("pull", "--all", "--no-daemon"), BY_DAEMON
+        )
+        assert routed.startswith("remote: 2 records"), routed
+        assert local.startswith("remote: up to date"), local
         assert served.process.poll() is None
     assert cities(ws) == [("A", 1), ("B", 2)]
 
 
 def test_the_daemon_tells_a_routed_command_what_it_waits_for(
-    tmp_path: Path, slow: tuple[SlowSource, int]
+    polled: tuple[SlowSource, Path],
 ) -> None:
     """A command run by the daemon waits for a command writing here, then for another call of
     the daemon; each time its own stderr says for whom."""
-    source, port = slow
-    ws = polled_workspace(tmp_path, port)
+    source, ws = polled
     with daemon.serving(ws) as served:
-        local = start_odf(ws, "-q", "pull", "remote", "--no-daemon")
-        assert source.asked.wait(WAIT_S), "the local pull never fetched"
-        routed = start_odf(ws, "-q", "pull", "remote")
-        waiting = stderr_line(routed, "waiting for ")
-        assert waiting == f"waiting for another odf process (pid {local.pid}) writing remote"
-        source.release.set()
-        assert finish(local)[0] == 0
-        code, out, err = finish(routed)
-        assert code == 0, err
-        assert out.startswith("remote: up to date"), out
-
+        _, routed = take_turns(
+            source, ws, ("pull", "remote", "--no-daemon"), ("pull", "remote"), BY_COMMAND
+        )
+        assert routed.startswith("remote: up to date"), routed
         source.hold_next()
-        first = start_odf(ws, "-q", "pull", "remote")
-        assert source.asked.wait(WAIT_S), "the daemon's pull never fetched"
-        second = start_odf(ws, "-q", "pull", "remote")
-        assert stderr_line(second, "waiting for ") == "waiting for the daemon's pull of remote"
-        source.release.set()
-        for proc in (first, second):
-            code, out, err = finish(proc)
-            assert code == 0, err
+        take_turns(source, ws, ("pull", "remote"), ("pull", "remote"), BY_DAEMON)
         assert served.process.poll() is None
     assert cities(ws) == [("A", 1), ("B", 2)]
 
 
 def test_a_wait_longer_than_the_timeout_fails_naming_the_holder(
-    tmp_path: Path, slow: tuple[SlowSource, int]
+    polled: tuple[SlowSource, Path],
 ) -> None:
-    source, port = slow
-    ws = polled_workspace(tmp_path, port)
+    source, ws = polled
     first = start_odf(ws, "-q", "pull", "remote")
     assert source.asked.wait(WAIT_S), "the first pull never fetched"
     late = odf(ws, "-q", "pull", "remote", "--wait-timeout", "1")
