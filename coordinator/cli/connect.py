@@ -19,6 +19,7 @@ from coordinator.workspace import Workspace
 if TYPE_CHECKING:
     from coordinator.app import UseCases
     from coordinator.app.application import Application
+    from coordinator.dataset.writer_locks import WriterLocks
 
 NO_DAEMON_ENV = "ODF_NO_DAEMON"
 
@@ -59,12 +60,29 @@ def application(args: argparse.Namespace, ws: Workspace | None = None) -> Applic
     from coordinator.app.application import Application  # the whole application: only here
 
     app = Application(ws if ws is not None else Workspace.find())
+    _tell_waits(app.writers, args)
+    return app
+
+
+def writer_locks(args: argparse.Namespace, ws: Workspace) -> WriterLocks:
+    """The writer locks of a command that changes datasets without the application (a
+    transfer), waiting as configured and telling the user on stderr."""
+    from coordinator.config import load_config
+    from coordinator.dataset.writer_locks import LOCKS_DIR, WriterLocks
+
+    locks = WriterLocks(
+        ws.odf_dir / LOCKS_DIR, timeout=load_config(ws.odf_dir).writers.wait_timeout
+    )
+    _tell_waits(locks, args)
+    return locks
+
+
+def _tell_waits(locks: WriterLocks, args: argparse.Namespace) -> None:
     timeout = getattr(args, "wait_timeout", None)
     if timeout is not None:
-        app.writers.timeout = timeout
-    app.writers.on_wait = _tell
-    app.writers.timeout_hint = "--wait-timeout SECONDS, or writers.waitTimeout in .odf/config.yaml"
-    return app
+        locks.timeout = timeout
+    locks.on_wait = _tell
+    locks.timeout_hint = "--wait-timeout SECONDS, or writers.waitTimeout in .odf/config.yaml"
 
 
 def _tell(line: str) -> None:
