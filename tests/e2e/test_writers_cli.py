@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.query.tail import tail_records
 from tests.support import daemon
 from tests.support.cli import odf, start_odf
-from tests.support.datasets import root, snapshot
+from tests.support.datasets import derivative, root, snapshot
 from tests.support.http_serving import serving
 from tests.support.workspace import add, dataset, ingest, new_workspace
 
@@ -116,8 +117,6 @@ def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 
 def cities(ws: Path) -> list[tuple[str, int]]:
-    from coordinator.query.tail import tail_records
-
     table = tail_records(dataset(ws, "remote"), 100)
     return sorted(
         zip(table.column("city").to_pylist(), table.column("population").to_pylist(), strict=True)
@@ -213,8 +212,37 @@ def test_concurrent_ingests_into_one_dataset_all_commit(tmp_path: Path) -> None:
         code, _, err = finish(proc)
         assert code == 0, err
     table = dataset(ws, "readings")
-    from coordinator.query.tail import tail_records
-
     got = tail_records(table, 10)
     assert sorted(got.column("sensor").to_pylist()) == ["s0", "s1", "s2", "s3"]
     assert sorted(got.column("offset").to_pylist()) == [0, 1, 2, 3]
+
+
+def test_two_pulls_of_a_derivative_run_its_transaction_once(tmp_path: Path) -> None:
+    """The second pull waits while the first starts the engine and commits, then finds the
+    derivative up to date: one engine started, one transaction."""
+    ws = new_workspace(tmp_path / "ws")
+    add(
+        ws,
+        root("readings", ["sensor STRING", "value BIGINT"]),
+        derivative("high", "SELECT event_time, sensor, value FROM readings WHERE value > 1", ["readings"]),
+    )
+    ingest(ws, "readings", "sensor,value\ns1,1\ns2,2\ns3,3\n")
+    lock = ws / ".odf" / "locks" / f"{dataset(ws, 'high').id.to_multibase()}.lock"
+    first = start_odf(ws, "-q", "pull", "high")
+    deadline = time.monotonic() + WAIT_S
+    while f'"pid": {first.pid},' not in (lock.read_text() if lock.exists() else ""):
+        assert first.poll() is None and time.monotonic() < deadline, "the pull took no lock"
+        time.sleep(0.02)
+    second = start_odf(ws, "-q", "pull", "high")
+    waiting = stderr_line(second, "waiting for ")
+    assert waiting == f"waiting for another odf process (pid {first.pid}) writing high"
+    code, out, err = finish(first)
+    assert code == 0, err
+    assert out.startswith("high: 2 records"), out
+    code, out, err = finish(second)
+    assert code == 0, err
+    assert out == "high: up to date\n"
+    assert sorted(tail_records(dataset(ws, "high"), 10).column("sensor").to_pylist()) == [
+        "s2",
+        "s3",
+    ]
