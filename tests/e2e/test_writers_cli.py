@@ -224,7 +224,9 @@ def test_two_pulls_of_a_derivative_run_its_transaction_once(tmp_path: Path) -> N
     add(
         ws,
         root("readings", ["sensor STRING", "value BIGINT"]),
-        derivative("high", "SELECT event_time, sensor, value FROM readings WHERE value > 1", ["readings"]),
+        derivative(
+            "high", "SELECT event_time, sensor, value FROM readings WHERE value > 1", ["readings"]
+        ),
     )
     ingest(ws, "readings", "sensor,value\ns1,1\ns2,2\ns3,3\n")
     lock = ws / ".odf" / "locks" / f"{dataset(ws, 'high').id.to_multibase()}.lock"
