@@ -31,17 +31,13 @@ def add_daemon_argument(parser: Any, *, writes: bool = False) -> None:
         help="run in this process even when a daemon serves the workspace",
     )
     if writes:
-        add_wait_argument(parser)
-
-
-def add_wait_argument(parser: Any) -> None:
-    parser.add_argument(
-        "--wait-timeout",
-        type=_seconds,
-        metavar="SECONDS",
-        help="how long to wait while another writer (the daemon, another odf process) changes"
-        " a dataset this command changes (default: writers.waitTimeout, 600)",
-    )
+        parser.add_argument(
+            "--wait-timeout",
+            type=_seconds,
+            metavar="SECONDS",
+            help="how long to wait while another writer (the daemon, another odf process) changes"
+            " a dataset this command changes (default: writers.waitTimeout, 600)",
+        )
 
 
 def _seconds(text: str) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 
 from common.odf.errors import ValidationError
 from coordinator.app import IngestFile
-from coordinator.cli.connect import add_daemon_argument, add_wait_argument, application, use_cases
+from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.context import IngestResult
 from coordinator.ingest.readers import FORMATS
@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("name", metavar="NAME", help="the root dataset")
     p.add_argument("time", metavar="TIME", help="the new watermark (RFC 3339)")
-    add_wait_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_set_watermark)
 
 
@@ -85,7 +85,7 @@ def cmd_set_watermark(args: argparse.Namespace) -> int:
         raise ValidationError(
             f"{args.time!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="TIME"
         ) from None
-    head = application(args).set_watermark(args.name, watermark)
+    head = use_cases(args).set_watermark(args.name, watermark)
     print(f"{args.name}: watermark {watermark.isoformat()} (head {head})")
     return 0
 

@@ -12,7 +12,6 @@ from common.odf.errors import ValidationError
 from coordinator.app.listing import list_datasets
 from coordinator.cli.connect import (
     add_daemon_argument,
-    add_wait_argument,
     application,
     use_cases,
     workspace_or_daemon,
@@ -74,7 +73,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="even when dependents have consumed later blocks (they must then be reset too)",
     )
-    add_wait_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_reset)
 
     p = subparsers.add_parser(
@@ -93,13 +92,13 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help=f"records per merged file at most (default: {DEFAULT_MAX_RECORDS:,})",
     )
-    add_wait_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_compact)
 
     p = subparsers.add_parser("rename", aliases=["mv"], help="rename a dataset")
     p.add_argument("name", metavar="NAME", help="the dataset")
     p.add_argument("new_name", metavar="NEW_NAME", help="its new name")
-    add_wait_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_rename)
 
 
@@ -162,7 +161,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    done = application(args).reset(args.name, args.block, force=args.force)
+    done = use_cases(args).reset(args.name, args.block, force=args.force)
     for stale in done.invalidated:
         print(f"warning: {stale}: no longer valid; reset it too", file=sys.stderr)
     print(f"{done.dataset}: head {done.head} ({done.removed} later block(s) removed)")
@@ -178,7 +177,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         )
     if args.max_records < 1:
         raise ValidationError("must be at least 1", path="--max-records")
-    done = application(args).compact(args.name, max_records=args.max_records)
+    done = use_cases(args).compact(args.name, max_records=args.max_records)
     print(
         f"{done.dataset}: {done.files_before} data files in {done.blocks_before} blocks ->"
         f" {done.files_after} in {done.blocks_after} (head {done.head})"
@@ -187,6 +186,6 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_rename(args: argparse.Namespace) -> int:
-    new = application(args).rename(args.name, args.new_name)
+    new = use_cases(args).rename(args.name, args.new_name)
     print(f"renamed {args.name} to {new}")
     return 0

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
         ReplayProgress,
         SnapshotSource,
     )
+    from coordinator.app.application import ResetDone
     from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.compaction import Compacted
     from coordinator.ingest.context import IngestResult
     from coordinator.ingest.progress import Progress, ProgressTask
     from coordinator.query import QueryResult
@@ -127,7 +129,24 @@ class DaemonClient:
             raise no_schema_error(reply.summary.name)
         return schema
 
+    def reset(self, name: str, block: str, *, force: bool = False) -> ResetDone:
+        request = pb.ResetRequest(name=name, block=block, force=force)
+        return convert.from_reset_done(self._unary(self.stub.Reset, request))
+
+    def compact(self, name: str, *, max_records: int | None = None) -> Compacted:
+        request = pb.CompactRequest(name=name, max_records=max_records)
+        return convert.from_compacted(self._unary(self.stub.Compact, request))
+
+    def rename(self, name: str, new_name: str) -> str:
+        request = pb.RenameRequest(name=name, new_name=new_name)
+        return str(self._unary(self.stub.Rename, request).name)
+
     # --- data ------------------------------------------------------------------------------------
+
+    def set_watermark(self, name: str, watermark: datetime) -> Multihash:
+        request = pb.SetWatermarkRequest(name=name, watermark=convert.timestamp(watermark))
+        reply = self._unary(self.stub.SetWatermark, request)
+        return Multihash.from_multibase(reply.head)
 
     def ingest(
         self,

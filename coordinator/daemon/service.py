@@ -227,6 +227,51 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
         return unary(context, change)
 
+    # --- chain edits -----------------------------------------------------------------------------
+
+    def SetWatermark(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def move() -> Any:
+            watermark = convert.from_timestamp(request, "watermark")
+            if watermark is None:
+                raise ValidationError("a watermark is required", path="watermark")
+            alias = self.app.dataset(request.name).alias
+            with self.locks.hold([alias], "watermark change"), self.metrics.timed("set_watermark"):
+                head = self.app.set_watermark(alias, watermark)
+            self.on_commit(alias)
+            return pb.SetWatermarkResponse(head=convert.hash_text(head))
+
+        return unary(context, move)
+
+    def Reset(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def reset() -> Any:
+            with self.locks.hold([request.name], "reset"), self.metrics.timed("reset"):
+                done = self.app.reset(request.name, request.block, force=request.force)
+            self.on_commit(done.dataset)
+            return convert.reset_done(done)
+
+        return unary(context, reset)
+
+    def Compact(self, request: Any, context: grpc.ServicerContext) -> Any:
+        max_records = request.max_records if request.HasField("max_records") else None
+
+        def compact() -> Any:
+            with self.locks.hold([request.name], "compaction"), self.metrics.timed("compact"):
+                done = self.app.compact(request.name, max_records=max_records)
+            self.on_commit(done.dataset)
+            return convert.compacted(done)
+
+        return unary(context, compact)
+
+    def Rename(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def rename() -> Any:
+            with (
+                self.locks.hold([request.name, request.new_name], "rename"),
+                self.metrics.timed("rename"),
+            ):
+                return pb.RenameResponse(name=self.app.rename(request.name, request.new_name))
+
+        return unary(context, rename)
+
     # --- verification ----------------------------------------------------------------------------
 
     def Verify(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:

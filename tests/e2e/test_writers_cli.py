@@ -20,7 +20,7 @@ import pytest
 
 from coordinator.query.tail import tail_records
 from tests.support import daemon
-from tests.support.cli import odf, start_odf
+from tests.support.cli import odf, ok, start_odf
 from tests.support.datasets import derivative, root, snapshot
 from tests.support.http_serving import serving
 from tests.support.workspace import add, dataset, ingest, new_workspace
@@ -248,3 +248,25 @@ def test_two_pulls_of_a_derivative_run_its_transaction_once(tmp_path: Path) -> N
         "s2",
         "s3",
     ]
+
+
+def test_chain_edits_are_routed_through_the_daemon(tmp_path: Path) -> None:
+    """set-watermark, reset, compact and rename run in the daemon serving the workspace, with
+    the output of the command run here."""
+    ws = new_workspace(tmp_path / "ws")
+    add(ws, root("readings", ["event_time TIMESTAMP", "value BIGINT"], event_time="event_time"))
+    for day in (1, 2):
+        ingest(ws, "readings", f"event_time,value\n2020-01-0{day}T00:00:00Z,{day}\n")
+    ingested = dataset(ws, "readings").head()
+    with daemon.serving(ws) as served:
+        out = ok(ws, "set-watermark", "readings", "2020-01-03T00:00:00Z")
+        assert out.startswith("readings: watermark 2020-01-03T00:00:00+00:00 (head f1620"), out
+        assert dataset(ws, "readings").head() != ingested
+        ok(ws, "reset", "readings", str(ingested))
+        assert dataset(ws, "readings").head() == ingested
+        out = ok(ws, "compact", "readings", "--hard")
+        assert out.startswith("readings: 2 data files in 6 blocks -> 1 in 5 (head f1620"), out
+        assert ok(ws, "rename", "readings", "sensors") == "renamed readings to sensors\n"
+        for call in ("set_watermark", "compact", "reset", "rename"):
+            assert served.metric(f'odf_calls_total{{call="{call}",outcome="ok"}}') == 1, call
+    assert sorted(tail_records(dataset(ws, "sensors"), 10).column("value").to_pylist()) == [1, 2]
