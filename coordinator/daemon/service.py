@@ -30,13 +30,13 @@ from coordinator.daemon.calls import (
     DatasetLocks,
     Emit,
     StreamedProgress,
+    Waits,
     stream_call,
     unary,
 )
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from coordinator.daemon.metrics import Metrics
-from coordinator.dataset.writer_locks import telling_waits_to
 from coordinator.ingest.readers import FORMATS, MEDIA_TYPES
 from coordinator.tempdirs import owned_temp_dir
 
@@ -128,13 +128,9 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
             def work(emit: Emit) -> None:
                 progress = StreamedProgress(emit, lambda p: pb.IngestEvent(progress=p), pb.Progress)
-
-                def tell(line: str) -> None:
-                    emit(pb.IngestEvent(waiting=line))
-
+                waits = Waits.of(context, emit, lambda line: pb.IngestEvent(waiting=line))
                 with (
-                    telling_waits_to(tell),
-                    self.locks.hold([header.dataset], "ingest", tell),
+                    waits.hold(self.locks, [header.dataset], "ingest"),
                     self.metrics.timed("ingest"),
                 ):
                     for result in self.app.ingest(
@@ -160,13 +156,9 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             order = self.app.pull_order(
                 list(request.names), all_datasets=request.all, recursive=request.recursive
             )
-
-            def tell(line: str) -> None:
-                emit(pb.PullEvent(waiting=line))
-
+            waits = Waits.of(context, emit, lambda line: pb.PullEvent(waiting=line))
             with (
-                telling_waits_to(tell),
-                self.locks.hold([d.alias for d in order], "pull", tell),
+                waits.hold(self.locks, [d.alias for d in order], "pull"),
                 self.metrics.timed("pull"),
             ):
                 for event in self.app.pull(

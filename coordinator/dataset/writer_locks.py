@@ -57,14 +57,18 @@ OnWait = Callable[[str], None]
 """Told once per dataset a writer has to wait for, with one line: ``waiting for ...``."""
 
 
-_told: ContextVar[OnWait | None] = ContextVar("odf_writers_told", default=None)
+Check = Callable[[], None]
+"""Called while a writer waits; raises to stop waiting (e.g. the caller's call was cancelled)."""
+
+_told: ContextVar[tuple[OnWait, Check] | None] = ContextVar("odf_writers_told", default=None)
 
 
 @contextmanager
-def telling_waits_to(on_wait: OnWait) -> Iterator[None]:
+def telling_waits_to(on_wait: OnWait, check: Check) -> Iterator[None]:
     """Within the block (in this thread), waits are told to ``on_wait`` instead of the locks'
-    own (a daemon tells the client of the call that waits)."""
-    token = _told.set(on_wait)
+    own, and ``check`` is called at every poll of a wait (a daemon tells the client of the
+    call that waits, and stops waiting when the call is cancelled)."""
+    token = _told.set((on_wait, check))
     try:
         yield
     finally:
@@ -223,6 +227,9 @@ class WriterLocks:
                         f"gave up waiting for {what} after {self.timeout:g}s; try again later,"
                         f" or wait longer ({self.timeout_hint})"
                     )
+                told_to = _told.get()
+                if told_to is not None:
+                    told_to[1]()
                 time.sleep(delay)
                 delay = min(delay * 2, _POLL_MAX_S)
             if told:
@@ -239,7 +246,8 @@ class WriterLocks:
         what = holder.describe() if holder is not None else f"another writer of {name}"
         line = f"waiting for {what}"
         log.info("writers.waiting", dataset=name, holder=what)
-        on_wait = _told.get() or self.on_wait
+        told_to = _told.get()
+        on_wait = told_to[0] if told_to is not None else self.on_wait
         if on_wait is not None:
             on_wait(line)
 

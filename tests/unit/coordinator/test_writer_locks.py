@@ -22,6 +22,7 @@ from coordinator.dataset.writer_locks import (
     Writer,
     WriterLocks,
     WriterWaitTimeoutError,
+    telling_waits_to,
 )
 from tests.support.cli import REPO
 
@@ -169,3 +170,36 @@ def test_a_half_written_holder_reads_as_unknown() -> None:
     assert Writer.from_json('{"pid": 12, "owner": "dae') is None
     assert Writer.from_json("") is None
     assert Writer(7, COMMAND, "pull", "x").describe() == "another odf process (pid 7) writing x"
+
+
+def test_a_wait_told_elsewhere_stops_when_its_check_raises(tmp_path: Path) -> None:
+    """A daemon's call tells its own client and stops waiting once that client is gone."""
+    own: list[str] = []
+    told: list[str] = []
+    checks = []
+
+    def check() -> None:
+        checks.append(1)
+        if len(checks) == 3:
+            raise RuntimeError("cancelled")
+
+    locks = WriterLocks(tmp_path, owner=DAEMON, on_wait=own.append, timeout=30)
+    with locks.hold_keys({"fed01aa": "weather"}, "pull"):
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                with (
+                    telling_waits_to(told.append, check),
+                    locks.hold_keys({"fed01aa": "x"}, "pull"),
+                ):
+                    pass
+            except RuntimeError as e:
+                failed.append(e)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        thread.join(timeout=30)
+    assert [str(e) for e in failed] == ["cancelled"]
+    assert told == ["waiting for the daemon's pull of weather"]
+    assert own == []
