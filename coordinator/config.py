@@ -35,6 +35,9 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       csvColumnsByPosition:       # datasets whose Csv sources read a DDL schema's columns by
         - legacy.sensors          #   position, the header line only skipped (Spark's and
                                   #   ODF < 0.35's enforceSchema); others match it by name
+    writers:
+      waitTimeout: 600            # seconds a writer waits for another writer of a dataset (a
+                                  #   pull by the daemon or by another odf process) to finish
 
 Relative paths (``tokenFile``, ``tlsCa``) are relative to the ``.odf`` directory. Errors name
 the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
@@ -57,6 +60,7 @@ DEFAULT_DRIVER_MEMORY = "2g"
 DEFAULT_MAX_INPUT_RECORDS = 1_000_000
 DEFAULT_DAEMON_ADDRESS = "127.0.0.1:4884"
 DEFAULT_DAEMON_HTTP_ADDRESS = "127.0.0.1:4885"
+DEFAULT_WAIT_TIMEOUT_S = 600.0
 
 
 class EngineProviderKind(enum.Enum):
@@ -124,6 +128,12 @@ class DaemonConfig:
     http_max_connections_per_client: int = 32
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritersConfig:
+    wait_timeout: float = DEFAULT_WAIT_TIMEOUT_S
+    """Seconds a writer waits for the datasets it changes while others write them."""
+
+
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """When the daemon pulls a dataset by itself: every ``interval`` seconds, or at the times
@@ -154,6 +164,7 @@ class WorkspaceConfig:
     transform: TransformConfig = field(default_factory=TransformConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    writers: WritersConfig = field(default_factory=WritersConfig)
 
     def dataset_names(self) -> dict[str, tuple[str, ...]]:
         """The keys that name datasets and the names they hold (checked by ``odf config``)."""
@@ -205,12 +216,20 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
 
 
 def _workspace_config(value: Any) -> WorkspaceConfig:
-    top = _mapping(value, "", ("engine", "transform", "daemon", "ingest"))
+    top = _mapping(value, "", ("engine", "transform", "daemon", "ingest", "writers"))
     return WorkspaceConfig(
         engine=_engine_config(top.get("engine")),
         transform=_transform_config(top.get("transform")),
         daemon=_daemon_config(top.get("daemon")),
         ingest=_ingest_config(top.get("ingest")),
+        writers=_writers_config(top.get("writers")),
+    )
+
+
+def _writers_config(value: Any) -> WritersConfig:
+    m = _mapping({} if value is None else value, "writers", ("waitTimeout",))
+    return WritersConfig(
+        wait_timeout=_positive(m, "writers", "waitTimeout", DEFAULT_WAIT_TIMEOUT_S),
     )
 
 
@@ -529,6 +548,7 @@ SETTINGS: dict[str, Any] = {
     "daemon.httpMaxConnectionsPerClient": lambda c: c.daemon.http_max_connections_per_client,
     "daemon.schedules": lambda c: ", ".join(f"{s.dataset}={s.text}" for s in c.daemon.schedules),
     "ingest.csvColumnsByPosition": lambda c: ", ".join(c.ingest.csv_columns_by_position),
+    "writers.waitTimeout": lambda c: c.writers.wait_timeout,
 }
 """Every key of the file (``section.key``) and how to read its effective value."""
 

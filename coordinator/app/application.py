@@ -34,6 +34,7 @@ from coordinator.app.snapshots import SnapshotSource, creation_order
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
 from coordinator.dataset.provenance import check_may_run, provenance
+from coordinator.dataset.writer_locks import LOCKS_DIR, WriterLocks
 from coordinator.workspace import Workspace
 
 if TYPE_CHECKING:  # imported where used: a command loads only what it runs
@@ -115,6 +116,9 @@ class Application:
         self._provider = provider
         self.pool: EnginePool | None = None
         """Set by a long-running service: engines then stay warm across calls."""
+        self.writers = WriterLocks(ws.odf_dir / LOCKS_DIR, timeout=self.config.writers.wait_timeout)
+        """The datasets' writer locks: every use case changing a dataset holds its lock (a
+        daemon marks them as its own; a command tells the user what it waits for)."""
 
     @property
     def provider(self) -> EngineProvider:
@@ -206,8 +210,9 @@ class Application:
     def delete(self, names: Sequence[str]) -> list[str]:
         """Delete datasets (all must exist before any is deleted); their names."""
         datasets = [self.ws.open_dataset(name) for name in names]
-        for ds in datasets:
-            self.ws.delete_dataset(ds.alias)
+        with self.writers.hold(datasets, "delete"):
+            for ds in datasets:
+                self.ws.delete_dataset(ds.alias)
         return [ds.alias for ds in datasets]
 
     def with_dependents(self, names: Sequence[str]) -> list[str]:
@@ -235,6 +240,10 @@ class Application:
         consumed a later block, unless ``force`` (the dependent's next pull then fails
         until it is reset too: the inputs it recorded are gone)."""
         dataset = self.dataset(name)
+        with self.writers.hold([dataset], "reset"):
+            return self._reset(dataset, block, force=force)
+
+    def _reset(self, dataset: Dataset, block: str, *, force: bool) -> ResetDone:
         state = dataset.state()
         chain = [h for h, _ in dataset.iter_blocks()]
         target = dataset.find_block(block, path="BLOCK")
@@ -275,11 +284,13 @@ class Application:
                 " whose hashes compaction changes; reset or delete those first"
             )
         limit = DEFAULT_MAX_RECORDS if max_records is None else max_records
-        return compact(dataset, self.ws.datasets_dir, max_records=limit)
+        with self.writers.hold([dataset], "compaction"):
+            return compact(dataset, self.ws.datasets_dir, max_records=limit)
 
     def rename(self, name: str, new_name: str) -> str:
         """Rename a dataset; its new name."""
-        return self.ws.rename_dataset(name, new_name).alias
+        with self.writers.hold([self.dataset(name)], "rename"):
+            return self.ws.rename_dataset(name, new_name).alias
 
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
         """The dataset's blocks, newest first (at most ``limit``)."""
@@ -366,6 +377,7 @@ class Application:
                     session.append(RawQueryEngines(started.enter_context(self.engines(mounts))))
                 return session[0](engine)
 
+            started.enter_context(self.writers.hold([dataset], "ingest"))
             for file in files:
                 yield push_ingest(
                     dataset,
@@ -383,7 +395,9 @@ class Application:
         """Move a root dataset's watermark forward by hand; the new head."""
         from coordinator.ingest.watermark import set_watermark
 
-        return set_watermark(self.dataset(name), watermark)
+        dataset = self.dataset(name)
+        with self.writers.hold([dataset], "watermark change"):
+            return set_watermark(dataset, watermark)
 
     def pull(
         self,
@@ -435,14 +449,15 @@ class Application:
                     continue
                 yield PullStarted(dataset.alias)
                 try:
-                    yield from self._pull_one(
-                        dataset,
-                        transformer,
-                        engines,
-                        fetch_uncacheable,
-                        progress,
-                        system_time,
-                    )
+                    with self.writers.hold([dataset], "pull"):
+                        yield from self._pull_one(
+                            dataset,
+                            transformer,
+                            engines,
+                            fetch_uncacheable,
+                            progress,
+                            system_time,
+                        )
                 except OdfError as e:
                     if fail_fast:
                         raise
@@ -521,7 +536,10 @@ class Application:
         )
         resolve = workspace_resolver(self.ws)
         # A container engine migrating the dataset reads its checkpoint and writes to its staging.
-        with self.engines(engine_mounts([dataset], resolve)) as engines:
+        with (
+            self.writers.hold([dataset], "transform change"),
+            self.engines(engine_mounts([dataset], resolve)) as engines,
+        ):
             return change_query(
                 dataset,
                 transform,

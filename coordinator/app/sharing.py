@@ -1,8 +1,9 @@
 """Use cases of sharing: repositories, pulling remote datasets, pushing local ones.
 
 Always run in the calling process (the daemon does not take part): a transfer reads and
-writes dataset directories with the same atomic commits as any other writer, so a daemon
-serving the workspace sees a pulled head move like any other commit.
+writes dataset directories with the same atomic commits as any other writer, under the
+dataset's writer lock, so a daemon serving the workspace sees a pulled head move like any
+other commit.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from common.odf.events import Seed
 from common.odf.identity import DatasetID
 from coordinator.dataset import AlreadyExistsError, Dataset
 from coordinator.dataset.provenance import record_detached, record_trusted, source_commands
+from coordinator.dataset.writer_locks import LOCKS_DIR, WriterLocks
 from coordinator.sharing.errors import RemoteError
 from coordinator.sharing.remote_refs import SMART_SCHEMES, RemoteLocation, looks_remote, resolve
 from coordinator.sharing.repos import RepoRegistry, forget_pull, read_remotes, remember
@@ -49,9 +51,11 @@ class Transferred:
 
 
 class Sharing:
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, writers: WriterLocks | None = None) -> None:
         self.workspace = workspace
         self.repos = RepoRegistry(workspace)
+        self.writers = writers or WriterLocks(workspace.odf_dir / LOCKS_DIR)
+        """Held on a local dataset while it is updated from its remote."""
 
     # --- pull ---------------------------------------------------------------------------------
 
@@ -86,7 +90,8 @@ class Sharing:
         source = open_source(location, options)
         try:
             if existing is not None:
-                result = sync(existing, source, existing.alias, options)
+                with self.writers.hold([existing], "pull"):
+                    result = sync(existing, source, existing.alias, options)
                 remember(existing.layout, pull=location)
                 return Transferred(existing.alias, location, result)
             with self.workspace.preparing_dataset() as prepared:
@@ -167,7 +172,8 @@ class Sharing:
             raise OdfError(f"dataset {ds.alias!r} was not pulled from a remote")
         source = open_source(remote, options)
         try:
-            return Transferred(ds.alias, remote, sync(ds, source, ds.alias, options))
+            with self.writers.hold([ds], "pull"):
+                return Transferred(ds.alias, remote, sync(ds, source, ds.alias, options))
         finally:
             source.close()
 

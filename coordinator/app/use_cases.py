@@ -17,11 +17,12 @@ if TYPE_CHECKING:
     from common.odf.block import MetadataBlock
     from common.odf.fragments import TransformSql
     from common.odf.multihash import Multihash
-    from coordinator.app.application import AddedDataset, IngestFile, ReplayProgress
+    from coordinator.app.application import AddedDataset, IngestFile, ReplayProgress, ResetDone
     from coordinator.app.listing import DatasetSummary
     from coordinator.app.pull_events import PullEvent
     from coordinator.app.snapshots import SnapshotSource
     from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.compaction import Compacted
     from coordinator.ingest.context import IngestResult
     from coordinator.ingest.progress import Progress
     from coordinator.query import QueryResult
@@ -38,6 +39,14 @@ class UseCases(Protocol):
     def delete(self, names: Sequence[str]) -> list[str]: ...
 
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]: ...
+
+    def reset(self, name: str, block: str, *, force: bool = False) -> ResetDone: ...
+
+    def compact(self, name: str, *, max_records: int | None = None) -> Compacted: ...
+
+    def rename(self, name: str, new_name: str) -> str: ...
+
+    def set_watermark(self, name: str, watermark: datetime) -> Multihash: ...
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table: ...
 

@@ -1,11 +1,16 @@
 """Where a command's use cases run: through the workspace's daemon when one serves it (the CLI
 is then a thin client), else in this process. ``--no-daemon`` (or ``ODF_NO_DAEMON=1``) forces
-in-process."""
+in-process.
+
+In process, a command changing a dataset that another writer holds (the daemon, or another
+``odf`` process) waits for it, saying so on stderr, for ``--wait-timeout`` seconds at most
+(default: ``writers.waitTimeout`` of the workspace configuration)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from coordinator.daemon.rundir import RunDir
@@ -13,16 +18,71 @@ from coordinator.workspace import Workspace
 
 if TYPE_CHECKING:
     from coordinator.app import UseCases
+    from coordinator.app.application import Application
+    from coordinator.dataset.writer_locks import WriterLocks
 
 NO_DAEMON_ENV = "ODF_NO_DAEMON"
 
 
-def add_daemon_argument(parser: Any) -> None:
+def add_daemon_argument(parser: Any, *, writes: bool = False) -> None:
     parser.add_argument(
         "--no-daemon",
         action="store_true",
         help="run in this process even when a daemon serves the workspace",
     )
+    if writes:
+        parser.add_argument(
+            "--wait-timeout",
+            type=_seconds,
+            metavar="SECONDS",
+            help="how long to wait while another writer (the daemon, another odf process) changes"
+            " a dataset this command changes (default: writers.waitTimeout, 600)",
+        )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def application(args: argparse.Namespace, ws: Workspace | None = None) -> Application:
+    """The application of this process: its writers wait for other writers as asked, telling
+    the user on stderr."""
+    from coordinator.app.application import Application  # the whole application: only here
+
+    app = Application(ws if ws is not None else Workspace.find())
+    _tell_waits(app.writers, args)
+    return app
+
+
+def writer_locks(args: argparse.Namespace, ws: Workspace) -> WriterLocks:
+    """The writer locks of a command that changes datasets without the application (a
+    transfer), waiting as configured and telling the user on stderr."""
+    from coordinator.config import load_config
+    from coordinator.dataset.writer_locks import LOCKS_DIR, WriterLocks
+
+    locks = WriterLocks(
+        ws.odf_dir / LOCKS_DIR, timeout=load_config(ws.odf_dir).writers.wait_timeout
+    )
+    _tell_waits(locks, args)
+    return locks
+
+
+def _tell_waits(locks: WriterLocks, args: argparse.Namespace) -> None:
+    timeout = getattr(args, "wait_timeout", None)
+    if timeout is not None:
+        locks.timeout = timeout
+    locks.on_wait = _tell
+    locks.timeout_hint = "--wait-timeout SECONDS, or writers.waitTimeout in .odf/config.yaml"
+
+
+def _tell(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def use_cases(args: argparse.Namespace) -> UseCases:
@@ -30,9 +90,7 @@ def use_cases(args: argparse.Namespace) -> UseCases:
     ws, client = workspace_or_daemon(args)
     if client is not None:
         return client
-    from coordinator.app.application import Application  # the whole application: only here
-
-    return Application(ws)
+    return application(args, ws)
 
 
 def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases | None]:
@@ -45,5 +103,7 @@ def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases |
         if info is not None and token is not None:
             from coordinator.daemon.client import DaemonClient  # gRPC only when needed
 
-            return ws, DaemonClient(info, token)
+            client = DaemonClient(info, token)
+            client.on_wait = _tell
+            return ws, client
     return ws, None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
-from coordinator.app import Application, IngestFile
+from coordinator.app import IngestFile
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.context import IngestResult
@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
         metavar="RFC3339",
         help="event time of records that have none (default: the time of the ingest)",
     )
-    add_daemon_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_ingest)
 
     p = subparsers.add_parser(
@@ -50,6 +50,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("name", metavar="NAME", help="the root dataset")
     p.add_argument("time", metavar="TIME", help="the new watermark (RFC 3339)")
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_set_watermark)
 
 
@@ -84,7 +85,7 @@ def cmd_set_watermark(args: argparse.Namespace) -> int:
         raise ValidationError(
             f"{args.time!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="TIME"
         ) from None
-    head = Application.open().set_watermark(args.name, watermark)
+    head = use_cases(args).set_watermark(args.name, watermark)
     print(f"{args.name}: watermark {watermark.isoformat()} (head {head})")
     return 0
 

@@ -82,7 +82,7 @@ def register(subparsers: Any) -> None:
         help="fetch sources that keep no state (no ETag/Last-Modified) again",
     )
     add_transfer_arguments(p)
-    add_daemon_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_pull)
 
 

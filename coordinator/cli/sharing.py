@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import OdfError, ValidationError
+from coordinator.cli.connect import writer_locks
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.terminal_text import visible
 from coordinator.dataset import Dataset
@@ -238,7 +239,7 @@ def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:
         return local, args.all, 0
     from coordinator.app.sharing import Sharing  # the transports: only for a transfer
 
-    sharing = Sharing(ws)
+    sharing = Sharing(ws, writer_locks(args, ws))
     failures = 0
     with_inputs = getattr(args, "with_inputs", False) or getattr(args, "recursive", False)
     with terminal_progress(args) as progress:

@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
         "--version",
         help="pin the new query to this engine version (default: the configured engine's)",
     )
-    add_daemon_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_set_transform)
 
 

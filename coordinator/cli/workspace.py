@@ -10,12 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import ValidationError
 from coordinator.app.listing import list_datasets
-from coordinator.cli.connect import add_daemon_argument, use_cases, workspace_or_daemon
+from coordinator.cli.connect import (
+    add_daemon_argument,
+    application,
+    use_cases,
+    workspace_or_daemon,
+)
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
 from coordinator.ingest import DEFAULT_MAX_RECORDS
 
 if TYPE_CHECKING:
-    from coordinator.app import Application, DatasetSummary
+    from coordinator.app import DatasetSummary
 
 # Each command imports the application (the model, the engines' glue) only when it runs:
 # ``odf list`` lists from the datasets' state caches without it (CLI start time).
@@ -57,7 +62,7 @@ def register(subparsers: Any) -> None:
         help="also delete every dataset downstream (listed, then confirmed)",
     )
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    add_daemon_argument(p)
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_delete)
 
     p = subparsers.add_parser("reset", help="move a dataset's head back to an earlier block")
@@ -68,6 +73,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="even when dependents have consumed later blocks (they must then be reset too)",
     )
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_reset)
 
     p = subparsers.add_parser(
@@ -86,11 +92,13 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help=f"records per merged file at most (default: {DEFAULT_MAX_RECORDS:,})",
     )
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_compact)
 
     p = subparsers.add_parser("rename", aliases=["mv"], help="rename a dataset")
     p.add_argument("name", metavar="NAME", help="the dataset")
     p.add_argument("new_name", metavar="NEW_NAME", help="its new name")
+    add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_rename)
 
 
@@ -135,7 +143,7 @@ def _row(summary: DatasetSummary) -> dict[str, Any]:
 def cmd_delete(args: argparse.Namespace) -> int:
     names = list(args.names)
     if args.recursive:
-        names = _application().with_dependents(names)
+        names = application(args).with_dependents(names)
         extra = [n for n in names if n.lower() not in {a.lower() for a in args.names}]
         if extra and not args.yes:
             listed = ", ".join(names)
@@ -153,7 +161,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    done = _application().reset(args.name, args.block, force=args.force)
+    done = use_cases(args).reset(args.name, args.block, force=args.force)
     for stale in done.invalidated:
         print(f"warning: {stale}: no longer valid; reset it too", file=sys.stderr)
     print(f"{done.dataset}: head {done.head} ({done.removed} later block(s) removed)")
@@ -169,7 +177,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         )
     if args.max_records < 1:
         raise ValidationError("must be at least 1", path="--max-records")
-    done = _application().compact(args.name, max_records=args.max_records)
+    done = use_cases(args).compact(args.name, max_records=args.max_records)
     print(
         f"{done.dataset}: {done.files_before} data files in {done.blocks_before} blocks ->"
         f" {done.files_after} in {done.blocks_after} (head {done.head})"
@@ -178,12 +186,6 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_rename(args: argparse.Namespace) -> int:
-    new = _application().rename(args.name, args.new_name)
+    new = use_cases(args).rename(args.name, args.new_name)
     print(f"renamed {args.name} to {new}")
     return 0
-
-
-def _application() -> Application:
-    from coordinator.app.application import Application
-
-    return Application.open()

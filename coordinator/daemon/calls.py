@@ -21,6 +21,7 @@ import grpc
 
 from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError, ValidationError
+from coordinator.dataset.writer_locks import Check, OnWait, telling_waits_to
 from coordinator.engine.errors import EngineInvalidQueryError, EngineUnavailableError
 from coordinator.ingest.progress import Progress, ProgressTask
 
@@ -121,6 +122,32 @@ def stream_call(
         yield item
 
 
+@dataclass(frozen=True, slots=True)
+class Waits:
+    """How a call that waits for another writer tells its client (``tell``, one line) and
+    stops waiting once the client is gone (``check`` raises ``CallCancelled``)."""
+
+    tell: OnWait
+    check: Check
+
+    @classmethod
+    def of(cls, context: grpc.ServicerContext, emit: Emit, wrap: Callable[[str], Any]) -> Waits:
+        def check() -> None:
+            if not context.is_active():
+                raise CallCancelled("the call was cancelled while it waited for another writer")
+
+        return cls(lambda line: emit(wrap(line)), check)
+
+    @contextmanager
+    def hold(self, locks: DatasetLocks, names: Sequence[str], doing: str) -> Iterator[None]:
+        """The daemon's locks of ``names``, then its writers' waits told to the client."""
+        with (
+            locks.hold(names, doing, self.tell, self.check),
+            telling_waits_to(self.tell, self.check),
+        ):
+            yield
+
+
 class StreamedProgress(Progress):
     """Progress of the application, sent to the client as ``Progress`` messages (``wrap``
     puts one into the call's event type)."""
@@ -157,21 +184,42 @@ class _StreamedTask:
 class DatasetLocks:
     """One lock per dataset (case-insensitive name): calls that change a dataset take its lock,
     so one dataset's changes run strictly one after another; ``slots`` bounds how many
-    changing calls run at once across datasets."""
+    changing calls run at once across datasets. (Across processes, the application's writer
+    locks, ``coordinator.dataset.writer_locks``, do the same for every writer.)"""
 
     def __init__(self, max_parallel: int) -> None:
         self._locks: dict[str, threading.Lock] = {}
+        self._doing: dict[str, str] = {}
+        """What the call holding each lock does (``pull``, ``scheduled pull``...)."""
         self._guard = threading.Lock()
         self.slots = threading.BoundedSemaphore(max_parallel)
 
     @contextmanager
-    def hold(self, names: Sequence[str]) -> Iterator[None]:
-        """The locks of ``names`` (taken in a fixed order: no deadlock), and a slot."""
+    def hold(
+        self,
+        names: Sequence[str],
+        doing: str = "write",
+        on_wait: OnWait | None = None,
+        check: Check | None = None,
+    ) -> Iterator[None]:
+        """The locks of ``names`` (taken in a fixed order: no deadlock), and a slot; a lock
+        another call holds is waited for, telling ``on_wait`` ("waiting for the daemon's
+        scheduled pull of X") and calling ``check`` (which may raise to stop waiting) every
+        poll. ``doing``: what this call does, for those waiting for it."""
         keys = sorted({n.lower() for n in names})
         with self._guard:
-            locks = [self._locks.setdefault(k, threading.Lock()) for k in keys]
+            locks = [(k, self._locks.setdefault(k, threading.Lock())) for k in keys]
+        named = {n.lower(): n for n in names}
         with ExitStack() as stack:
-            for lock in locks:
-                stack.enter_context(lock)
+            for key, lock in locks:
+                if not lock.acquire(blocking=False):
+                    if on_wait is not None:
+                        holder = self._doing.get(key, "write")
+                        on_wait(f"waiting for the daemon's {holder} of {named[key]}")
+                    while not lock.acquire(timeout=_POLL_S):
+                        if check is not None:
+                            check()
+                stack.callback(lock.release)
+                self._doing[key] = doing
             with self.slots:
                 yield

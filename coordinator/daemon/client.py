@@ -43,7 +43,9 @@ if TYPE_CHECKING:
         ReplayProgress,
         SnapshotSource,
     )
+    from coordinator.app.application import ResetDone
     from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.compaction import Compacted
     from coordinator.ingest.context import IngestResult
     from coordinator.ingest.progress import Progress, ProgressTask
     from coordinator.query import QueryResult
@@ -75,6 +77,8 @@ class DaemonClient:
             self.channel = grpc.insecure_channel(info.address)
         self.stub = pb_grpc.CoordinatorStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),)
+        self.on_wait: Callable[[str], None] | None = None
+        """Told when the daemon makes a call wait for another writer: one line."""
 
     def close(self) -> None:
         self.channel.close()
@@ -129,7 +133,24 @@ class DaemonClient:
             raise no_schema_error(reply.summary.name)
         return schema
 
+    def reset(self, name: str, block: str, *, force: bool = False) -> ResetDone:
+        request = pb.ResetRequest(name=name, block=block, force=force)
+        return convert.from_reset_done(self._unary(self.stub.Reset, request))
+
+    def compact(self, name: str, *, max_records: int | None = None) -> Compacted:
+        request = pb.CompactRequest(name=name, max_records=max_records)
+        return convert.from_compacted(self._unary(self.stub.Compact, request))
+
+    def rename(self, name: str, new_name: str) -> str:
+        request = pb.RenameRequest(name=name, new_name=new_name)
+        return str(self._unary(self.stub.Rename, request).name)
+
     # --- data ------------------------------------------------------------------------------------
+
+    def set_watermark(self, name: str, watermark: datetime) -> Multihash:
+        request = pb.SetWatermarkRequest(name=name, watermark=convert.timestamp(watermark))
+        reply = self._unary(self.stub.SetWatermark, request)
+        return Multihash.from_multibase(reply.head)
 
     def ingest(
         self,
@@ -153,6 +174,8 @@ class DaemonClient:
             for event in self._stream(self.stub.Ingest, _upload(header, file.path)):
                 if event.HasField("progress"):
                     tasks.apply(event.progress)
+                elif event.HasField("waiting"):
+                    self._tell(event.waiting)
                 else:
                     yield convert.from_ingest_result(event.result)
             tasks.close()
@@ -180,6 +203,8 @@ class DaemonClient:
         for event in self._stream(self.stub.Pull, request):
             if event.HasField("progress"):
                 tasks.apply(event.progress)
+            elif event.HasField("waiting"):
+                self._tell(event.waiting)
             else:
                 yield convert.from_pull_event(event)
         tasks.close()
@@ -240,6 +265,10 @@ class DaemonClient:
         return convert.from_records_messages(self._stream(self.stub.Query, request))
 
     # --- plumbing --------------------------------------------------------------------------------
+
+    def _tell(self, line: str) -> None:
+        if self.on_wait is not None:
+            self.on_wait(line)
 
     def _unary(self, method: Callable[..., T], request: Any) -> T:
         try:

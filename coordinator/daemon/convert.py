@@ -43,7 +43,9 @@ from coordinator.verify.report import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from coordinator.app.application import ResetDone
     from coordinator.evolution.query_change import QueryChange
+    from coordinator.ingest.compaction import Compacted
     from coordinator.ingest.context import IngestResult
     from coordinator.query import QueryResult
     from coordinator.verify.replay import ReplayResult
@@ -276,6 +278,46 @@ def from_query_change(m: pb.SetTransformResponse) -> QueryChange:
         added_columns=tuple(m.added_columns),
         migration=migration,
         migrated=m.migrated,
+    )
+
+
+# --- chain edits ---------------------------------------------------------------------------------
+
+
+def reset_done(r: ResetDone) -> pb.ResetResponse:
+    return pb.ResetResponse(
+        dataset=r.dataset, head=hash_text(r.head), removed=r.removed, invalidated=r.invalidated
+    )
+
+
+def from_reset_done(m: pb.ResetResponse) -> ResetDone:
+    from coordinator.app.application import ResetDone
+
+    head = Multihash.from_multibase(m.head)
+    return ResetDone(m.dataset, head, m.removed, tuple(m.invalidated))
+
+
+def compacted(c: Compacted) -> pb.CompactResponse:
+    return pb.CompactResponse(
+        dataset=c.dataset,
+        head=hash_text(c.head),
+        blocks_before=c.blocks_before,
+        blocks_after=c.blocks_after,
+        files_before=c.files_before,
+        files_after=c.files_after,
+    )
+
+
+def from_compacted(m: pb.CompactResponse) -> Compacted:
+    from coordinator.ingest.compaction import Compacted
+
+    return Compacted(
+        dataset=m.dataset,
+        head=Multihash.from_multibase(m.head),
+        blocks_before=m.blocks_before,
+        blocks_after=m.blocks_after,
+        files_before=m.files_before,
+        files_after=m.files_after,
     )
 
 

@@ -263,7 +263,7 @@ class Scheduler:
         started = time.monotonic()
         log.info("scheduler.pulling", dataset=name)
         try:
-            with self.locks.hold([name]), self.metrics.timed("scheduled"):
+            with self.locks.hold([name], "scheduled pull"), self.metrics.timed("scheduled"):
                 committed = 0
                 for event in self.app.pull([name], fail_fast=True):
                     committed += self._count(event)

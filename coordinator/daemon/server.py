@@ -26,8 +26,9 @@ import ipaddress
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +59,7 @@ from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
 from coordinator.daemon.smart_push import PushServer
 from coordinator.daemon.status import daemon_status
+from coordinator.dataset.writer_locks import DAEMON
 from coordinator.sharing.serving import open_object, parse_request_path
 
 log = get_logger(__name__)
@@ -86,6 +88,7 @@ class Daemon:
         """Serve ``app`` on the addresses of ``listen``; ``insecure`` allows a non-loopback
         address without ``tls``."""
         self.app = app
+        app.writers.owner = DAEMON  # a command waiting for a dataset says it waits for us
         self.address, self.tls = listen.address, tls
         self.grace = GRACE_S
         self.grpc_host, _ = parse_host_port(listen.address, path="--address")
@@ -136,7 +139,7 @@ class Daemon:
                 self.app.ws,
                 authority,
                 self.rundir.path,
-                lambda name: self.locks.hold([name]),
+                self._hold_for_push,
                 scheduler.notify,
             )
             http = self._http_server(pushes)
@@ -177,6 +180,18 @@ class Daemon:
                 http_thread.join()
                 http.server_close()
                 log.info("daemon.stopped")
+
+    @contextmanager
+    def _hold_for_push(self, name: str) -> Iterator[None]:
+        """What a received push commits under: the daemon's lock of the dataset, and its
+        writer lock when it exists (a new dataset appears whole, under the workspace lock)."""
+        with self.locks.hold([name], "push"):
+            try:
+                target = [self.app.dataset(name)]
+            except OdfError:
+                target = []
+            with self.app.writers.hold(target, "push"):
+                yield
 
     def _bind_grpc(self, server: grpc.Server) -> str:
         try:

@@ -30,6 +30,7 @@ from coordinator.daemon.calls import (
     DatasetLocks,
     Emit,
     StreamedProgress,
+    Waits,
     stream_call,
     unary,
 )
@@ -139,7 +140,11 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
             def work(emit: Emit) -> None:
                 progress = StreamedProgress(emit, lambda p: pb.IngestEvent(progress=p), pb.Progress)
-                with self.locks.hold([header.dataset]), self.metrics.timed("ingest"):
+                waits = Waits.of(context, emit, lambda line: pb.IngestEvent(waiting=line))
+                with (
+                    waits.hold(self.locks, [header.dataset], "ingest"),
+                    self.metrics.timed("ingest"),
+                ):
                     for result in self.app.ingest(
                         header.dataset,
                         [IngestFile(upload, header.file_name or "<upload>")],
@@ -163,7 +168,11 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             order = self.app.pull_order(
                 list(request.names), all_datasets=request.all, recursive=request.recursive
             )
-            with self.locks.hold([d.alias for d in order]), self.metrics.timed("pull"):
+            waits = Waits.of(context, emit, lambda line: pb.PullEvent(waiting=line))
+            with (
+                waits.hold(self.locks, [d.alias for d in order], "pull"),
+                self.metrics.timed("pull"),
+            ):
                 for event in self.app.pull(
                     list(request.names),
                     all_datasets=request.all,
@@ -204,7 +213,10 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                 query = load_object(TransformSql, request.transform_yaml, source="transform_yaml")
             else:
                 query = request.sql
-            with self.locks.hold([request.name]), self.metrics.timed("set_transform"):
+            with (
+                self.locks.hold([request.name], "transform change"),
+                self.metrics.timed("set_transform"),
+            ):
                 c = self.app.set_transform(
                     request.name,
                     query,
@@ -218,6 +230,51 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             return convert.query_change(c, ds.get_block_bytes(c.set_transform), migration)
 
         return unary(context, change)
+
+    # --- chain edits -----------------------------------------------------------------------------
+
+    def SetWatermark(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def move() -> Any:
+            watermark = convert.from_timestamp(request, "watermark")
+            if watermark is None:
+                raise ValidationError("a watermark is required", path="watermark")
+            alias = self.app.dataset(request.name).alias
+            with self.locks.hold([alias], "watermark change"), self.metrics.timed("set_watermark"):
+                head = self.app.set_watermark(alias, watermark)
+            self.on_commit(alias)
+            return pb.SetWatermarkResponse(head=convert.hash_text(head))
+
+        return unary(context, move)
+
+    def Reset(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def reset() -> Any:
+            with self.locks.hold([request.name], "reset"), self.metrics.timed("reset"):
+                done = self.app.reset(request.name, request.block, force=request.force)
+            self.on_commit(done.dataset)
+            return convert.reset_done(done)
+
+        return unary(context, reset)
+
+    def Compact(self, request: Any, context: grpc.ServicerContext) -> Any:
+        max_records = request.max_records if request.HasField("max_records") else None
+
+        def compact() -> Any:
+            with self.locks.hold([request.name], "compaction"), self.metrics.timed("compact"):
+                done = self.app.compact(request.name, max_records=max_records)
+            self.on_commit(done.dataset)
+            return convert.compacted(done)
+
+        return unary(context, compact)
+
+    def Rename(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def rename() -> Any:
+            with (
+                self.locks.hold([request.name, request.new_name], "rename"),
+                self.metrics.timed("rename"),
+            ):
+                return pb.RenameResponse(name=self.app.rename(request.name, request.new_name))
+
+        return unary(context, rename)
 
     # --- verification ----------------------------------------------------------------------------
 
@@ -244,7 +301,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                 SnapshotSource(s.origin, load_snapshot(s.yaml, source=s.origin))
                 for s in request.snapshots
             ]
-            with self.locks.hold([s.snapshot.name for s in sources]):
+            with self.locks.hold([s.snapshot.name for s in sources], "add"):
                 for added in self.app.add(sources):
                     emit(pb.AddedDataset(name=added.alias, id=added.id.to_did()))
 
@@ -252,7 +309,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
     def Delete(self, request: Any, context: grpc.ServicerContext) -> Any:
         def delete() -> Any:
-            with self.locks.hold(list(request.names)):
+            with self.locks.hold(list(request.names), "delete"):
                 return pb.DeleteResponse(names=self.app.delete(list(request.names)))
 
         return unary(context, delete)

@@ -469,6 +469,9 @@ class IngestEvent(_message.Message):
 
     PROGRESS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    WAITING_FIELD_NUMBER: _builtins.int
+    waiting: _builtins.str
+    """The ingest waits for another writer of the dataset; one line saying for whom."""
     @_builtins.property
     def progress(self) -> Global___Progress: ...
     @_builtins.property
@@ -478,12 +481,13 @@ class IngestEvent(_message.Message):
         *,
         progress: Global___Progress | None = ...,
         result: Global___IngestResult | None = ...,
+        waiting: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result", "waiting", b"waiting"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result", "waiting", b"waiting"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "result"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "result", "waiting"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
@@ -622,8 +626,13 @@ class PullEvent(_message.Message):
     DONE_FIELD_NUMBER: _builtins.int
     FAILED_FIELD_NUMBER: _builtins.int
     STARTED_FIELD_NUMBER: _builtins.int
+    WAITING_FIELD_NUMBER: _builtins.int
     started: _builtins.str
     """The pull of this dataset begins."""
+    waiting: _builtins.str
+    """The pull waits for another writer of a dataset; one line saying for whom
+    ("waiting for the daemon's scheduled pull of X").
+    """
     @_builtins.property
     def progress(self) -> Global___Progress: ...
     @_builtins.property
@@ -645,12 +654,13 @@ class PullEvent(_message.Message):
         done: Global___DerivativeDone | None = ...,
         failed: Global___PullFailed | None = ...,
         started: _builtins.str = ...,
+        waiting: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction", "waiting", b"waiting"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "event", b"event", "failed", b"failed", "progress", b"progress", "root_pulled", b"root_pulled", "started", b"started", "transaction", b"transaction", "waiting", b"waiting"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done", "failed", "started"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "root_pulled", "transaction", "done", "failed", "started", "waiting"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
@@ -1381,3 +1391,202 @@ class RunningCall(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RunningCall: _TypeAlias = RunningCall  # noqa: Y015
+
+@_typing.final
+class SetWatermarkRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    WATERMARK_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def watermark(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        watermark: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["watermark", b"watermark"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "watermark", b"watermark"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetWatermarkRequest: _TypeAlias = SetWatermarkRequest  # noqa: Y015
+
+@_typing.final
+class SetWatermarkResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEAD_FIELD_NUMBER: _builtins.int
+    head: _builtins.str
+    """The new head."""
+    def __init__(
+        self,
+        *,
+        head: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["head", b"head"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetWatermarkResponse: _TypeAlias = SetWatermarkResponse  # noqa: Y015
+
+@_typing.final
+class ResetRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    BLOCK_FIELD_NUMBER: _builtins.int
+    FORCE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    block: _builtins.str
+    """The block to move back to: its hash, or a unique prefix of it."""
+    force: _builtins.bool
+    """Even when dependents have consumed later blocks (they are then listed in `invalidated`)."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        block: _builtins.str = ...,
+        force: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["block", b"block", "force", b"force", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResetRequest: _TypeAlias = ResetRequest  # noqa: Y015
+
+@_typing.final
+class ResetResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DATASET_FIELD_NUMBER: _builtins.int
+    HEAD_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELD_NUMBER: _builtins.int
+    INVALIDATED_FIELD_NUMBER: _builtins.int
+    dataset: _builtins.str
+    head: _builtins.str
+    removed: _builtins.int
+    @_builtins.property
+    def invalidated(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        dataset: _builtins.str = ...,
+        head: _builtins.str = ...,
+        removed: _builtins.int = ...,
+        invalidated: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dataset", b"dataset", "head", b"head", "invalidated", b"invalidated", "removed", b"removed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResetResponse: _TypeAlias = ResetResponse  # noqa: Y015
+
+@_typing.final
+class CompactRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MAX_RECORDS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    max_records: _builtins.int
+    """Records per merged data slice at most (default: the coordinator's)."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        max_records: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max_records", b"_max_records", "max_records", b"max_records"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max_records", b"_max_records", "max_records", b"max_records", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max_records: _TypeAlias = _typing.Literal["max_records"]  # noqa: Y015
+    _WhichOneofArgType__max_records: _TypeAlias = _typing.Literal["_max_records", b"_max_records"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_records) -> _WhichOneofReturnType__max_records | None: ...
+
+Global___CompactRequest: _TypeAlias = CompactRequest  # noqa: Y015
+
+@_typing.final
+class CompactResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DATASET_FIELD_NUMBER: _builtins.int
+    HEAD_FIELD_NUMBER: _builtins.int
+    BLOCKS_BEFORE_FIELD_NUMBER: _builtins.int
+    BLOCKS_AFTER_FIELD_NUMBER: _builtins.int
+    FILES_BEFORE_FIELD_NUMBER: _builtins.int
+    FILES_AFTER_FIELD_NUMBER: _builtins.int
+    dataset: _builtins.str
+    head: _builtins.str
+    blocks_before: _builtins.int
+    blocks_after: _builtins.int
+    files_before: _builtins.int
+    files_after: _builtins.int
+    def __init__(
+        self,
+        *,
+        dataset: _builtins.str = ...,
+        head: _builtins.str = ...,
+        blocks_before: _builtins.int = ...,
+        blocks_after: _builtins.int = ...,
+        files_before: _builtins.int = ...,
+        files_after: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["blocks_after", b"blocks_after", "blocks_before", b"blocks_before", "dataset", b"dataset", "files_after", b"files_after", "files_before", b"files_before", "head", b"head"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompactResponse: _TypeAlias = CompactResponse  # noqa: Y015
+
+@_typing.final
+class RenameRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    NEW_NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    new_name: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        new_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "new_name", b"new_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenameRequest: _TypeAlias = RenameRequest  # noqa: Y015
+
+@_typing.final
+class RenameResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenameResponse: _TypeAlias = RenameResponse  # noqa: Y015

@@ -95,6 +95,26 @@ class CoordinatorStub:
                 request_serializer=coordinator__pb2.StatusRequest.SerializeToString,
                 response_deserializer=coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.SetWatermark = channel.unary_unary(
+                '/odf.coordinator.v1.Coordinator/SetWatermark',
+                request_serializer=coordinator__pb2.SetWatermarkRequest.SerializeToString,
+                response_deserializer=coordinator__pb2.SetWatermarkResponse.FromString,
+                _registered_method=True)
+        self.Reset = channel.unary_unary(
+                '/odf.coordinator.v1.Coordinator/Reset',
+                request_serializer=coordinator__pb2.ResetRequest.SerializeToString,
+                response_deserializer=coordinator__pb2.ResetResponse.FromString,
+                _registered_method=True)
+        self.Compact = channel.unary_unary(
+                '/odf.coordinator.v1.Coordinator/Compact',
+                request_serializer=coordinator__pb2.CompactRequest.SerializeToString,
+                response_deserializer=coordinator__pb2.CompactResponse.FromString,
+                _registered_method=True)
+        self.Rename = channel.unary_unary(
+                '/odf.coordinator.v1.Coordinator/Rename',
+                request_serializer=coordinator__pb2.RenameRequest.SerializeToString,
+                response_deserializer=coordinator__pb2.RenameResponse.FromString,
+                _registered_method=True)
 
 
 class CoordinatorServicer:
@@ -184,6 +204,34 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetWatermark(self, request, context):
+        """Move a root dataset's watermark forward by hand (no records).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Reset(self, request, context):
+        """Move a dataset's head back to an earlier block; the later blocks are deleted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Compact(self, request, context):
+        """Merge a root dataset's small data slices (its chain is rewritten: new block hashes).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Rename(self, request, context):
+        """Give a dataset a new name (its id, key and chain stay).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -246,6 +294,26 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=coordinator__pb2.StatusRequest.FromString,
                     response_serializer=coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'SetWatermark': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetWatermark,
+                    request_deserializer=coordinator__pb2.SetWatermarkRequest.FromString,
+                    response_serializer=coordinator__pb2.SetWatermarkResponse.SerializeToString,
+            ),
+            'Reset': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reset,
+                    request_deserializer=coordinator__pb2.ResetRequest.FromString,
+                    response_serializer=coordinator__pb2.ResetResponse.SerializeToString,
+            ),
+            'Compact': grpc.unary_unary_rpc_method_handler(
+                    servicer.Compact,
+                    request_deserializer=coordinator__pb2.CompactRequest.FromString,
+                    response_serializer=coordinator__pb2.CompactResponse.SerializeToString,
+            ),
+            'Rename': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rename,
+                    request_deserializer=coordinator__pb2.RenameRequest.FromString,
+                    response_serializer=coordinator__pb2.RenameResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -572,6 +640,114 @@ class Coordinator:
             '/odf.coordinator.v1.Coordinator/Status',
             coordinator__pb2.StatusRequest.SerializeToString,
             coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetWatermark(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odf.coordinator.v1.Coordinator/SetWatermark',
+            coordinator__pb2.SetWatermarkRequest.SerializeToString,
+            coordinator__pb2.SetWatermarkResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odf.coordinator.v1.Coordinator/Reset',
+            coordinator__pb2.ResetRequest.SerializeToString,
+            coordinator__pb2.ResetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Compact(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odf.coordinator.v1.Coordinator/Compact',
+            coordinator__pb2.CompactRequest.SerializeToString,
+            coordinator__pb2.CompactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rename(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odf.coordinator.v1.Coordinator/Rename',
+            coordinator__pb2.RenameRequest.SerializeToString,
+            coordinator__pb2.RenameResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -78,6 +78,14 @@ class CoordinatorStub:
     """Delete datasets (every name must exist before any is deleted)."""
     Status: _grpc.UnaryUnaryMultiCallable[_coordinator_pb2.StatusRequest, _coordinator_pb2.StatusResponse]
     """What the daemon is doing: its queue, schedules, engines and running calls."""
+    SetWatermark: _grpc.UnaryUnaryMultiCallable[_coordinator_pb2.SetWatermarkRequest, _coordinator_pb2.SetWatermarkResponse]
+    """Move a root dataset's watermark forward by hand (no records)."""
+    Reset: _grpc.UnaryUnaryMultiCallable[_coordinator_pb2.ResetRequest, _coordinator_pb2.ResetResponse]
+    """Move a dataset's head back to an earlier block; the later blocks are deleted."""
+    Compact: _grpc.UnaryUnaryMultiCallable[_coordinator_pb2.CompactRequest, _coordinator_pb2.CompactResponse]
+    """Merge a root dataset's small data slices (its chain is rewritten: new block hashes)."""
+    Rename: _grpc.UnaryUnaryMultiCallable[_coordinator_pb2.RenameRequest, _coordinator_pb2.RenameResponse]
+    """Give a dataset a new name (its id, key and chain stay)."""
 
 @_typing.type_check_only
 class CoordinatorAsyncStub(CoordinatorStub):
@@ -106,6 +114,14 @@ class CoordinatorAsyncStub(CoordinatorStub):
     """Delete datasets (every name must exist before any is deleted)."""
     Status: _aio.UnaryUnaryMultiCallable[_coordinator_pb2.StatusRequest, _coordinator_pb2.StatusResponse]  # type: ignore[assignment]
     """What the daemon is doing: its queue, schedules, engines and running calls."""
+    SetWatermark: _aio.UnaryUnaryMultiCallable[_coordinator_pb2.SetWatermarkRequest, _coordinator_pb2.SetWatermarkResponse]  # type: ignore[assignment]
+    """Move a root dataset's watermark forward by hand (no records)."""
+    Reset: _aio.UnaryUnaryMultiCallable[_coordinator_pb2.ResetRequest, _coordinator_pb2.ResetResponse]  # type: ignore[assignment]
+    """Move a dataset's head back to an earlier block; the later blocks are deleted."""
+    Compact: _aio.UnaryUnaryMultiCallable[_coordinator_pb2.CompactRequest, _coordinator_pb2.CompactResponse]  # type: ignore[assignment]
+    """Merge a root dataset's small data slices (its chain is rewritten: new block hashes)."""
+    Rename: _aio.UnaryUnaryMultiCallable[_coordinator_pb2.RenameRequest, _coordinator_pb2.RenameResponse]  # type: ignore[assignment]
+    """Give a dataset a new name (its id, key and chain stay)."""
 
 class CoordinatorServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -203,5 +219,37 @@ class CoordinatorServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_coordinator_pb2.StatusResponse, _abc.Awaitable[_coordinator_pb2.StatusResponse]]:
         """What the daemon is doing: its queue, schedules, engines and running calls."""
+
+    @_abc_1.abstractmethod
+    def SetWatermark(
+        self,
+        request: _coordinator_pb2.SetWatermarkRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_coordinator_pb2.SetWatermarkResponse, _abc.Awaitable[_coordinator_pb2.SetWatermarkResponse]]:
+        """Move a root dataset's watermark forward by hand (no records)."""
+
+    @_abc_1.abstractmethod
+    def Reset(
+        self,
+        request: _coordinator_pb2.ResetRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_coordinator_pb2.ResetResponse, _abc.Awaitable[_coordinator_pb2.ResetResponse]]:
+        """Move a dataset's head back to an earlier block; the later blocks are deleted."""
+
+    @_abc_1.abstractmethod
+    def Compact(
+        self,
+        request: _coordinator_pb2.CompactRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_coordinator_pb2.CompactResponse, _abc.Awaitable[_coordinator_pb2.CompactResponse]]:
+        """Merge a root dataset's small data slices (its chain is rewritten: new block hashes)."""
+
+    @_abc_1.abstractmethod
+    def Rename(
+        self,
+        request: _coordinator_pb2.RenameRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_coordinator_pb2.RenameResponse, _abc.Awaitable[_coordinator_pb2.RenameResponse]]:
+        """Give a dataset a new name (its id, key and chain stay)."""
 
 def add_CoordinatorServicer_to_server(servicer: CoordinatorServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

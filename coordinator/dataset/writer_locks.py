@@ -1,0 +1,265 @@
+"""Writers take turns: one lock per dataset, shared by every process of the workspace.
+
+A writer (an ingest, a pull, a transform, a compaction, a reset, a push received...) holds the
+writer lock of each dataset it changes for its whole transaction, from reading the head it
+prepares from to the commit, so two writers of one dataset, in one process or in two (two
+one-shot commands, or a command beside ``odf serve``), run one after the other instead of the
+second failing on the compare-and-swap of the head (which stays as the last guard).
+
+The locks are ``flock``\\ s on ``.odf/locks/<dataset id>.lock`` (by id: a rename does not change
+the file), released by the kernel when the holder dies. While it holds a lock, the holder
+writes who it is into the file (pid, daemon or one-shot command, what it does), so a writer
+that has to wait can say what for ("waiting for the daemon's pull of X"). Several datasets are
+locked in one order (by id), so two writers never wait for each other. Waiting is bounded: past
+the timeout, a ``WriterWaitTimeoutError`` names the holder and how to wait longer.
+
+A thread may take a lock it already holds again (a use case calling another): only the
+outermost ``hold`` releases it. Other threads of the process wait like other processes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from common.logs import get_logger
+from coordinator.config import DEFAULT_WAIT_TIMEOUT_S
+from coordinator.dataset.errors import LockTimeoutError
+from coordinator.tempdirs import require_real_dir
+
+if TYPE_CHECKING:
+    from coordinator.dataset.dataset import Dataset
+
+log = get_logger(__name__)
+
+LOCKS_DIR = "locks"
+"""The directory of the lock files, in the workspace's ``.odf``."""
+DAEMON = "daemon"
+"""The owner of the locks ``odf serve`` takes."""
+COMMAND = "command"
+"""The owner of the locks a one-shot command takes."""
+
+_POLL_FIRST_S = 0.01
+_POLL_MAX_S = 0.2
+_ANONYMOUS_AFTER_S = 0.5
+"""A holder that has not yet written who it is after this long is described anonymously."""
+
+OnWait = Callable[[str], None]
+"""Told once per dataset a writer has to wait for, with one line: ``waiting for ...``."""
+
+
+Check = Callable[[], None]
+"""Called while a writer waits; raises to stop waiting (e.g. the caller's call was cancelled)."""
+
+_told: ContextVar[tuple[OnWait, Check] | None] = ContextVar("odf_writers_told", default=None)
+
+
+@contextmanager
+def telling_waits_to(on_wait: OnWait, check: Check) -> Iterator[None]:
+    """Within the block (in this thread), waits are told to ``on_wait`` instead of the locks'
+    own, and ``check`` is called at every poll of a wait (a daemon tells the client of the
+    call that waits, and stops waiting when the call is cancelled)."""
+    token = _told.set((on_wait, check))
+    try:
+        yield
+    finally:
+        _told.reset(token)
+
+
+class WriterWaitTimeoutError(LockTimeoutError):
+    """Another writer held a dataset for longer than this writer may wait."""
+
+
+@dataclass(frozen=True, slots=True)
+class Writer:
+    """Who holds a dataset's writer lock, as written in its lock file."""
+
+    pid: int
+    owner: str
+    """``DAEMON`` or ``COMMAND``."""
+    operation: str
+    """What it does: ``pull``, ``ingest``, ``transform``..."""
+    dataset: str
+
+    def describe(self) -> str:
+        if self.owner == DAEMON:
+            return f"the daemon's {self.operation} of {self.dataset}"
+        return f"another odf process (pid {self.pid}) writing {self.dataset}"
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "pid": self.pid,
+                "owner": self.owner,
+                "operation": self.operation,
+                "dataset": self.dataset,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Writer | None:
+        """The writer in a lock file's text; ``None`` when it is empty or half written."""
+        try:
+            value = json.loads(text)
+            return cls(
+                int(value["pid"]),
+                str(value["owner"]),
+                str(value["operation"]),
+                str(value["dataset"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+@dataclass(slots=True)
+class _Held:
+    thread: int
+    fd: int
+    depth: int
+
+
+_held: dict[Path, _Held] = {}
+"""The lock files this process holds, and which thread holds each."""
+_held_guard = threading.Lock()
+
+
+class WriterLocks:
+    """The writer locks of one workspace (``directory``: its ``.odf/locks``)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        owner: str = COMMAND,
+        timeout: float = DEFAULT_WAIT_TIMEOUT_S,
+        on_wait: OnWait | None = None,
+        timeout_hint: str = "writers.waitTimeout in .odf/config.yaml",
+    ) -> None:
+        self.directory = directory
+        self.owner = owner
+        self.timeout = timeout
+        """Seconds a writer waits, in all, for the datasets it locks."""
+        self.on_wait = on_wait
+        self.timeout_hint = timeout_hint
+        """How to wait longer, named in the timeout error."""
+
+    def path(self, dataset_key: str) -> Path:
+        return self.directory / f"{dataset_key}.lock"
+
+    def hold(self, datasets: Iterable[Dataset], operation: str) -> AbstractContextManager[None]:
+        """Hold the writer locks of ``datasets`` (each a ``Dataset``), in id order."""
+        return self.hold_keys({d.id.to_multibase(): d.alias for d in datasets}, operation)
+
+    @contextmanager
+    def hold_keys(self, datasets: dict[str, str], operation: str) -> Iterator[None]:
+        """Hold the locks of datasets given as {id multibase: name}, in id order; waits (and
+        tells ``on_wait``) while others hold them, up to ``timeout`` seconds in all."""
+        deadline = time.monotonic() + self.timeout
+        with ExitStack() as stack:
+            for key in sorted(datasets):
+                stack.enter_context(self._one(key, datasets[key], operation, deadline))
+            yield
+
+    def holder(self, dataset_key: str) -> Writer | None:
+        """Who holds the lock of a dataset now, as far as its file tells (``None``: nobody
+        wrote, or the file is being written)."""
+        try:
+            return Writer.from_json(self.path(dataset_key).read_text(encoding="utf-8"))
+        except OSError:
+            return None
+
+    @contextmanager
+    def _one(self, key: str, name: str, operation: str, deadline: float) -> Iterator[None]:
+        path = self.path(key)
+        me = threading.get_ident()
+        with _held_guard:
+            held = _held.get(path)
+            if held is not None and held.thread == me:
+                held.depth += 1
+                reentered = True
+            else:
+                reentered = False
+        if reentered:
+            try:
+                yield
+            finally:
+                self._release(path)
+            return
+        fd = self._acquire(path, name, operation, deadline)
+        with _held_guard:
+            _held[path] = _Held(me, fd, 1)
+        try:
+            yield
+        finally:
+            self._release(path)
+
+    def _acquire(self, path: Path, name: str, operation: str, deadline: float) -> int:
+        require_real_dir(self.directory, create=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            started = time.monotonic()
+            delay = _POLL_FIRST_S
+            told = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+                holder = self.holder(path.stem)
+                if not told and (
+                    holder is not None or time.monotonic() - started > _ANONYMOUS_AFTER_S
+                ):
+                    told = True
+                    self._tell_waiting(name, holder)
+                if time.monotonic() >= deadline:
+                    what = holder.describe() if holder is not None else f"another writer of {name}"
+                    raise WriterWaitTimeoutError(
+                        f"gave up waiting for {what} after {self.timeout:g}s; try again later,"
+                        f" or wait longer ({self.timeout_hint})"
+                    )
+                told_to = _told.get()
+                if told_to is not None:
+                    told_to[1]()
+                time.sleep(delay)
+                delay = min(delay * 2, _POLL_MAX_S)
+            if told:
+                log.info("writers.acquired", dataset=name, waited=time.monotonic() - started)
+            me = Writer(os.getpid(), self.owner, operation, name)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, me.to_json().encode(), 0)
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _tell_waiting(self, name: str, holder: Writer | None) -> None:
+        what = holder.describe() if holder is not None else f"another writer of {name}"
+        line = f"waiting for {what}"
+        log.info("writers.waiting", dataset=name, holder=what)
+        told_to = _told.get()
+        on_wait = told_to[0] if told_to is not None else self.on_wait
+        if on_wait is not None:
+            on_wait(line)
+
+    @staticmethod
+    def _release(path: Path) -> None:
+        with _held_guard:
+            held = _held[path]
+            held.depth -= 1
+            if held.depth > 0:
+                return
+            del _held[path]
+        try:
+            os.ftruncate(held.fd, 0)  # nobody holds it: no stale holder for the next waiter
+        finally:
+            os.close(held.fd)  # releases the lock
