@@ -5,9 +5,10 @@ A token grants scopes, each including the ones before it:
 
 - ``read``: list, describe, log, tail, query, verify; the HTTP reads when the daemon requires
   a token for them (``daemon.requireTokenForReads``);
-- ``push``: ``read``, and writing data: ingest calls and Smart Transfer Protocol pushes;
+- ``push``: ``read``, and writing data: ingest and set-watermark calls, Smart Transfer
+  Protocol pushes;
 - ``admin``: everything: pulls (which run sources and transforms), set-transform, add,
-  delete, the daemon's status.
+  delete, reset, compact, rename, the daemon's status.
 
 The start-up token (``.odf/run/token``, new at every start, readable by the workspace's owner
 only) is the admin token of the local CLI. Other tokens are issued with
@@ -79,6 +80,7 @@ METHOD_SCOPES: dict[str, Scope] = {
         for m in ("ListDatasets", "DescribeDataset", "Log", "Tail", "Query", "Verify")
     },
     _SERVICE + "Ingest": Scope.PUSH,
+    _SERVICE + "SetWatermark": Scope.PUSH,
     **{_SERVICE + m: Scope.ADMIN for m in ("Pull", "SetTransform", "Add", "Delete", "Status")},
 }
 """The scope each gRPC method needs; a method not listed needs ``admin``."""

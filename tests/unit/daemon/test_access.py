@@ -22,6 +22,8 @@ SERVICE = "/odf.coordinator.v1.Coordinator/"
         ("Verify", Scope.READ),
         ("Ingest", Scope.PUSH),
         ("Pull", Scope.ADMIN),
+        ("SetWatermark", Scope.PUSH),
+        ("Reset", Scope.ADMIN),
         ("Delete", Scope.ADMIN),
         ("Status", Scope.ADMIN),
         ("SomethingNew", Scope.ADMIN),  # a method not listed needs admin
