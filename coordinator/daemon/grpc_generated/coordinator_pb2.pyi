@@ -9,7 +9,7 @@ One daemon serves one workspace. Every call but the standard health service must
 when it starts (scope admin), or one issued by `odf daemon token create --scope read|push|admin`.
 A call without a valid token fails with UNAUTHENTICATED; one whose token's scope is too
 narrow with PERMISSION_DENIED (read: ListDatasets, DescribeDataset, Log, Tail, Query,
-Verify; push: and Ingest; admin: everything).
+Verify; push: and Ingest, SetWatermark; admin: everything).
 
 Conventions:
 - Datasets are named by their alias in the workspace (or their did:odf id).
