@@ -16,6 +16,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from common.humanize import human_time, plural
 from common.odf.errors import ValidationError
 from coordinator.app import (
     DerivativeDone,
@@ -181,10 +182,10 @@ def describe_transaction(t: TransactionCommitted) -> str:
         records = "no new records"
     else:
         o = data.offset_interval
-        records = f"{t.output_records} records (offsets {o.start}..{o.end})"
+        records = f"{plural(t.output_records, 'record')} (offsets {o.start}..{o.end})"
     mark = t.event.new_watermark
-    watermark = mark.isoformat() if mark else "none"
+    watermark = human_time(mark) if mark else "none"
     return (
-        f"{t.dataset}: {records} from {t.input_records} input records,"
+        f"{t.dataset}: {records} from {plural(t.input_records, 'input record')},"
         f" watermark {watermark} (head {t.head})"
     )
