@@ -98,6 +98,11 @@ class _Version(argparse.Action):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if "_ARGCOMPLETE" in os.environ:  # a TAB: names and keys without the whole CLI
+        from coordinator.cli.complete import answer
+
+        if answer():
+            return 0
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (odf completion SHELL)
