@@ -10,9 +10,10 @@ prints or knows about terminals; nothing below this layer reads the configuratio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -378,6 +379,8 @@ class Application:
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
+            if progress is not None:
+                engines.starting = partial(_engine_starting, progress)
             transformer = Transformer(
                 resolve,
                 engines,
@@ -610,3 +613,13 @@ def new_transform(
     else:
         transform = TransformSql(engine=engine or current_engine or "spark", query=query)
     return transform if version is None else replace(transform, version=version)
+
+
+@contextmanager
+def _engine_starting(progress: Progress, version: str | None) -> Iterator[None]:
+    """A progress task for as long as an engine starts (10 s and more for a JVM)."""
+    task = progress.task(f"starting engine {version or ''}".rstrip() + " ...", unit="")
+    try:
+        yield
+    finally:
+        task.close()

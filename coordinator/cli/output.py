@@ -163,6 +163,8 @@ def _yaml(value: Any) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, bool):  # as JSON, YAML and exported CSV spell them
+        return "true" if value else "false"
     if isinstance(value, list | dict):
         import json
 

@@ -247,7 +247,7 @@ def test_pull_goes_on_past_a_failing_dataset_and_skips_its_dependents(story: Sto
     child = story.head("k-child")
     result = odf(story.ws, "pull", *names)
     assert result.returncode == 1
-    assert "k-good: 1 records (offsets 0..0)" in result.stdout
+    assert "k-good: 1 record (offsets 0..0)" in result.stdout
     errors = result.stderr.splitlines()
     assert errors[0].startswith("error: k-bad: invalid query:") and "event_time" in errors[0]
     assert errors[1] == "error: k-child: skipped: its input 'k-bad' failed"
@@ -306,7 +306,7 @@ def test_inspect_lineage_queries_and_transactions(story: Story) -> None:
 def test_a_renamed_input_keeps_feeding_its_derivative(story: Story) -> None:
     ok(story.ws, "rename", "w", "w-renamed")
     ingest(story.ws, "w-renamed", "event_time,name,population\n2031-01-01T00:00:00Z,y,2\n")
-    assert "w-d: 1 records" in ok(story.ws, "pull", "w-d")
+    assert "w-d: 1 record " in ok(story.ws, "pull", "w-d")
     assert "w-d: ok" in ok(story.ws, "verify", "w-d", "--recursive")
 
 
