@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -105,17 +104,19 @@ def timing_line(name: str, medians: dict[str, float], cpu: dict[str, float], wid
 
 
 def print_timings(
+    title: str,
     medians: dict[str, float],
     cpu: dict[str, float],
     width: int,
-    figure_of: Callable[[str], tuple[Figure, str] | None],
+    targets: dict[str, tuple[Figure, str]],
 ) -> list[Figure]:
-    """Print a ``timing_line`` for each run, with its figure's target (``figure_of``: the
-    figure and how its target reads, or ``None``) met or missed; the figures."""
+    """Print a ``timing_line`` for each run, with its figure's target (``targets``: the
+    figure of a run and how its target reads) met or missed, under ``title``; the figures."""
+    print(title)
     figures = []
     for name in medians:
         line = timing_line(name, medians, cpu, width)
-        found = figure_of(name)
+        found = targets.get(name)
         if found is not None:
             figure, target = found
             figures.append(figure)
@@ -146,20 +147,16 @@ def main() -> int:
         runs = {name: (argv, env) for name, argv in commands.items()}
         medians, cpu_medians = time_in_turns(runs, cwd, args.runs)
 
-    print(f"CLI start of {args.tree}, medians of {args.runs} runs each, in turns")
-    figures = print_timings(
-        medians,
-        cpu_medians,
-        28,
-        lambda name: (
-            None
-            if name == BASE
-            else (
-                Figure(f"CLI start: {name}", medians[name], "s", medians[BASE], TARGET_RATIO),
-                f"<= {TARGET_RATIO}x",
-            )
-        ),
-    )
+    title = f"CLI start of {args.tree}, medians of {args.runs} runs each, in turns"
+    targets = {
+        name: (
+            Figure(f"CLI start: {name}", wall, "s", medians[BASE], TARGET_RATIO),
+            f"<= {TARGET_RATIO}x",
+        )
+        for name, wall in medians.items()
+        if name != BASE
+    }
+    figures = print_timings(title, medians, cpu_medians, 28, targets)
     write_json(args.json, figures)
     return 0 if all(f.ok for f in figures) else 1
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.humanize import human_time
 from common.logs import configure_logging
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
@@ -96,7 +97,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(
         f"running: pid {info.pid}, gRPC {info.address}, HTTP {info.http_address},"
-        f" since {info.started.isoformat()}"
+        f" since {human_time(info.started)}"
     )
     return 0
 
