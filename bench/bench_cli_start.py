@@ -71,6 +71,60 @@ def run_once(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return wall, cpu
 
 
+BASE = "python -c pass (baseline)"
+
+
+def time_in_turns(
+    runs: dict[str, tuple[list[str], dict[str, str]]], cwd: Path, turns: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The median wall and CPU times of each named run (``argv``, ``env``), ``turns`` times
+    each in turns (after one warm-up run each: file cache, bytecode caches)."""
+    for argv, env in runs.values():
+        run_once(argv, cwd, env)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(turns):
+        for name, (argv, env) in runs.items():
+            wall, used = run_once(argv, cwd, env)
+            times[name].append(wall)
+            cpu[name].append(used)
+    return (
+        {name: statistics.median(ts) for name, ts in times.items()},
+        {name: statistics.median(ts) for name, ts in cpu.items()},
+    )
+
+
+def timing_line(name: str, medians: dict[str, float], cpu: dict[str, float], width: int) -> str:
+    """``name``'s wall and CPU medians, with their ratios to ``BASE``'s."""
+    wall, used = medians[name], cpu[name]
+    return (
+        f"{name:<{width}} {wall * 1000:8.1f} ms   ratio to baseline {wall / medians[BASE]:5.2f}"
+        f"   (CPU {used * 1000:6.1f} ms, ratio {used / cpu[BASE]:5.2f})"
+    )
+
+
+def print_timings(
+    title: str,
+    medians: dict[str, float],
+    cpu: dict[str, float],
+    width: int,
+    targets: dict[str, tuple[Figure, str]],
+) -> list[Figure]:
+    """Print a ``timing_line`` for each run, with its figure's target (``targets``: the
+    figure of a run and how its target reads) met or missed, under ``title``; the figures."""
+    print(title)
+    figures = []
+    for name in medians:
+        line = timing_line(name, medians, cpu, width)
+        found = targets.get(name)
+        if found is not None:
+            figure, target = found
+            figures.append(figure)
+            line += f"   target {target}: {'OK' if figure.ok else 'MISSED'}"
+        print(line)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="runs of each command")
@@ -82,7 +136,7 @@ def main() -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     python = sys.executable
     commands = {
-        "python -c pass (baseline)": [python, "-c", "pass"],
+        BASE: [python, "-c", "pass"],
         "odf --version": [python, "-m", "coordinator", "--version"],
         "odf list": [python, "-m", "coordinator", "list"],
         f"odf log {DATASETS[0]}": [python, "-m", "coordinator", "log", DATASETS[0]],
@@ -90,34 +144,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         cwd = Path(tmp)
         make_workspace(cwd)
-        for argv in commands.values():  # warm the file cache and the bytecode caches
-            run_once(argv, cwd, env)
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        cpu: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(args.runs):
-            for name, argv in commands.items():
-                wall, used = run_once(argv, cwd, env)
-                times[name].append(wall)
-                cpu[name].append(used)
+        runs = {name: (argv, env) for name, argv in commands.items()}
+        medians, cpu_medians = time_in_turns(runs, cwd, args.runs)
 
-    medians = {name: statistics.median(ts) for name, ts in times.items()}
-    cpu_medians = {name: statistics.median(ts) for name, ts in cpu.items()}
-    base = "python -c pass (baseline)"
-    baseline, cpu_baseline = medians[base], cpu_medians[base]
-    print(f"CLI start of {args.tree}, medians of {args.runs} runs each, in turns")
-    figures = []
-    for name, median in medians.items():
-        ratio = median / baseline
-        used = cpu_medians[name]
-        line = (
-            f"{name:<28} {median * 1000:8.1f} ms   ratio to baseline {ratio:5.2f}"
-            f"   (CPU {used * 1000:6.1f} ms, ratio {used / cpu_baseline:5.2f})"
+    title = f"CLI start of {args.tree}, medians of {args.runs} runs each, in turns"
+    targets = {
+        name: (
+            Figure(f"CLI start: {name}", wall, "s", medians[BASE], TARGET_RATIO),
+            f"<= {TARGET_RATIO}x",
         )
-        if name != base:
-            figure = Figure(f"CLI start: {name}", median, "s", baseline, TARGET_RATIO)
-            figures.append(figure)
-            line += f"   target <= {TARGET_RATIO}x: {'OK' if figure.ok else 'MISSED'}"
-        print(line)
+        for name, wall in medians.items()
+        if name != BASE
+    }
+    figures = print_timings(title, medians, cpu_medians, 28, targets)
     write_json(args.json, figures)
     return 0 if all(f.ok for f in figures) else 1
 

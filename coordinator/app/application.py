@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -434,6 +435,8 @@ class Application:
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
+            if progress is not None:
+                engines.starting = partial(_engine_starting, progress)
             transformer = Transformer(
                 resolve,
                 engines,
@@ -671,3 +674,13 @@ def new_transform(
     else:
         transform = TransformSql(engine=engine or current_engine or "spark", query=query)
     return transform if version is None else replace(transform, version=version)
+
+
+@contextmanager
+def _engine_starting(progress: Progress, version: str | None) -> Iterator[None]:
+    """A progress task for as long as an engine starts (10 s and more for a JVM)."""
+    task = progress.task(f"starting engine {version or ''}".rstrip() + " ...", unit="")
+    try:
+        yield
+    finally:
+        task.close()

@@ -123,6 +123,11 @@ def unknown_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if "_ARGCOMPLETE" in os.environ:  # a TAB: names and keys without the whole CLI
+        from coordinator.cli.complete import answer
+
+        if answer():
+            return 0
     argv = hoist_global_flags(sys.argv[1:] if argv is None else argv)
     if "_ARGCOMPLETE" not in os.environ and (line := unknown_command(argv)) is not None:
         print(line, file=sys.stderr)

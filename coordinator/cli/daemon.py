@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from common.humanize import human_time
 from common.logs import INFO, LogFile, configure_logging
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
@@ -124,7 +125,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(
         f"running: pid {info.pid}, gRPC {info.address}, HTTP {info.http_address},"
-        f" since {_instant(info.started)}"
+        f" since {human_time(info.started)}"
     )
     token = rundir.read_token()
     if token is None:
@@ -169,7 +170,7 @@ def daemon_status_text(status: Any) -> str:
 
 def _instant(value: datetime) -> str:
     """RFC 3339 in UTC with ``Z``, to the second."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return human_time(value.replace(microsecond=0))
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

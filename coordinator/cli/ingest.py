@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from common.humanize import human_time, plural
 from common.odf.errors import ValidationError
 from coordinator.app import IngestFile
 from coordinator.cli.connect import add_daemon_argument, use_cases
@@ -86,7 +87,7 @@ def cmd_set_watermark(args: argparse.Namespace) -> int:
             f"{args.time!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="TIME"
         ) from None
     head = use_cases(args).set_watermark(args.name, watermark)
-    print(f"{args.name}: watermark {watermark.isoformat()} (head {head})")
+    print(f"{args.name}: watermark {human_time(watermark)} (head {head})")
     return 0
 
 
@@ -94,7 +95,8 @@ def describe(result: IngestResult, source: str) -> str:
     if result.up_to_date:
         why = f" ({result.message})" if result.message else ""
         return f"{result.dataset}: up to date{why}"
-    return f"{result.dataset}: {result.num_records} records from {source} (head {result.new_head})"
+    records = plural(result.num_records, "record")
+    return f"{result.dataset}: {records} from {source} (head {result.new_head})"
 
 
 def _event_time(text: str | None) -> datetime | None:

@@ -138,7 +138,7 @@ def cmd_log(args: argparse.Namespace) -> int:
             }
             for h, b in blocks
         ]
-        render_rows(rows, LOG_COLUMNS, fmt)
+        render_rows(rows, LOG_COLUMNS, fmt, wide=args.wide, optional=("system_time",))
     return 0
 
 
@@ -232,7 +232,9 @@ def _markdown(text: str) -> str:
 
 def cmd_tail(args: argparse.Namespace) -> int:
     table = use_cases(args).tail(args.name, args.num_records, skip=args.skip)
-    render_rows(table_rows(table), table.column_names, args.output_format)
+    columns = table.column_names
+    optional = [c for c in ("op", "system_time") if c in columns]  # by name: the vocabulary's
+    render_rows(table_rows(table), columns, args.output_format, wide=args.wide, optional=optional)
     return 0
 
 
@@ -242,7 +244,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 def cmd_inspect_schema(args: argparse.Namespace) -> int:
     schema = use_cases(args).schema(args.name)
     rows = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
-    render_rows(rows, SCHEMA_COLUMNS, args.output_format)
+    render_rows(rows, SCHEMA_COLUMNS, args.output_format, wide=args.wide)
     return 0
 
 
@@ -360,7 +362,7 @@ def cmd_inspect_query(args: argparse.Namespace) -> int:
                 ),
             }
         )
-    render_rows(rows, QUERY_COLUMNS, args.output_format)
+    render_rows(rows, QUERY_COLUMNS, args.output_format, wide=args.wide, optional=("version",))
     return 0
 
 
@@ -389,7 +391,7 @@ def cmd_inspect_transactions(args: argparse.Namespace) -> int:
                 "watermark": event.new_watermark,
             }
         )
-    render_rows(rows, TRANSACTION_COLUMNS, args.output_format)
+    render_rows(rows, TRANSACTION_COLUMNS, args.output_format, wide=args.wide)
     return 0
 
 

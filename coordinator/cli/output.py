@@ -3,8 +3,11 @@
 Commands produce plain rows (``dict`` of column -> value) or documents (nested plain data);
 this module alone decides how they look. Tables use rich on a terminal, and plain aligned
 columns (``plain_table``: the same text, without importing rich) elsewhere when no cell needs
-rich's wrapping or wide-character rules; the other formats are for
-machines: datetimes become RFC 3339 strings, ``None`` is ``null`` (JSON, YAML) or empty (CSV).
+rich's wrapping or wide-character rules. Tables are for people: times in one format
+(``common.humanize``), booleans as ``true``/``false``, hashes cut to their shortest unique
+prefix (whole with ``--wide``), columns fitted to the terminal (``rich_table``). The other
+formats are for machines and exact: datetimes become RFC 3339 strings with every digit,
+``None`` is ``null`` (JSON, YAML) or empty (CSV), hashes are whole.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ def add_output_format_argument(
         choices=[f.value for f in formats],
         default=default.value,
         help=f"how to print the result (default: {default.value})",
+    )
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="tables: whole hashes and every column, however wide the terminal",
     )
 
 
@@ -107,10 +115,17 @@ def render_rows(
     fmt: OutputFormat | str,
     *,
     out: TextIO | None = None,
+    wide: bool = False,
+    optional: Sequence[str] = (),
 ) -> None:
-    """Print ``rows`` (each a mapping with at least ``columns``) in format ``fmt``."""
+    """Print ``rows`` (each a mapping with at least ``columns``) in format ``fmt``. A table
+    on a terminal too narrow for it leaves out the ``optional`` columns (the last named first)
+    until it fits, and says so; ``wide`` keeps them and the hashes whole."""
     fmt = OutputFormat(fmt)
     out = out if out is not None else sys.stdout
+    if fmt is OutputFormat.TABLE:
+        _table(rows, columns, out, wide=wide, optional=optional)
+        return
     records = [{c: plain(r.get(c)) for c in columns} for r in rows]
     if fmt is OutputFormat.JSON:
         import json  # here, as yaml and csv: a table (the default) needs none of them
@@ -125,8 +140,6 @@ def render_rows(
         writer.writerow(columns)
         for r in records:
             writer.writerow(["" if r[c] is None else _cell(r[c]) for c in columns])
-    else:
-        _table(records, columns, out)
 
 
 def render_document(doc: Any, fmt: OutputFormat | str, *, out: TextIO | None = None) -> None:
@@ -150,6 +163,8 @@ def _yaml(value: Any) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, bool):  # as JSON, YAML and exported CSV spell them
+        return "true" if value else "false"
     if isinstance(value, list | dict):
         import json
 
@@ -157,12 +172,23 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -> None:
+def _table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    out: TextIO,
+    *,
+    wide: bool,
+    optional: Sequence[str],
+) -> None:
     from coordinator.cli.terminal_text import visible
 
-    cells = [
-        ["" if r[c] is None else visible(_cell(r[c]), lines=True) for c in columns] for r in records
-    ]
+    by_column = [[_human_cell(r.get(c)) for r in rows] for c in columns]
+    if not wide:
+        by_column = [
+            short_hashes(cells) if _is_hash_column(rows, c) else cells
+            for c, cells in zip(columns, by_column, strict=True)
+        ]
+    cells = [[visible(column[i], lines=True) for column in by_column] for i in range(len(rows))]
     headers = [visible(c, lines=True) for c in columns]
     if not out.isatty():
         text = plain_table(headers, cells)
@@ -171,7 +197,42 @@ def _table(records: list[dict[str, Any]], columns: Sequence[str], out: TextIO) -
             return
     from coordinator.cli.rich_table import print_table  # rich: only when it is needed
 
-    print_table(headers, cells, out)
+    droppable = [columns.index(c) for c in optional if c in columns]
+    print_table(headers, cells, out, wide=wide, optional=droppable)
+
+
+def _human_cell(value: Any) -> str:
+    if isinstance(value, list | dict):
+        import json
+
+        return json.dumps(plain(value), ensure_ascii=False)
+    if isinstance(value, Enum):
+        return str(value.value)
+    from common.humanize import human_value
+
+    return human_value(value)
+
+
+def _is_hash_column(rows: Sequence[Mapping[str, Any]], column: str) -> bool:
+    from common.odf.multihash import Multihash
+
+    values = [r.get(column) for r in rows if r.get(column) is not None]
+    return bool(values) and all(isinstance(v, Multihash) for v in values)
+
+
+SHORT_HASH = 13
+"""Characters of a hash shown in a table: the multibase and multihash prefix (``f1620``) and
+8 hex digits of the digest, more when two hashes of the table share them."""
+
+
+def short_hashes(hashes: Sequence[str]) -> list[str]:
+    """``hashes`` cut to one length, the shortest (from ``SHORT_HASH``) at which the distinct
+    ones stay distinct: each is then a prefix ``odf reset`` and others accept."""
+    distinct = {h for h in hashes if h}
+    length = SHORT_HASH
+    while len({h[:length] for h in distinct}) < len(distinct):
+        length += 1
+    return [h[:length] for h in hashes]
 
 
 PLAIN_WIDTH = 400

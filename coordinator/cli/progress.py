@@ -33,6 +33,9 @@ class _Hidden:
     def advance(self, amount: int) -> None:
         del amount
 
+    def phase(self, text: str) -> None:
+        del text
+
     def close(self) -> None:
         pass
 
@@ -58,7 +61,7 @@ def terminal_progress(
 
     from coordinator.cli.rich_progress import RichProgress
 
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, soft_wrap=True)  # printed lines stay whole
     if not console.is_terminal:
         yield HIDDEN
         return

@@ -16,6 +16,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from common.humanize import human_time, plural
 from common.odf.errors import ValidationError
 from coordinator.app import (
     DerivativeDone,
@@ -106,7 +107,7 @@ def _pull_local(args: argparse.Namespace) -> int:
             recursive=args.recursive,
             system_time=system_time,
             fetch_uncacheable=args.fetch_uncacheable,
-            progress=progress,
+            progress=tasks,
             fail_fast=args.fail_fast,
         ):
             tasks.update(event)
@@ -143,20 +144,33 @@ def parse_system_time(text: str | None) -> datetime | None:
 
 
 class _PullTasks:
-    """One progress task per dataset being pulled, counting the records it commits."""
+    """One progress line per dataset being pulled, counting its records as they come: what
+    its source reads (a root's ingest, given to the pipeline as this ``Progress``) or its
+    transactions commit; what it is doing meanwhile (reading a file, starting an engine) is
+    the line's phase. Fetches (bytes) keep lines of their own."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
         self.tasks: dict[str, ProgressTask] = {}
+        self.current: str | None = None
+        self.counted: set[str] = set()
+
+    def task(self, description: str, *, total: int | None = None, unit: str = "B") -> ProgressTask:
+        if self.current in self.tasks and unit in ("records", ""):
+            return _Phase(self, self.current, description, counts=bool(unit))
+        return self.progress.task(description, total=total, unit=unit)
 
     def update(self, event: PullEvent) -> None:
         match event:
             case PullStarted(name):
                 self.tasks[name] = self.progress.task(f"pull {name}", unit="records")
+                self.current = name
             case TransactionCommitted() if event.dataset in self.tasks:
                 self.tasks[event.dataset].advance(event.output_records)
             case RootPulled(name, result) if name in self.tasks:
-                self.tasks[name].advance(result.num_records)
+                if name not in self.counted:
+                    self.tasks[name].advance(result.num_records)
+                _set_phase(self.tasks[name], "")
             case DerivativeDone(name) | PullFailed(name) if name in self.tasks:
                 self.tasks.pop(name).close()
 
@@ -164,6 +178,33 @@ class _PullTasks:
         for task in self.tasks.values():
             task.close()
         self.tasks.clear()
+
+
+class _Phase:
+    """A task of the pipeline shown on its dataset's line: its description as the phase,
+    its records (``counts``) added to the dataset's."""
+
+    def __init__(self, tasks: _PullTasks, dataset: str, description: str, *, counts: bool) -> None:
+        self.line = tasks.tasks[dataset]
+        self.counts = counts
+        if counts:
+            tasks.counted.add(dataset)
+        if description.startswith("ingest "):  # ingest /path/or/url/day-1.csv
+            description = "reading " + description.rsplit("/", 1)[-1]
+        _set_phase(self.line, description)
+
+    def advance(self, amount: int) -> None:
+        if self.counts:
+            self.line.advance(amount)
+
+    def close(self) -> None:
+        _set_phase(self.line, "writing ..." if self.counts else "")  # then the commit
+
+
+def _set_phase(task: ProgressTask, text: str) -> None:
+    phase = getattr(task, "phase", None)  # the terminal's tasks have one
+    if phase is not None:
+        phase(text)
 
 
 def describe_pull_event(event: PullEvent) -> str:
@@ -188,10 +229,10 @@ def describe_transaction(t: TransactionCommitted) -> str:
         records = "no new records"
     else:
         o = data.offset_interval
-        records = f"{t.output_records} records (offsets {o.start}..{o.end})"
+        records = f"{plural(t.output_records, 'record')} (offsets {o.start}..{o.end})"
     mark = t.event.new_watermark
-    watermark = mark.isoformat() if mark else "none"
+    watermark = human_time(mark) if mark else "none"
     return (
-        f"{t.dataset}: {records} from {t.input_records} input records,"
+        f"{t.dataset}: {records} from {plural(t.input_records, 'input record')},"
         f" watermark {watermark} (head {t.head})"
     )

@@ -15,24 +15,30 @@ from rich.progress import (
     TimeElapsedColumn,
     TransferSpeedColumn,
 )
+from rich.table import Column
 from rich.text import Text
 
 from coordinator.cli.terminal_text import visible
-from coordinator.ingest.progress import ProgressTask
 
 
 class _AmountColumn(ProgressColumn):
-    """Bytes (with speed) for fetches, a count with its unit for everything else."""
+    """Bytes (with speed) for fetches, a count with its unit for everything else (``1 record``,
+    ``1,364,334 records``); nothing before the first one is counted (``_PhaseColumn`` says
+    what is going on meanwhile) nor for a task without a unit (a phase)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(table_column=Column(no_wrap=True))
         self._bytes = DownloadColumn()
         self._speed = TransferSpeedColumn()
 
     def render(self, task: Task) -> RenderableType:
-        if task.fields.get("unit") == "B":
+        unit = str(task.fields.get("unit", "records"))
+        if unit == "B":
             return Text.assemble(self._bytes.render(task), " ", self._speed.render(task))
-        return Text(f"{int(task.completed):,} {task.fields.get('unit', 'records')}")
+        count = int(task.completed)
+        if not unit or not count:
+            return Text("")
+        return Text(f"{count:,} {unit[:-1] if count == 1 and unit.endswith('s') else unit}")
 
 
 class _RichTask:
@@ -43,30 +49,50 @@ class _RichTask:
     def advance(self, amount: int) -> None:
         self._progress.advance(self._task_id, amount)
 
+    def phase(self, text: str) -> None:
+        """What the task is doing now (``reading day-1.csv``, ``starting engine ...``)."""
+        self._progress.update(self._task_id, phase=visible(text))
+
     def close(self) -> None:
         self._progress.remove_task(self._task_id)
 
 
 class RichProgress:
-    """One live display on stderr whose tasks are fetches (bytes) and ingests (records)."""
+    """One live display on stderr whose tasks are fetches (bytes) and ingests (records).
+
+    Each task is one line that fits the terminal: the description and the phase are cut
+    (``…``) rather than wrapped; lines printed meanwhile (``console``: soft wrap) are never
+    broken by rich, whatever their length."""
 
     def __init__(self, console: Console) -> None:
         self.progress = Progress(
             SpinnerColumn(),
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
+            TextColumn(
+                "{task.description}",
+                markup=False,
+                table_column=Column(no_wrap=True, overflow="ellipsis", ratio=3),
+            ),
+            BarColumn(bar_width=12),
             _AmountColumn(),
             TimeElapsedColumn(),
+            TextColumn(
+                "{task.fields[phase]}",
+                markup=False,
+                style="dim",
+                table_column=Column(no_wrap=True, overflow="ellipsis", ratio=2),
+            ),
             console=console,
             transient=True,
+            expand=True,
         )
         self.progress.start()
 
-    def task(self, description: str, *, total: int | None = None, unit: str = "B") -> ProgressTask:
+    def task(self, description: str, *, total: int | None = None, unit: str = "B") -> _RichTask:
         """A task named by ``description``, which may quote a dataset, URL or the daemon:
         shown escaped (``visible``), never read as rich markup."""
         shown = visible(description)
-        return _RichTask(self.progress, self.progress.add_task(shown, total=total, unit=unit))
+        task_id = self.progress.add_task(shown, total=total, unit=unit, phase="")
+        return _RichTask(self.progress, task_id)
 
     def stop(self) -> None:
         self.progress.stop()

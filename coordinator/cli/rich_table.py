@@ -5,9 +5,11 @@ Imported only when a table needs it (``coordinator.cli.output``): rich costs CLI
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TextIO
 
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.table import Table
@@ -44,8 +46,21 @@ class _Cell(Text):
             yield Segment(self.end)
 
 
-def print_table(columns: list[str], rows: list[list[str]], out: TextIO) -> None:
-    """Print the table of ``rows`` (cells as text) under ``columns`` to ``out``."""
+def print_table(
+    columns: list[str],
+    rows: list[list[str]],
+    out: TextIO,
+    *,
+    wide: bool = False,
+    optional: Sequence[int] = (),
+) -> None:
+    """Print the table of ``rows`` (cells as text) under ``columns`` to ``out``.
+
+    On a terminal the table fits its width (``COLUMNS``): headers and one-word cells (names,
+    hashes, times, numbers) are never split, text folds; when even that does not fit, the
+    ``optional`` columns (indices, the last first) are left out and a line says which.
+    ``wide`` prints every column at its natural width instead (the terminal wraps the lines).
+    """
     is_tty = out.isatty()
     console = Console(
         file=out,
@@ -54,16 +69,68 @@ def print_table(columns: list[str], rows: list[list[str]], out: TextIO) -> None:
         highlight=False,
         soft_wrap=False,
     )
-    table = Table(show_edge=is_tty, pad_edge=False)
-    if not is_tty:
-        table.box = None
-    for c in columns:
-        table.add_column(Text(c), overflow="fold")  # Text: no markup in names from elsewhere
+    kept = list(range(len(columns)))
+    if is_tty and wide:
+        console.width = max(console.width, _natural_width(columns, rows, kept))
+    elif is_tty:
+        for dropped in reversed(optional):
+            if _least_width(columns, rows, kept) <= console.width:
+                break
+            kept.remove(dropped)
+    table = Table(show_edge=False, pad_edge=False, box=box.SIMPLE_HEAD if is_tty else None)
+    for i in kept:
+        table.add_column(  # Text: no markup in names from elsewhere
+            Text(columns[i]), overflow="fold", min_width=_least_column(columns, rows, i)
+        )
     for row in rows:
-        table.add_row(*[_Cell(cell) for cell in row])
+        table.add_row(*[_Cell(row[i]) for i in kept])
     if is_tty:
         console.print(table)
+        left_out = [columns[i] for i in range(len(columns)) if i not in kept]
+        if left_out:
+            console.print(
+                Text(
+                    f"({', '.join(left_out)}: left out at {console.width} columns, --wide shows"
+                    " them)",
+                    style="dim",
+                )
+            )
         return
     with console.capture() as capture:
         console.print(table)
     out.write("".join(line.rstrip() + "\n" for line in capture.get().splitlines()))
+
+
+_GAP = 3
+"""Between two columns of a terminal table: padding, the (blank) rule, padding."""
+
+
+_WORD = 40
+"""A cell without spaces up to this long (a name, hash, time, number) is never split."""
+_TEXT = 24
+"""Text (a cell with spaces, or a longer word) folds, but into lines of at least this."""
+
+
+def _least_column(columns: list[str], rows: list[list[str]], i: int) -> int:
+    """The narrowest column ``i`` can be without splitting its header or a one-word cell,
+    nor folding its text into lines narrower than ``_TEXT``."""
+    least = cell_len(columns[i])
+    for row in rows:
+        width = cell_len(row[i])
+        if width <= _WORD and not any(c.isspace() for c in row[i]):
+            least = max(least, width)
+        else:
+            least = max(least, min(width, _TEXT))
+    return least
+
+
+def _least_width(columns: list[str], rows: list[list[str]], kept: list[int]) -> int:
+    return sum(_least_column(columns, rows, i) for i in kept) + _GAP * (len(kept) - 1)
+
+
+def _natural_width(columns: list[str], rows: list[list[str]], kept: list[int]) -> int:
+    widths = [
+        max([cell_len(columns[i]), *(cell_len(line) for r in rows for line in r[i].splitlines())])
+        for i in kept
+    ]
+    return sum(widths) + _GAP * (len(kept) - 1)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from common.humanize import plural
 from common.odf.errors import OdfError, ValidationError
 from coordinator.cli.connect import writer_locks
 from coordinator.cli.progress import terminal_progress
@@ -146,7 +147,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
             print("not trusted")
             return 1
     sharing.trust(args.name, commands)
-    print(f"{args.name}: trusted {len(commands)} command(s)")
+    print(f"{args.name}: trusted {plural(len(commands), 'command')}")
     return 0
 
 
@@ -294,6 +295,7 @@ def describe(done: Transferred, verb: str) -> str:
     if r.outcome is Outcome.RECEIVER_AHEAD:
         return f"{done.dataset}: {done.remote} is behind (nothing to pull; head {r.old_head})"
     return (
-        f"{done.dataset}: {verb} {done.remote}: {r.blocks} blocks, {r.objects} objects"
+        f"{done.dataset}: {verb} {done.remote}: {plural(r.blocks, 'block')},"
+        f" {plural(r.objects, 'object')}"
         f" ({r.bytes:,} bytes), head {r.new_head}"
     )

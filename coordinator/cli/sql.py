@@ -78,7 +78,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
             as_of=parse_as_of(args.as_of),
         )
         task.close()
-    print_result(result, args.output_format)
+    print_result(result, args.output_format, wide=args.wide)
     return 0
 
 
@@ -108,10 +108,10 @@ def parse_aliases(specs: Sequence[str]) -> dict[str, str]:
     return aliases
 
 
-def print_result(result: QueryResult, fmt: str) -> None:
+def print_result(result: QueryResult, fmt: str, *, wide: bool = False) -> None:
     names = unique_names(result.table.column_names)
     rows = table_rows(result.table.rename_columns(names))
-    render_rows(rows, names, fmt)
+    render_rows(rows, names, fmt, wide=wide)
     if result.cut:
         shown = result.table.num_rows
         print(

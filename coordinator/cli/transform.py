@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from common.humanize import human_time
 from common.odf.errors import ValidationError
 from common.odf.fragments import TransformSql
 from common.serde.yaml_codec import load_object
@@ -103,6 +104,6 @@ def describe(change: QueryChange) -> list[str]:
         mark = change.migration.new_watermark
         lines.append(
             f"{change.dataset}: migrated; the engine's new state is recorded in block"
-            f" {change.head} (watermark {mark.isoformat() if mark else 'none'})"
+            f" {change.head} (watermark {human_time(mark) if mark else 'none'})"
         )
     return lines

@@ -17,6 +17,7 @@ import argparse
 import sys
 from typing import Any
 
+from common.humanize import plural
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.output import (
     OutputFormat,
@@ -168,7 +169,8 @@ def _problem_row(dataset: str, p: Problem) -> dict[str, Any]:
 
 def summary_line(report: DatasetReport) -> str:
     replayed = sum(1 for t in report.transactions if t.replay.value in ("ok", "FAILED"))
-    what = f"{report.blocks} blocks, {len(report.transactions)} transactions, {replayed} replayed"
+    transactions = plural(len(report.transactions), "transaction")
+    what = f"{plural(report.blocks, 'block')}, {transactions}, {replayed} replayed"
     engines = sorted({t.engine for t in report.transactions if t.engine})
     with_engines = f", with engine {'; '.join(engines)}" if engines else ""
     if report.ok and not report.complete:
@@ -179,7 +181,8 @@ def summary_line(report: DatasetReport) -> str:
         )
     if report.ok:
         return f"{report.dataset}: ok ({what}){with_engines}"
-    return f"{report.dataset}: FAILED, {len(report.problems)} problem(s) ({what}){with_engines}"
+    problems = plural(len(report.problems), "problem")
+    return f"{report.dataset}: FAILED, {problems} ({what}){with_engines}"
 
 
 def report_document(report: DatasetReport) -> dict[str, Any]:

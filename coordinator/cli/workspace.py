@@ -8,6 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from common.humanize import plural
 from common.odf.errors import ValidationError
 from coordinator.app.listing import list_datasets
 from coordinator.cli.connect import (
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 # ``odf list`` lists from the datasets' state caches without it (CLI start time).
 
 LIST_COLUMNS = ("name", "kind", "head", "blocks", "records", "size", "updated", "watermark")
+LIST_OPTIONAL = ("size", "blocks", "updated", "watermark")
+"""Left out of a table on a narrow terminal, the last first (``--wide`` keeps them)."""
 
 
 def register(subparsers: Any) -> None:
@@ -129,9 +132,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     broken = [r["name"] for r in rows if r["error"] is not None]
     table = OutputFormat(args.output_format) is OutputFormat.TABLE
     columns = (*LIST_COLUMNS, "error") if broken or not table else LIST_COLUMNS
-    render_rows(rows, columns, args.output_format)
+    render_rows(rows, columns, args.output_format, wide=args.wide, optional=LIST_OPTIONAL)
     if broken:
-        print(f"error: {len(broken)} broken dataset(s): {', '.join(broken)}", file=sys.stderr)
+        what = plural(len(broken), "broken dataset")
+        print(f"error: {what}: {', '.join(broken)}", file=sys.stderr)
         return 1
     return 0
 
@@ -164,7 +168,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
     done = use_cases(args).reset(args.name, args.block, force=args.force)
     for stale in done.invalidated:
         print(f"warning: {stale}: no longer valid; reset it too", file=sys.stderr)
-    print(f"{done.dataset}: head {done.head} ({done.removed} later block(s) removed)")
+    print(f"{done.dataset}: head {done.head} ({plural(done.removed, 'later block')} removed)")
     return 0
 
 
@@ -179,8 +183,9 @@ def cmd_compact(args: argparse.Namespace) -> int:
         raise ValidationError("must be at least 1", path="--max-records")
     done = use_cases(args).compact(args.name, max_records=args.max_records)
     print(
-        f"{done.dataset}: {done.files_before} data files in {done.blocks_before} blocks ->"
-        f" {done.files_after} in {done.blocks_after} (head {done.head})"
+        f"{done.dataset}: {plural(done.files_before, 'data file')} in"
+        f" {plural(done.blocks_before, 'block')} -> {done.files_after} in {done.blocks_after}"
+        f" (head {done.head})"
     )
     return 0
 

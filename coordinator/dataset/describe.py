@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from common.humanize import human_time, plural
 from common.odf.errors import OdfError
 from common.odf.events import (
     AddData,
@@ -105,10 +106,10 @@ def _data_parts(
 ) -> list[str]:
     if new_data is not None:
         o = new_data.offset_interval
-        data = f"offsets=[{o.start}, {o.end}] ({o.end - o.start + 1} records)"
+        data = f"offsets=[{o.start}, {o.end}] ({plural(o.end - o.start + 1, 'record')})"
     else:
         data = f"no data (prevOffset={prev_offset})"
-    return [data, f"watermark={watermark.isoformat()}" if watermark else ""]
+    return [data, f"watermark={human_time(watermark)}" if watermark else ""]
 
 
 def _transform_parts(transform: TransformSql) -> list[str]:

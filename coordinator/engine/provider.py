@@ -9,8 +9,8 @@ command with nothing to do starts no engine at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from contextlib import AbstractContextManager, ExitStack
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -97,6 +97,11 @@ class EngineProvider(Protocol):
         ...
 
 
+def _quietly(version: str | None) -> AbstractContextManager[object]:
+    del version
+    return nullcontext()
+
+
 class EngineSession:
     """The engines of one command, started on demand (one per pinned version).
 
@@ -110,6 +115,9 @@ class EngineSession:
         self._engines: dict[str | None, EngineClient] = {}
         self._default: str | None = None
         self._default_resolved = False
+        self.starting: Callable[[str | None], AbstractContextManager[object]] = _quietly
+        """Wraps each engine start (given its version): how a command shows that it waits
+        for one (``starting engine ...``); by default nothing is shown."""
 
     def __enter__(self) -> EngineSession:
         return self
@@ -134,7 +142,8 @@ class EngineSession:
         client = self._engines.get(version)
         if client is None:
             self.provider.check_version(version)
-            client = self._stack.enter_context(self.provider.engine(version, self.mounts))
+            with self.starting(version):
+                client = self._stack.enter_context(self.provider.engine(version, self.mounts))
             self._engines[version] = client
         return client
 

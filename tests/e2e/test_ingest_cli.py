@@ -100,12 +100,12 @@ def test_ingest_files_and_stdin(workspace: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("cities: 2 records from a.csv (head f1620")
-    assert lines[1].startswith("cities: 1 records from b.csv")
+    assert lines[1].startswith("cities: 1 record from b.csv")
 
     ndjson = '{"date": "2020-01-04", "city": "D", "population": 4}\n'
     result = odf(workspace, "ingest", "cities", "-", "--source-name", "plus", stdin=ndjson)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("cities: 1 records from <stdin>")
+    assert result.stdout.startswith("cities: 1 record from <stdin>")
     assert [(r["offset"], r["city"]) for r in records(workspace, "cities")] == [
         (0, "A"),
         (1, "B"),
@@ -173,7 +173,7 @@ def test_an_empty_push_into_a_declared_schema_records_the_schema(tmp_path: Path)
     head = dataset.head()
     assert head is not None and type(dataset.get_block(head).event).__name__ == "SetDataSchema"
     schema = odf(ws, "inspect", "schema", "a", "-o", "csv").stdout.splitlines()
-    assert schema[-2:] == ["id,int64,True", "v,string,True"]
+    assert schema[-2:] == ["id,int64,true", "v,string,true"]
     assert odf(ws, "ingest", "a", "empty.csv").stdout == "a: up to date\n"  # recorded once
     assert odf(ws, "verify", "a").returncode == 0
 

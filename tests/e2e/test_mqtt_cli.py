@@ -99,7 +99,7 @@ def test_mqtt_messages_since_the_last_poll_are_ingested(tmp_path: Path, broker: 
     out = ok(ws, "pull", "readings")  # published while no client was connected
     assert out.startswith("readings: 2 records from the polling source (head f1620")
     publish(broker, {"sensor": "a", "value": 3})
-    assert ok(ws, "pull", "readings").startswith("readings: 1 records from the polling source")
+    assert ok(ws, "pull", "readings").startswith("readings: 1 record from the polling source")
     assert ok(ws, "pull", "readings") == "readings: up to date\n"
     values = ok(ws, "sql", "-c", "SELECT sensor, value FROM readings ORDER BY value", "-o", "csv")
     assert values.splitlines()[1:] == ["a,1", "b,2", "a,3"]

@@ -59,7 +59,7 @@ def ingest(ws: Path, day: int) -> None:
 
 def moved(out: str) -> tuple[int, int]:
     """(blocks, objects) a push or pull line reports."""
-    m = re.search(r"(\d+) blocks, (\d+) objects", out)
+    m = re.search(r"(\d+) blocks?, (\d+) objects?", out)
     assert m, out
     return int(m.group(1)), int(m.group(2))
 

@@ -94,7 +94,7 @@ def test_list_shows_a_broken_dataset_and_the_others(workspace: Path) -> None:
         result = odf(workspace, "list", "-o", fmt)
         assert result.returncode == 1, result
         assert result.stderr == (
-            "error: 2 broken dataset(s): com.example.big-cities, com.example.cities\n"
+            "error: 2 broken datasets: com.example.big-cities, com.example.cities\n"
         )
         if fmt == "json":
             rows = {r["name"]: r for r in json.loads(result.stdout)}

@@ -89,12 +89,12 @@ def imported_by(cwd: Path, *args: str, whole: bool = False, daemon: bool = False
     return set(json.loads(result.stderr.strip().splitlines()[-1]))
 
 
-def on_a_terminal(cwd: Path, *args: str) -> str:
-    """What ``odf ARGS`` writes to a pseudo-terminal (stdout and stderr), 160 columns wide."""
+def on_a_terminal(cwd: Path, *args: str, columns: int = 160) -> str:
+    """What ``odf ARGS`` writes to a pseudo-terminal (stdout and stderr), ``columns`` wide."""
     import pty
 
     leader, follower = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160", "TERM": "xterm"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": str(columns), "TERM": "xterm"}
     command = [sys.executable, "-m", "coordinator", *args]
     with subprocess.Popen(
         command, cwd=cwd, stdin=follower, stdout=follower, stderr=follower, env=env

@@ -37,6 +37,17 @@ def root(
     )
 
 
+def polled(name: str, glob: str, schema: Sequence[str], *, merge: str = "Append") -> str:
+    """A root dataset polling the CSV files (with a header row) that match ``glob``."""
+    source = {
+        "kind": "SetPollingSource",
+        "fetch": {"kind": "FilesGlob", "path": glob},
+        "read": {"kind": "Csv", "header": True, "schema": list(schema)},
+        "merge": {"kind": merge},
+    }
+    return snapshot(name, "Root", [source])
+
+
 def push_source(
     name: str,
     schema: Sequence[str],
