@@ -27,7 +27,6 @@ import argparse
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,7 @@ from coordinator.sharing.transfer import Options  # noqa: E402
 from coordinator.workspace import Workspace  # noqa: E402
 from tests.support.cli import odf, ok  # noqa: E402
 from tests.support.datasets import root  # noqa: E402
+from tests.support.ports import free_port, wait_listening  # noqa: E402
 from tests.support.workspace import add, new_workspace  # noqa: E402
 
 TARGET = 0.70
@@ -71,24 +71,15 @@ def make_dataset(ws: Path, megabytes: int, files: int) -> Path:
 
 
 def serve(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
         cwd=directory,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            if time.monotonic() > deadline:
-                raise SystemExit("http.server did not start") from None
-            time.sleep(0.05)
+    wait_listening(port, "http.server", process=proc)
+    return proc, f"http://127.0.0.1:{port}"
 
 
 def plain_download(url: str, keys: list[str], into: Path, threads: int) -> int:

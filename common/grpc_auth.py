@@ -21,11 +21,13 @@ OPEN_METHODS = ("/grpc.health.v1.Health/",)
 """Methods that need no token."""
 
 if TYPE_CHECKING:
-    _Handler = grpc.RpcMethodHandler[Any, Any]
+    RpcHandler = grpc.RpcMethodHandler[Any, Any]
     ServerInterceptor = grpc.ServerInterceptor[Any, Any]
 else:
-    _Handler = grpc.RpcMethodHandler
+    RpcHandler = grpc.RpcMethodHandler
     ServerInterceptor = grpc.ServerInterceptor
+"""A method handler and the interceptor base, generic for the type checker only (grpc's stubs
+are generic, the runtime classes are not): every interceptor of the project uses these."""
 
 
 class TokenInterceptor(ServerInterceptor):
@@ -37,9 +39,9 @@ class TokenInterceptor(ServerInterceptor):
 
     def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], _Handler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], RpcHandler | None],
         details: grpc.HandlerCallDetails,
-    ) -> _Handler | None:
+    ) -> RpcHandler | None:
         method: str = details.method
         if method.startswith(OPEN_METHODS):
             return continuation(details)
@@ -51,7 +53,7 @@ class TokenInterceptor(ServerInterceptor):
         return refuse(continuation(details), grpc.StatusCode.UNAUTHENTICATED, self._message)
 
 
-def refuse(handler: _Handler | None, code: grpc.StatusCode, message: str) -> _Handler:
+def refuse(handler: RpcHandler | None, code: grpc.StatusCode, message: str) -> RpcHandler:
     """A handler of the same shape as ``handler`` that aborts with ``code``."""
 
     def deny(request: Any, context: grpc.ServicerContext) -> Any:

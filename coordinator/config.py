@@ -48,7 +48,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from common.odf.errors import ValidationError
 
@@ -425,6 +425,9 @@ def _host_port(m: dict[str, Any], path: str, key: str, default: str) -> str:
     return value
 
 
+T = TypeVar("T")
+
+
 # --- typed access to plain values ----------------------------------------------------------------
 
 
@@ -439,13 +442,18 @@ def _mapping(value: Any, path: str, keys: tuple[str, ...]) -> dict[str, Any]:
     return value
 
 
-def _string(m: dict[str, Any], path: str, key: str, default: str | None) -> str | None:
+def _typed(m: dict[str, Any], path: str, key: str, cls: type[T], wanted: str) -> T | None:
+    """``m[key]`` if it is a ``cls``, None if it is absent or null; anything else is refused
+    as not ``wanted``."""
     value = m.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise ValidationError(f"expected a string, got {_kind(value)}", path=_join(path, key))
-    return value
+    if value is None or isinstance(value, cls):
+        return value
+    raise ValidationError(f"expected {wanted}, got {_kind(value)}", path=_join(path, key))
+
+
+def _string(m: dict[str, Any], path: str, key: str, default: str | None) -> str | None:
+    value = _typed(m, path, key, str, "a string")
+    return default if value is None else value
 
 
 def _path(m: dict[str, Any], path: str, key: str) -> Path | None:
@@ -484,12 +492,8 @@ def _positive(
 
 
 def _boolean(m: dict[str, Any], path: str, key: str, default: bool) -> bool:
-    value = m.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise ValidationError(f"expected true or false, got {_kind(value)}", path=_join(path, key))
-    return value
+    value = _typed(m, path, key, bool, "true or false")
+    return default if value is None else value
 
 
 def _kind(value: Any) -> str:

@@ -93,30 +93,31 @@ class _TableWriter:
         offsets = [0] * self.num_fields
         for i, f, create in self.creators:
             value = values[i]
-            if value is None:
-                if f.optional:
-                    continue
-                raise ValidationError("required field is missing", path=f.name)
-            try:
-                offsets[i] = create(builder, value, ts_align)
-            except ValidationError as e:
-                raise e.at(f.name) from None
-            except _LOW_LEVEL as e:
-                raise _bad_value(f, value, e) from None
+            if value is not None or _required(f):
+                offsets[i] = _of_field(f, value, create, builder, value, ts_align)
         builder.StartObject(self.num_slots)
         for i, f, add in self.adders:
             value = values[i]
-            if value is None:
-                if f.optional:
-                    continue
-                raise ValidationError("required field is missing", path=f.name)
-            try:
-                add(builder, value, offsets[i], ts_align)
-            except ValidationError as e:
-                raise e.at(f.name) from None
-            except _LOW_LEVEL as e:
-                raise _bad_value(f, value, e) from None
+            if value is not None or _required(f):
+                _of_field(f, value, add, builder, value, offsets[i], ts_align)
         return int(builder.EndObject())
+
+
+def _required(f: FieldPlan) -> bool:
+    """False for an absent optional field (it is not written); refuses an absent required one."""
+    if f.optional:
+        return False
+    raise ValidationError("required field is missing", path=f.name)
+
+
+def _of_field(f: FieldPlan, value: Any, phase: Callable[..., Any], *args: Any) -> Any:
+    """``phase(*args)`` for field ``f`` holding ``value``; its errors name the field."""
+    try:
+        return phase(*args)
+    except ValidationError as e:
+        raise e.at(f.name) from None
+    except _LOW_LEVEL as e:
+        raise _bad_value(f, value, e) from None
 
 
 _WRITERS: dict[type, _TableWriter] = {}

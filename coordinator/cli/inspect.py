@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator.app import listing
 from coordinator.cli.connect import add_daemon_argument, use_cases, workspace_or_daemon
@@ -18,6 +18,8 @@ from coordinator.cli.output import (
 )
 from coordinator.cli.terminal_text import visible
 from coordinator.dataset.describe import describe_event
+
+E = TypeVar("E")
 
 if TYPE_CHECKING:
     from common.odf.fragments import ExecuteTransformInput
@@ -343,25 +345,18 @@ def lineage_mermaid(lineage: Lineage) -> str:
 def cmd_inspect_query(args: argparse.Namespace) -> int:
     from common.odf.events import SetTransform
 
-    app = _application()
-    rows = []
-    for h, b in app.blocks_of(args.name, SetTransform):
-        event = b.event
-        assert isinstance(event, SetTransform)
+    def columns(event: SetTransform) -> dict[str, Any]:
         t = event.transform
-        rows.append(
-            {
-                "seq": b.sequence_number,
-                "hash": h,
-                "system_time": b.system_time,
-                "engine": t.engine,
-                "version": t.version,
-                "inputs": ", ".join(i.alias or i.dataset_ref for i in event.inputs),
-                "queries": "; ".join(
-                    f"{q.alias}: {q.query}" if q.alias else q.query for q in t.steps()
-                ),
-            }
-        )
+        return {
+            "engine": t.engine,
+            "version": t.version,
+            "inputs": ", ".join(i.alias or i.dataset_ref for i in event.inputs),
+            "queries": "; ".join(
+                f"{q.alias}: {q.query}" if q.alias else q.query for q in t.steps()
+            ),
+        }
+
+    rows = _event_rows(_application(), args.name, SetTransform, columns)
     render_rows(rows, QUERY_COLUMNS, args.output_format, wide=args.wide, optional=("version",))
     return 0
 
@@ -371,28 +366,35 @@ def cmd_inspect_transactions(args: argparse.Namespace) -> int:
 
     app = _application()
     names = {i.id.to_did(): i.alias for i in app.ws.list_datasets()}
-    rows = []
-    for h, b in app.blocks_of(args.name, ExecuteTransform):
-        event = b.event
-        assert isinstance(event, ExecuteTransform)
+
+    def columns(event: ExecuteTransform) -> dict[str, Any]:
         data = event.new_data
-        rows.append(
-            {
-                "seq": b.sequence_number,
-                "hash": h,
-                "system_time": b.system_time,
-                "inputs": "; ".join(_input_range(i, names) for i in event.query_inputs),
-                "offsets": (
-                    f"{data.offset_interval.start}..{data.offset_interval.end}" if data else None
-                ),
-                "records": (data.offset_interval.end - data.offset_interval.start + 1)
-                if data
-                else 0,
-                "watermark": event.new_watermark,
-            }
-        )
+        interval = data.offset_interval if data else None
+        return {
+            "inputs": "; ".join(_input_range(i, names) for i in event.query_inputs),
+            "offsets": f"{interval.start}..{interval.end}" if interval else None,
+            "records": interval.end - interval.start + 1 if interval else 0,
+            "watermark": event.new_watermark,
+        }
+
+    rows = _event_rows(app, args.name, ExecuteTransform, columns)
     render_rows(rows, TRANSACTION_COLUMNS, args.output_format, wide=args.wide)
     return 0
+
+
+def _event_rows(
+    app: Application, name: str, kind: type[E], columns: Callable[[E], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A row per block of ``name`` recording a ``kind`` event, oldest first: the block's
+    sequence number, hash and system time, then ``columns`` of its event."""
+    rows = []
+    for h, b in app.blocks_of(name, kind):
+        event = b.event
+        assert isinstance(event, kind)
+        rows.append(
+            {"seq": b.sequence_number, "hash": h, "system_time": b.system_time, **columns(event)}
+        )
+    return rows
 
 
 def _input_range(i: ExecuteTransformInput, names: dict[str, str]) -> str:

@@ -31,20 +31,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
-from common.grpc_auth import OPEN_METHODS, refuse
+from common.grpc_auth import OPEN_METHODS, RpcHandler, ServerInterceptor, refuse
 from common.logs import get_logger
 from common.odf.errors import NotFoundError, ValidationError
-
-if TYPE_CHECKING:
-    _Handler = grpc.RpcMethodHandler[Any, Any]
-    ServerInterceptor = grpc.ServerInterceptor[Any, Any]
-else:
-    _Handler = grpc.RpcMethodHandler
-    ServerInterceptor = grpc.ServerInterceptor
 
 log = get_logger(__name__)
 
@@ -226,9 +219,9 @@ class ScopedTokenInterceptor(ServerInterceptor):
 
     def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], _Handler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], RpcHandler | None],
         details: grpc.HandlerCallDetails,
-    ) -> _Handler | None:
+    ) -> RpcHandler | None:
         method: str = details.method
         needed = needed_scope(method)
         if needed is None:

@@ -9,18 +9,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
+from common.grpc_auth import RpcHandler, ServerInterceptor
 from common.logs import get_logger
-
-if TYPE_CHECKING:
-    _Handler = grpc.RpcMethodHandler[Any, Any]
-    ServerInterceptor = grpc.ServerInterceptor[Any, Any]
-else:
-    _Handler = grpc.RpcMethodHandler
-    ServerInterceptor = grpc.ServerInterceptor
 
 log = get_logger(__name__)
 
@@ -105,9 +99,9 @@ class ActivityInterceptor(ServerInterceptor):
 
     def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], _Handler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], RpcHandler | None],
         details: grpc.HandlerCallDetails,
-    ) -> _Handler | None:
+    ) -> RpcHandler | None:
         handler = continuation(details)
         method: str = details.method
         if handler is None or method.startswith(_QUIET):

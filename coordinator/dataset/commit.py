@@ -226,32 +226,24 @@ def check_staged_files(layout: DatasetLayout, item: CommitItem) -> list[_Move]:
     if isinstance(event, AddData | ExecuteTransform):
         new_data, new_checkpoint = event.new_data, event.new_checkpoint
     kind = type(event).__name__
-    if new_data is not None:
-        dst = layout.data_path(new_data.physical_hash)
-        moves += _check_one(
-            item.data_file,
-            dst,
-            new_data.physical_hash,
-            new_data.size,
-            f"{kind}.newData",
-            hashed=item.hashed,
-        )
-    elif item.data_file is not None:
-        raise StagedFileError("a data file was given but the event has no newData", path=kind)
-    if new_checkpoint is not None:
-        dst = layout.checkpoint_path(new_checkpoint.physical_hash)
-        moves += _check_one(
+    for stored, staged, path_of, field, what in (
+        (new_data, item.data_file, layout.data_path, "newData", "data"),
+        (
+            new_checkpoint,
             item.checkpoint_file,
-            dst,
-            new_checkpoint.physical_hash,
-            new_checkpoint.size,
-            f"{kind}.newCheckpoint",
-            hashed=item.hashed,
-        )
-    elif item.checkpoint_file is not None:
-        raise StagedFileError(
-            "a checkpoint file was given but the event has no newCheckpoint", path=kind
-        )
+            layout.checkpoint_path,
+            "newCheckpoint",
+            "checkpoint",
+        ),
+    ):
+        if stored is not None:
+            h = stored.physical_hash
+            where = f"{kind}.{field}"
+            moves += _check_one(staged, path_of(h), h, stored.size, where, hashed=item.hashed)
+        elif staged is not None:
+            raise StagedFileError(
+                f"a {what} file was given but the event has no {field}", path=kind
+            )
     return moves
 
 

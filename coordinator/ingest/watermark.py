@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from common.odf.errors import ValidationError
-from common.odf.events import AddData
 from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 from coordinator.dataset.state import next_system_time
@@ -45,14 +44,7 @@ def set_watermark(
             " watermarks only move forward",
             path="TIME",
         )
-    event = AddData(
-        prev_checkpoint=context.prev_checkpoint,
-        prev_offset=context.prev_offset,
-        new_data=None,
-        new_checkpoint=None,
-        new_watermark=watermark,
-        new_source_state=context.prev_source_state,
-    )
+    event = context.add_data(None, watermark, context.prev_source_state)
     return dataset.commit(
         event, expected_head=state.head, system_time=system_time or next_system_time(state)
     )

@@ -72,6 +72,22 @@ class ChainContext:
     """``newSourceState`` of the last ``AddData`` (an ``AddData`` without one erases it)."""
     history: History
 
+    def add_data(
+        self,
+        new_data: DataSlice | None,
+        new_watermark: datetime | None,
+        new_source_state: SourceState | None,
+    ) -> AddData:
+        """The ``AddData`` that follows this head (a root dataset has no checkpoints)."""
+        return AddData(
+            prev_checkpoint=self.prev_checkpoint,
+            prev_offset=self.prev_offset,
+            new_data=new_data,
+            new_checkpoint=None,
+            new_watermark=new_watermark,
+            new_source_state=new_source_state,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WriteOptions:
@@ -229,14 +245,7 @@ def _decide(
             offset_interval=OffsetInterval(start=stats.offset_start, end=stats.offset_end),
             size=stats.size,
         )
-    add_data = AddData(
-        prev_checkpoint=context.prev_checkpoint,
-        prev_offset=context.prev_offset,
-        new_data=new_data,
-        new_checkpoint=None,
-        new_watermark=watermark,
-        new_source_state=options.new_source_state,
-    )
+    add_data = context.add_data(new_data, watermark, options.new_source_state)
     return StagedWrite(
         set_data_schema=schema_event,
         add_data=add_data,

@@ -20,6 +20,7 @@ from pathlib import Path
 from common.odf.block import MetadataBlock
 from common.odf.errors import ValidationError
 from common.odf.events import AddData, ExecuteTransform
+from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
 from coordinator.dataset.layout import DatasetLayout
 from coordinator.dataset.rules import validate_append
@@ -116,24 +117,32 @@ def file_problems(
         if not isinstance(event, AddData | ExecuteTransform):
             continue
         if event.new_data is not None:
-            h = event.new_data.physical_hash
-            if h not in data_cache:
-                data_cache[h] = data_file_facts(root, h)
-                if on_bytes is not None:
-                    on_bytes(event.new_data.size)
+            facts = _facts(data_cache, data_file_facts, root, event.new_data, on_bytes)
             schema = read.state_before.arrow_schema() if complete else None
             columns = column_types(schema) if schema is not None else None
-            for message in data_slice_problems(event.new_data, data_cache[h], columns):
+            for message in data_slice_problems(event.new_data, facts, columns):
                 problems.append(Problem(check=Check.DATA, block=read.ref, message=message))
         if event.new_checkpoint is not None:
-            h = event.new_checkpoint.physical_hash
-            if h not in checkpoint_cache:
-                checkpoint_cache[h] = checkpoint_facts(root, h)
-                if on_bytes is not None:
-                    on_bytes(event.new_checkpoint.size)
-            for message in checkpoint_problems(event.new_checkpoint, checkpoint_cache[h]):
+            facts = _facts(checkpoint_cache, checkpoint_facts, root, event.new_checkpoint, on_bytes)
+            for message in checkpoint_problems(event.new_checkpoint, facts):
                 problems.append(Problem(check=Check.CHECKPOINT, block=read.ref, message=message))
     return problems
+
+
+def _facts(
+    cache: dict[Multihash, FileFacts],
+    read_facts: Callable[[Path, Multihash], FileFacts],
+    root: Path,
+    stored: DataSlice | Checkpoint,
+    on_bytes: Callable[[int], None] | None,
+) -> FileFacts:
+    """What the file ``stored`` names is, read once per hash (``on_bytes`` told its size)."""
+    facts = cache.get(stored.physical_hash)
+    if facts is None:
+        facts = cache[stored.physical_hash] = read_facts(root, stored.physical_hash)
+        if on_bytes is not None:
+            on_bytes(stored.size)
+    return facts
 
 
 def sorted_problems(problems: Sequence[Problem]) -> list[Problem]:

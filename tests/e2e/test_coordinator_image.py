@@ -4,7 +4,6 @@ host, with its embedded engine; the host's ``odf`` is its thin client."""
 from __future__ import annotations
 
 import secrets
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from tests.support.cli import odf, ok
 from tests.support.daemon import wait_until
 from tests.support.datasets import derivative, root
 from tests.support.images import BuiltImage
+from tests.support.ports import free_port
 from tests.support.workspace import add, dataset, new_workspace
 
 pytestmark = pytest.mark.containerized
@@ -27,12 +27,6 @@ REPO = Path(__file__).resolve().parents[2]
 def coordinator_image(engine_image: BuiltImage) -> BuiltImage:
     """Built with the engine image by scripts/build-images.sh."""
     return BuiltImage.load(REPO / "images" / "coordinator" / ".built")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from tests.support.cli import odf, ok
+from tests.support.ports import free_port, wait_listening
 from tests.support.workspace import dataset, new_workspace
 
 pytestmark = pytest.mark.e2e
@@ -45,12 +44,6 @@ content:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[int]:
     if not Path(MOSQUITTO).exists():
@@ -62,15 +55,7 @@ def broker(tmp_path: Path) -> Iterator[int]:
         [MOSQUITTO, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None, "mosquitto exited"
-                assert time.monotonic() < deadline, "mosquitto did not listen"
-                time.sleep(0.05)
+        wait_listening(port, "mosquitto", process=process)
         yield port
     finally:
         process.terminate()

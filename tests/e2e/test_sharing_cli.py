@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 from tests.support.cli import fails, ok, start_odf
 from tests.support.datasets import root
+from tests.support.ports import free_port, wait_listening
 
 pytestmark = pytest.mark.e2e
 
@@ -82,12 +82,6 @@ def new_objects(old: Path, new: Path, kind: str) -> list[Path]:
     return sorted(p for p in (new / kind).iterdir() if not (old / kind / p.name).exists())
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A dataset published twice: ``v1`` (one ingest) and ``v2`` (one more), each a copy of
@@ -119,14 +113,7 @@ def http_server(tmp_path: Path) -> Iterator[tuple[Path, str, Path]]:
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "http.server did not start"
-                time.sleep(0.05)
+        wait_listening(port, "http.server", process=proc)
         yield root_dir, f"http://127.0.0.1:{port}", log
     finally:
         proc.terminate()

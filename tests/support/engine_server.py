@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +21,10 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from common.engine_rpc import engine_pb2_grpc
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_SERVICE = "engine.Engine"
-
-
-def free_port() -> int:
-    """A TCP port that is free on loopback right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def open_channel(target: str, credentials: grpc.ChannelCredentials | None = None) -> grpc.Channel:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.support.engine_server import free_port
+from tests.support.ports import free_port
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -31,6 +32,14 @@ SEEDED_KEY = DatasetID.new_seeded(b"key")
 SEEDED_KEY_BASE58 = "did:odf:z6MkmgVreHBu2ABaD59Jq1J2JneXwzpsUWwEWXS4kLhjb4V4"  # kamu-cli tests
 
 # -- names ----------------------------------------------------------------------------------
+
+
+def assert_refused(cls: Any, text: str, reason: str) -> None:
+    """``cls.parse(text)`` fails saying that ``text`` is not a valid ``cls``, and ``reason``."""
+    with pytest.raises(ValidationError) as err:
+        cls.parse(text)
+    assert str(err.value).startswith(f"{text!r} is not a valid {cls.__name__}: ")
+    assert reason in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -63,10 +72,7 @@ def test_valid_names(text: str) -> None:
     ],
 )
 def test_invalid_names_say_why(text: str, reason: str) -> None:
-    with pytest.raises(ValidationError) as err:
-        DatasetName.parse(text)
-    assert str(err.value).startswith(f"{text!r} is not a valid DatasetName: ")
-    assert reason in str(err.value)
+    assert_refused(DatasetName, text, reason)
 
 
 def test_names_are_case_insensitive_but_keep_their_spelling() -> None:
@@ -123,9 +129,7 @@ def test_local_aliases() -> None:
     ],
 )
 def test_invalid_local_aliases(text: str, reason: str) -> None:
-    with pytest.raises(ValidationError, match=re.escape(reason)) as err:
-        DatasetAlias.parse(text)
-    assert str(err.value).startswith(f"{text!r} is not a valid DatasetAlias: ")
+    assert_refused(DatasetAlias, text, reason)
 
 
 def test_remote_aliases() -> None:
@@ -174,10 +178,7 @@ def test_dataset_ref_by_id_alias_or_handle() -> None:
     ],
 )
 def test_invalid_dataset_refs(text: str, reason: str) -> None:
-    with pytest.raises(ValidationError) as err:
-        DatasetRef.parse(text)
-    assert str(err.value).startswith(f"{text!r} is not a valid DatasetRef: ")
-    assert reason in str(err.value)
+    assert_refused(DatasetRef, text, reason)
 
 
 @pytest.mark.parametrize(
@@ -230,10 +231,7 @@ def test_remote_refs_by_id_and_alias() -> None:
     ],
 )
 def test_invalid_remote_refs(text: str, reason: str) -> None:
-    with pytest.raises(ValidationError) as err:
-        DatasetRefRemote.parse(text)
-    assert str(err.value).startswith(f"{text!r} is not a valid DatasetRefRemote: ")
-    assert reason in str(err.value)
+    assert_refused(DatasetRefRemote, text, reason)
 
 
 def test_any_refs_and_the_account_or_repo_ambiguity() -> None:

@@ -218,9 +218,21 @@ class _CsvReader:
     def _open(
         self, read_options: pacsv.ReadOptions, types: dict[str, pa.DataType]
     ) -> pacsv.CSVStreamingReader:
+        reader = self._stream(self.path, read_options, types)
+        if reader is None:
+            raise ReadError("the file is empty", path=self.name)
+        return reader
+
+    def _stream(
+        self,
+        source: Path | pa.NativeFile,
+        read_options: pacsv.ReadOptions,
+        types: dict[str, pa.DataType],
+    ) -> pacsv.CSVStreamingReader | None:
+        """A streaming reader of ``source``; None when it has no record (and no header)."""
         try:
             return pacsv.open_csv(
-                self.path,
+                source,
                 read_options=read_options,
                 parse_options=self._parse_options(),
                 convert_options=self._convert_options(types),
@@ -228,7 +240,7 @@ class _CsvReader:
             )
         except pa.ArrowInvalid as e:
             if str(e) == "Empty CSV file":
-                raise ReadError("the file is empty", path=self.name) from None
+                return None
             raise self._translate(e) from None
         except pa.ArrowNotImplementedError as e:
             raise ReadError(str(e), path=self.name) from None
@@ -312,19 +324,9 @@ class _CsvReader:
                 column_names=list(types),
                 skip_rows=int(self.header) if offset == 0 else 0,  # quoted from the first line
             )
-            try:
-                reader = pacsv.open_csv(
-                    source,
-                    read_options=read_options,
-                    parse_options=self._parse_options(),
-                    convert_options=self._convert_options(types),
-                    memory_pool=pipeline_pool(),
-                )
-            except pa.ArrowInvalid as e:
-                if str(e) == "Empty CSV file":
-                    return
-                raise self._translate(e) from None
-            yield from read_batches(reader, self._translate)
+            reader = self._stream(source, read_options, types)
+            if reader is not None:
+                yield from read_batches(reader, self._translate)
         finally:
             source.close()
 

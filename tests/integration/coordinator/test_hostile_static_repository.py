@@ -5,11 +5,10 @@ the workspace."""
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from coordinator.app.sharing import Sharing
 from coordinator.sharing.limits import Limits
 from coordinator.sharing.transfer import Options
 from coordinator.workspace import Workspace
+from tests.support.http_serving import serving
 
 Answer = Callable[[BaseHTTPRequestHandler], None]
 FORGED = Multihash.sha3_256(b"a block that is not there").to_multibase()
@@ -37,15 +37,8 @@ def hostile_repository(answer: Answer) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/ds"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as port:
+        yield f"http://127.0.0.1:{port}/ds"
 
 
 def endless_head(h: BaseHTTPRequestHandler) -> None:

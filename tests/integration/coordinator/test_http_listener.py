@@ -22,6 +22,7 @@ from coordinator.daemon.http_listener import (
 )
 from tests.support.engine_server import make_certificate
 from tests.support.hostile_client import HostileClient
+from tests.support.http_serving import running
 
 BOUNDS = HttpBounds(
     header_timeout=1.0, body_timeout=1.0, idle_timeout=5.0, max_connections=6, max_per_client=2
@@ -52,13 +53,8 @@ class Handler(BoundedHandler):
 def serve(tls: ssl.SSLContext | None) -> Iterator[tuple[BoundedHTTPServer, list[str]]]:
     refused: list[str] = []
     server = BoundedHTTPServer(("127.0.0.1", 0), Handler, BOUNDS, tls, refused.append)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(server):
         yield server, refused
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

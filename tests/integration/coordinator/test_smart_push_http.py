@@ -31,6 +31,7 @@ from coordinator.sharing.serving import open_object, parse_request_path
 from coordinator.sharing.smart_push_client import push_smart
 from coordinator.sharing.transfer import Options, Outcome
 from coordinator.workspace import Workspace
+from tests.support.http_serving import running
 from tests.unit.sharing.test_transfer import append_slices, files_of, source_dataset
 
 TOKEN = "the-daemon-token"
@@ -87,13 +88,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
             pass
 
     http = BoundedHTTPServer(("127.0.0.1", 0), Handler, HttpBounds(), None, lambda why: None)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Server(ws, f"127.0.0.1:{http.server_address[1]}", pushes, commits)
-    finally:
-        http.shutdown()
-        http.server_close()
+    with running(http) as port:
+        yield Server(ws, f"127.0.0.1:{port}", pushes, commits)
 
 
 def test_the_client_pushes_a_new_dataset_then_only_what_is_new(

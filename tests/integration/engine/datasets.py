@@ -7,10 +7,11 @@ names, offsets contiguous, system columns ``offset, op, system_time, event_time`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -198,17 +199,19 @@ CITIES = pa.schema([("city", pa.string()), ("population", pa.int64())])
 
 
 def validate_request(
-    transform: TransformSql, prev: TransformSql | None = None
+    transform: TransformSql,
+    prev: TransformSql | None = None,
+    inputs: Mapping[str, pa.Schema] = MappingProxyType({"cities": CITIES}),
 ) -> ep.ValidateQueryRequest:
-    """ValidateQuery of ``transform`` over one input ``cities`` (system columns + CITIES)."""
+    """ValidateQuery of ``transform`` over ``inputs`` (query alias -> data columns, the system
+    columns added): by default one input ``cities`` (CITIES)."""
     return ep.ValidateQueryRequest(
         dataset_alias="out",
         vocab=DatasetVocabulary(),
         transform=transform,
-        query_inputs=(
-            ep.ValidateQueryInput(
-                query_alias="cities", schema=encode_arrow_schema(input_schema(CITIES))
-            ),
+        query_inputs=tuple(
+            ep.ValidateQueryInput(query_alias=a, schema=encode_arrow_schema(input_schema(s)))
+            for a, s in inputs.items()
         ),
         prev_transform=prev,
     )

@@ -18,11 +18,16 @@ import pytest
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TemporalTable, TransformSql
-from common.serde.arrow_schema import encode_arrow_schema
 from engine_spark.checkpoint import Runner, read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
-from tests.integration.engine.datasets import InputDataset, OutputDataset, at, input_schema, sql
+from tests.integration.engine.datasets import (
+    InputDataset,
+    OutputDataset,
+    at,
+    sql,
+    validate_request,
+)
 from tests.integration.engine.test_stateful import Pipeline
 
 pytestmark = [pytest.mark.spark]
@@ -184,15 +189,7 @@ def test_retractions_in_the_versioned_input_are_refused(
 
 
 def validate(transform: TransformSql) -> ep.ValidateQueryRequest:
-    return ep.ValidateQueryRequest(
-        dataset_alias="out",
-        vocab=DatasetVocabulary(),
-        transform=transform,
-        query_inputs=tuple(
-            ep.ValidateQueryInput(query_alias=a, schema=encode_arrow_schema(input_schema(s)))
-            for a, s in (("ticks", TICKS), ("prices", PRICES))
-        ),
-    )
+    return validate_request(transform, inputs={"ticks": TICKS, "prices": PRICES})
 
 
 def test_the_as_of_form_validates(spark_engine: SparkEngine) -> None:

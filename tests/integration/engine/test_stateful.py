@@ -17,7 +17,6 @@ import pytest
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary
-from common.serde.arrow_schema import encode_arrow_schema
 from engine_spark.checkpoint import Runner, read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
@@ -26,8 +25,8 @@ from tests.integration.engine.datasets import (
     InputDataset,
     OutputDataset,
     at,
-    input_schema,
     sql,
+    validate_request,
 )
 
 pytestmark = [pytest.mark.spark]
@@ -467,16 +466,7 @@ def test_queries_that_cannot_run_incrementally_are_refused_at_validation(
 
 
 def validate_over_readings(transform: Any) -> ep.ValidateQueryRequest:
-    return ep.ValidateQueryRequest(
-        dataset_alias="out",
-        vocab=DatasetVocabulary(),
-        transform=transform,
-        query_inputs=(
-            ep.ValidateQueryInput(
-                query_alias="readings", schema=encode_arrow_schema(input_schema(READINGS))
-            ),
-        ),
-    )
+    return validate_request(transform, inputs={"readings": READINGS})
 
 
 def test_top_n_per_key_is_a_changelog_of_ranks(spark_engine: SparkEngine, workdir: Path) -> None:

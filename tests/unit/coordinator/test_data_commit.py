@@ -11,7 +11,7 @@ import pytest
 from common.hashing import physical_hash_file
 from common.odf.errors import NotFoundError
 from common.odf.events import AddData
-from common.odf.fragments import Checkpoint
+from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
 from coordinator.dataset import CommitItem, Dataset, StagedFileError
 from coordinator.dataset import commit as tx
@@ -19,10 +19,20 @@ from coordinator.query.tail import tail_records
 from tests.unit.coordinator.events import add_data_for, at, seed, set_schema, write_slice
 
 
-def new_dataset(tmp_path: Path) -> Dataset:
+def new_dataset(tmp_path: Path, *, with_schema: bool = False) -> Dataset:
     ds = Dataset(tmp_path / "ds")
     ds.commit_events([seed()], expected_head=None, system_time=at(0))
+    if with_schema:
+        ds.commit(set_schema(), expected_head=ds.head())
     return ds
+
+
+def first_slice(staging: Path) -> tuple[Path, AddData, DataSlice]:
+    """Records 0..4 written in ``staging``, the AddData that commits them first, its newData."""
+    path = write_slice(staging, 0, 5)
+    event = add_data_for(path, None, 0, 5)
+    assert event.new_data is not None
+    return path, event, event.new_data
 
 
 def test_first_data_commit_with_schema_is_atomic(tmp_path: Path) -> None:
@@ -47,19 +57,16 @@ def test_first_data_commit_with_schema_is_atomic(tmp_path: Path) -> None:
 
 
 def test_staged_file_must_match_the_event(tmp_path: Path) -> None:
-    ds = new_dataset(tmp_path)
-    ds.commit(set_schema(), expected_head=ds.head())
+    ds = new_dataset(tmp_path, with_schema=True)
     head = ds.head()
     with ds.staging_dir() as staging:
-        path = write_slice(staging, 0, 5)
-        event = add_data_for(path, None, 0, 5)
-        assert event.new_data is not None
+        path, event, new_data = first_slice(staging)
         wrong_hash = replace(
-            event, new_data=replace(event.new_data, physical_hash=Multihash.sha3_256(b"x"))
+            event, new_data=replace(new_data, physical_hash=Multihash.sha3_256(b"x"))
         )
         with pytest.raises(StagedFileError, match=r"AddData.newData: .* has physical hash"):
             ds.commit(wrong_hash, data_file=path, expected_head=head)
-        wrong_size = replace(event, new_data=replace(event.new_data, size=1))
+        wrong_size = replace(event, new_data=replace(new_data, size=1))
         with pytest.raises(StagedFileError, match=r"bytes, the event says 1"):
             ds.commit(wrong_size, data_file=path, expected_head=head)
         with pytest.raises(StagedFileError, match="no file given"):
@@ -86,8 +93,7 @@ def test_checkpoint_files_are_stored_by_hash(tmp_path: Path) -> None:
 
 
 def test_tail_reads_the_latest_records_across_slices(tmp_path: Path) -> None:
-    ds = new_dataset(tmp_path)
-    ds.commit(set_schema(), expected_head=ds.head())
+    ds = new_dataset(tmp_path, with_schema=True)
     prev = None
     for start, count in ((0, 3), (3, 4), (7, 2)):
         with ds.staging_dir() as staging:
@@ -156,18 +162,15 @@ def test_hashed_items_are_not_read_again_but_their_sizes_are_checked(tmp_path: P
     """``hashed``: the caller computed the hashes from these staged files (one pass): the
     commit trusts them, so a wrong hash is stored as named, while a size that differs from
     the file (a file changed after hashing) is still refused."""
-    ds = new_dataset(tmp_path)
-    ds.commit(set_schema(), expected_head=ds.head())
+    ds = new_dataset(tmp_path, with_schema=True)
     head = ds.head()
     with ds.staging_dir() as staging:
-        path = write_slice(staging, 0, 5)
-        event = add_data_for(path, None, 0, 5)
-        assert event.new_data is not None
-        wrong_size = replace(event, new_data=replace(event.new_data, size=1))
+        path, event, new_data = first_slice(staging)
+        wrong_size = replace(event, new_data=replace(new_data, size=1))
         with pytest.raises(StagedFileError, match=r"bytes, the event says 1"):
             ds.commit_events(
                 [CommitItem(wrong_size, data_file=path, hashed=True)], expected_head=head
             )
         ds.commit_events([CommitItem(event, data_file=path, hashed=True)], expected_head=head)
-    stored = ds.data_path(event.new_data.physical_hash)
-    assert physical_hash_file(stored) == event.new_data.physical_hash
+    stored = ds.data_path(new_data.physical_hash)
+    assert physical_hash_file(stored) == new_data.physical_hash

@@ -51,6 +51,14 @@ def table(schema: pa.Schema, *records: tuple[Any, ...]) -> pa.Table:
     return pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in records], schema)
 
 
+def append(ds: Dataset, data: pa.Table, *, day: int = 1) -> bool:
+    """``write`` with Append at system time 2030-01-``day`` (event time 2000-01-01 for
+    records without one)."""
+    return write(
+        ds, MergeStrategyAppend(), data, system_time=utc(2030, 1, day), event_time=utc(2000, 1, 1)
+    )
+
+
 def write(
     ds: Dataset,
     strategy: MergeStrategy,
@@ -250,13 +258,7 @@ def test_null_event_times_get_the_fallback(tmp_path: Path) -> None:
 def test_custom_vocabulary(tmp_path: Path) -> None:
     ds = new_dataset(tmp_path, SOURCE, SetVocab(event_time_column="date", offset_column="idx"))
     schema = pa.schema([("date", pa.timestamp("s")), ("city", pa.string())])
-    write(
-        ds,
-        MergeStrategyAppend(),
-        table(schema, (datetime(2020, 1, 1), "A")),
-        system_time=utc(2030, 1, 1),
-        event_time=utc(2000, 1, 1),
-    )
+    append(ds, table(schema, (datetime(2020, 1, 1), "A")))
     out = all_data(ds)
     assert out.schema.names == ["idx", "op", "system_time", "date", "city"]
     assert add_data_events(ds)[-1].new_watermark == utc(2020, 1, 1)
@@ -280,33 +282,15 @@ def test_bad_input_schema(tmp_path: Path, schema: pa.Schema, message: str) -> No
     ds = new_dataset(tmp_path, SOURCE)
     head = ds.head()
     with pytest.raises(BadInputSchemaError, match=message):
-        write(
-            ds,
-            MergeStrategyAppend(),
-            schema.empty_table(),
-            system_time=utc(2030, 1, 1),
-            event_time=utc(2000, 1, 1),
-        )
+        append(ds, schema.empty_table())
     assert ds.head() == head
 
 
 def test_added_column_writes_a_new_schema_and_other_changes_fail(tmp_path: Path) -> None:
     ds = new_dataset(tmp_path, SOURCE)
-    write(
-        ds,
-        MergeStrategyAppend(),
-        table(CITY_POP, ("A", 1)),
-        system_time=utc(2030, 1, 1),
-        event_time=utc(2000, 1, 1),
-    )
+    append(ds, table(CITY_POP, ("A", 1)))
     wider = CITY_POP.append(pa.field("area", pa.float64()))
-    write(
-        ds,
-        MergeStrategyAppend(),
-        table(wider, ("B", 2, 1.5)),
-        system_time=utc(2030, 1, 2),
-        event_time=utc(2000, 1, 1),
-    )
+    append(ds, table(wider, ("B", 2, 1.5)), day=2)
     assert [decode_arrow_schema(e.schema).names[-1] for e in schema_events(ds)] == [
         "population",
         "area",
@@ -318,33 +302,15 @@ def test_added_column_writes_a_new_schema_and_other_changes_fail(tmp_path: Path)
         [("city", pa.string()), ("population", pa.string()), ("area", pa.float64())]
     )
     with pytest.raises(IncompatibleSchemaError, match="column 'population' changed type"):
-        write(
-            ds,
-            MergeStrategyAppend(),
-            table(changed, ("C", "3", 1.0)),
-            system_time=utc(2030, 1, 3),
-            event_time=utc(2000, 1, 1),
-        )
+        append(ds, table(changed, ("C", "3", 1.0)), day=3)
     assert ds.head() == head
 
 
 def test_nullability_alone_is_not_a_schema_change(tmp_path: Path) -> None:
     ds = new_dataset(tmp_path, SOURCE)
     strict = pa.schema([pa.field("city", pa.string(), nullable=False), ("population", pa.int64())])
-    write(
-        ds,
-        MergeStrategyAppend(),
-        table(strict, ("A", 1)),
-        system_time=utc(2030, 1, 1),
-        event_time=utc(2000, 1, 1),
-    )
-    write(
-        ds,
-        MergeStrategyAppend(),
-        table(CITY_POP, ("B", 2)),
-        system_time=utc(2030, 1, 2),
-        event_time=utc(2000, 1, 1),
-    )
+    append(ds, table(strict, ("A", 1)))
+    append(ds, table(CITY_POP, ("B", 2)), day=2)
     assert len(schema_events(ds)) == 1
     assert all_data(ds).num_rows == 2
 
