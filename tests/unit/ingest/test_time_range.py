@@ -68,7 +68,7 @@ def test_years_1_to_9999_are_ingested_and_shown(tmp_path: Path, kind: str) -> No
     assert data.column("t").to_pylist() == [v for _, v in TIMES]
     add_data = add_data_events(ds)[-1]
     assert add_data.new_watermark == datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
-    assert "watermark=9999-12-31T23:59:59.999000" in describe_event(add_data)
+    assert "watermark=9999-12-31T23:59:59.999Z" in describe_event(add_data)
     out = io.StringIO()
     render_rows(table_rows(data), data.column_names, "csv", out=out)
     assert [line.split(",")[3] for line in out.getvalue().splitlines()[1:]] == [
