@@ -43,6 +43,7 @@ def _shape(*positionals: str, many: bool = False, valued: str = "") -> Shape:
 
 _FORMAT = "-o --output-format"
 _TRANSFER = "--allow-origin --ca-file --max-object-size --parallel --token-file"
+_WAIT = "--wait-timeout"
 
 GRAMMAR: dict[tuple[str, ...], Shape] = {
     ("block",): _shape(),
@@ -55,12 +56,12 @@ GRAMMAR: dict[tuple[str, ...], Shape] = {
     ("add",): _shape(OTHER, many=True),
     ("list",): _shape(valued=_FORMAT),
     ("ls",): _shape(valued=_FORMAT),
-    ("delete",): _shape(DATASET, many=True),
-    ("rm",): _shape(DATASET, many=True),
-    ("reset",): _shape(DATASET, OTHER),
-    ("compact",): _shape(DATASET, valued="--max-records"),
-    ("rename",): _shape(DATASET, OTHER),
-    ("mv",): _shape(DATASET, OTHER),
+    ("delete",): _shape(DATASET, many=True, valued=_WAIT),
+    ("rm",): _shape(DATASET, many=True, valued=_WAIT),
+    ("reset",): _shape(DATASET, OTHER, valued=_WAIT),
+    ("compact",): _shape(DATASET, valued=f"--max-records {_WAIT}"),
+    ("rename",): _shape(DATASET, OTHER, valued=_WAIT),
+    ("mv",): _shape(DATASET, OTHER, valued=_WAIT),
     ("log",): _shape(DATASET, valued=f"-n --limit {_FORMAT}"),
     ("tail",): _shape(DATASET, valued=f"-n --num-records -s --skip {_FORMAT}"),
     ("inspect",): _shape(),
@@ -70,10 +71,10 @@ GRAMMAR: dict[tuple[str, ...], Shape] = {
     ("inspect", "transactions"): _shape(DATASET, valued=_FORMAT),
     ("inspect", "info"): _shape(DATASET, valued=_FORMAT),
     ("ingest",): _shape(
-        DATASET, OTHER, many=True, valued="--event-time --input-format --source-name"
+        DATASET, OTHER, many=True, valued=f"--event-time --input-format --source-name {_WAIT}"
     ),
-    ("set-watermark",): _shape(DATASET, OTHER),
-    ("pull",): _shape(PULLABLE, many=True, valued=f"--as --system-time {_TRANSFER}"),
+    ("set-watermark",): _shape(DATASET, OTHER, valued=_WAIT),
+    ("pull",): _shape(PULLABLE, many=True, valued=f"--as --system-time {_TRANSFER} {_WAIT}"),
     ("push",): _shape(DATASET, valued=f"--to {_TRANSFER}"),
     ("detach",): _shape(DATASET),
     ("trust",): _shape(DATASET),
@@ -81,7 +82,9 @@ GRAMMAR: dict[tuple[str, ...], Shape] = {
     ("repo", "add"): _shape(OTHER, OTHER),
     ("repo", "list"): _shape(valued=_FORMAT),
     ("repo", "delete"): _shape(REPO),
-    ("set-transform",): _shape(DATASET, valued="--engine --file --input --query --version"),
+    ("set-transform",): _shape(
+        DATASET, valued=f"--engine --file --input --query --version {_WAIT}"
+    ),
     ("verify",): _shape(DATASET, many=True, valued=_FORMAT),
     ("sql",): _shape(valued=f"--as-of -c --command -i --input -n --limit -f --script {_FORMAT}"),
     ("export",): _shape(DATASET, valued="--format --output --partition-size"),
@@ -133,6 +136,8 @@ CONFIG_KEYS = (
     "daemon.httpMaxConnections",
     "daemon.httpMaxConnectionsPerClient",
     "daemon.schedules",
+    "ingest.csvColumnsByPosition",
+    "writers.waitTimeout",
 )
 """``coordinator.config.SETTINGS``' keys (importing it costs a TAB 20 ms); tested equal."""
 
