@@ -171,6 +171,13 @@ class Workspace:
         name = _dataset_name(snapshot.name)
         if self._path_of_name(name) is not None:
             raise AlreadyExistsError(f"dataset {name!r} already exists")
+        most = os.pathconf(self.odf_dir, "PC_NAME_MAX")
+        if len(name.encode()) > most:
+            raise ValidationError(
+                f"{len(name.encode())} bytes long: a dataset's directory name holds at most"
+                f" {most} here",
+                path="name",
+            )
         from common.odf.events import Seed
         from common.odf.identity import DatasetID
         from coordinator.dataset.snapshot_events import check_snapshot_chain, snapshot_events

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from common.odf.errors import ValidationError
+from common.odf.errors import OdfError, ValidationError
 from coordinator.cli.output import add_output_format_argument, render_rows
 from coordinator.config import (
     SETTINGS,
@@ -68,8 +68,9 @@ def cmd_set(args: argparse.Namespace) -> int:
 
 def _check_datasets_exist(ws: Workspace, key: str, config: WorkspaceConfig) -> None:
     """A key that names datasets (``daemon.schedules``...) names datasets of the workspace."""
-    names = config.dataset_names().get(key, ())
-    existing = {p.name.lower() for p in ws.dataset_dirs()}
-    for name in names:
-        if name.lower() not in existing:
-            raise ValidationError(f"dataset {name!r} not found in the workspace", path=key)
+    for name in config.dataset_names().get(key, ()):
+        try:
+            ws.dataset_path(name)  # a name, or a did:odf id
+        except OdfError as e:  # not found, or not a dataset reference at all
+            reason = e.reason if isinstance(e, ValidationError) else str(e)
+            raise ValidationError(reason, path=key) from None

@@ -231,6 +231,11 @@ def test_add_of_several_files_checks_all_then_adds_all_or_none(tmp_path: Path) -
     line = fails(tmp_path, "add", "c.yaml", "a.yaml", "d.yaml")
     assert line.startswith("error: d.yaml: metadata[0].inputs[0].datasetRef: input dataset 'nope'")
     assert ok(tmp_path, "list", "-o", "json") == "[]\n"
+    (tmp_path / "long.yaml").write_text(cities("x" * 300))  # a name no directory can have
+    line = fails(tmp_path, "add", "a.yaml", "long.yaml")
+    assert line == (
+        "error: long.yaml: name: 300 bytes long: a dataset's directory name holds at most 255 here"
+    )
     (tmp_path / "b.yaml").write_text(root("b", ["event_time TIMESTAMP", "a STRING"]))
     out = ok(tmp_path, "add", "c.yaml", "b.yaml", "a.yaml")
     added = [line.split()[1] for line in out.splitlines()]
