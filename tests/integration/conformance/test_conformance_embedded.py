@@ -6,6 +6,7 @@ a failure naming the rule."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -123,3 +124,18 @@ def test_arrow_ipc_exchange(engine: EngineUnderTest, name: str) -> None:
     """Our coordinator's exchange: Arrow IPC input files and an ``.arrow`` output path."""
     [case] = [c for c in CASES if c.name == name]
     assert_conforms(engine, case, RunOptions(exchange=Exchange.ARROW))
+
+
+def test_a_known_difference_that_passes_fails_and_one_that_holds_is_reported(
+    engine: EngineUnderTest,
+) -> None:
+    [passing] = load_cases(pattern="offsets-start-at-next-offset")
+    result = run_case(engine, replace(passing, known_difference="a difference since fixed"))
+    assert result.status is Status.FAILED
+    assert result.rules == ("known-difference",)
+    assert "remove knownDifference" in result.summary()
+    [known] = [c for c in CASES if c.known_difference is not None][:1]
+    result = run_case(engine, known)
+    assert result.status is Status.KNOWN_DIFFERENCE
+    assert result.failures  # what differs is kept for the report
+    assert result.summary() == f"known difference: {known.known_difference}"
