@@ -61,6 +61,10 @@ class StatefulPlan:
     """How far behind the input watermark a row may still be emitted: an interval join
     matches (or, outer, gives up on) a row up to its bound after the row's event time, so the
     output watermark is held back by the join's widest bound."""
+    points: bool = False
+    """An operator keeps state per event time itself, not per window of it (GROUP BY
+    event_time, DISTINCT over it): it closes a key only once the watermark is past it
+    (``watermark.spark_eviction_watermark``)."""
 
 
 def stateful_plan(df: DataFrame) -> StatefulPlan:
@@ -95,7 +99,8 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
             aggregates.append(node)
     unbounded = [a for a in aggregates if not _has_event_time_key(a)]
     if not unbounded:
-        return StatefulPlan(Mode.APPEND, lag=lag)
+        points = any(_has_event_time_point_key(a) for a in aggregates)
+        return StatefulPlan(Mode.APPEND, lag=lag, points=points)
     return StatefulPlan(Mode.CHANGELOG, _changelog_keys(root, unbounded[0]), lag=lag)
 
 
@@ -218,6 +223,16 @@ def _has_event_time_key(aggregate: Any) -> bool:
         for e in seq(aggregate.groupingExpressions())
         for a in seq(e.references().toSeq())
     )
+
+
+def _has_event_time_point_key(aggregate: Any) -> bool:
+    """Whether the aggregate is keyed by a watermarked event time itself (a timestamp), not
+    by a window of it (a struct)."""
+    if str(aggregate.nodeName()) == "Distinct":
+        keys = list(seq(aggregate.output()))
+    else:
+        keys = [e for e in seq(aggregate.groupingExpressions()) if is_attribute(e)]
+    return any(_has_watermark(a) and str(a.dataType().typeName()) == "timestamp" for a in keys)
 
 
 def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:

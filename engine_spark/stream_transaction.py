@@ -41,7 +41,7 @@ from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode, stateful_plan
 from engine_spark.topn_recompute import TopN, top_n, with_kept
-from engine_spark.watermark import input_watermark, is_late
+from engine_spark.watermark import input_watermark, is_late, spark_output_margin
 from engine_spark.window_recompute import (
     WindowAggregate,
     closing_windows,
@@ -237,10 +237,13 @@ def run_stream_transaction(
     if carried is not None and carried.runner != cp.SPARK_STREAMING:
         raise runner_mismatch(f"streaming state of the {carried.runner!r} runner")
     clock = streaming.PhaseClock()
-    transaction = streaming.restore(area, carried, session, streaming.spark_watermark(inputs))
+    transaction = streaming.restore(area, carried, session)
     clock.lap("restore")
+    staged = []
     for inp in inputs:
-        schema = streaming.stage_input(area, inp, transaction)
+        rows, schema = streaming.new_records(inp.request)
+        staged.append((inp, rows))
+        (area.inputs / inp.directory).mkdir(exist_ok=True)  # its files once planned
         view = streaming.stream_view(
             session,
             area,
@@ -250,11 +253,14 @@ def run_stream_transaction(
             previous_watermark=inp.previous_watermark,
         )
         register_view(view, inp.request.query_alias)
-    clock.lap("stage")
     streaming.configure(session)
     result = run_steps(session, request.transform)
     plan = stateful_plan(result)
     clock.lap("plan")
+    streaming.preset_watermarks(area, inputs, points=plan.points)
+    for inp, rows in staged:
+        streaming.stage_input(area, inp, rows, transaction, points=plan.points)
+    clock.lap("stage")
     batches = [t.cast(arrow_schema) for t in streaming.run_query(result, area, plan.mode)]
     clock.lap("run")
     files = stream_state.pack(area.checkpoint, area.inputs)
@@ -296,7 +302,9 @@ def run_stream_transaction(
         state_bytes=stream_state.total_size(files),
         **clock.laps,
     )
-    return StreamRun(table, columns, state, plan.lag)
+    known = [i.watermark for i in inputs if i.watermark is not None]
+    margin = spark_output_margin(min(known), points=plan.points) if known else timedelta(0)
+    return StreamRun(table, columns, state, plan.lag + margin)
 
 
 def in_value_order(table: pa.Table, columns: OutputColumns) -> pa.Table:

@@ -6,19 +6,21 @@ request's work area. The transaction's new records are written there as one Parq
 once), followed by a marker row. Every row carries the input's ODF watermark in an extra
 column that drives Spark's watermark:
 
-    scan -> [event_time > previous watermark, markers kept]   (late records are dropped)
-         -> withWatermark(extra column, 0 s)                  (Spark's watermark = ODF's)
+    scan -> [not is_late(event_time, previous watermark), markers kept]
+         -> withWatermark(extra column, 0 s)    (Spark's watermark from ODF's: watermark.py)
          -> [markers dropped, behind a nondeterministic condition that stops Spark from
              pushing the user's filters below the watermark operator, where they would drop
              the marker first]
          -> event_time re-aliased with Spark's event-time metadata, extra columns dropped
 
 so the user's ``window(event_time, ...)``, ``session_window`` and event-time join bounds are
-bounded by exactly the watermark the coordinator sent. The query runs with
-``Trigger.AvailableNow`` as one micro-batch, whose eviction watermark is preset to the
-transaction's new watermark (``restore``): a transaction that carries only a watermark
-advance closes windows too. Spark's checkpoint directory is restored from the
-ODF checkpoint before the run and packed into it after (``stream_state.py``).
+bounded by exactly the watermark the coordinator sent (Spark's ``<=`` comparisons in whole
+milliseconds made to follow the ODF rules: ``watermark.spark_late_watermark`` and
+``spark_eviction_watermark``). The query runs with ``Trigger.AvailableNow`` as one
+micro-batch, whose watermarks are preset (``preset_watermarks``): a transaction that
+carries only a watermark advance closes windows too. Spark's checkpoint directory is
+restored from the ODF checkpoint before the run and packed into it after
+(``stream_state.py``).
 
 The global watermark is the minimum over inputs; an input that has records but no watermark
 yet holds stateful operators back at the epoch, and so holds the output watermark back.
@@ -59,7 +61,7 @@ from engine_spark.schema_mapping import spark_input_schema, spark_input_table
 from engine_spark.spark_errors import query_errors, user_message
 from engine_spark.staging import spark_values
 from engine_spark.stateful import WATERMARK_METADATA_KEY, Mode
-from engine_spark.watermark import is_late
+from engine_spark.watermark import is_late, spark_eviction_watermark, spark_late_watermark
 
 log = structlog.get_logger("engine_spark.streaming")
 
@@ -152,20 +154,8 @@ def work_area() -> Iterator[WorkArea]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def restore(
-    area: WorkArea,
-    state: StreamState | None,
-    session: SparkSession,
-    watermark: datetime | None,
-) -> int:
-    """Unpack the previous state (or start afresh); the number of transactions run so far.
-
-    ``watermark``: Spark's watermark after this transaction (the minimum over the streamed
-    inputs). It is set as the watermark the next micro-batch evicts with, the one Spark keeps
-    in its commit log for a restart: the batch with the transaction's records then drops late
-    records by the previous watermark (Spark's watermark for late events) and closes windows
-    and evicts join state by this one, and no extra batch without data is needed.
-    """
+def restore(area: WorkArea, state: StreamState | None, session: SparkSession) -> int:
+    """Unpack the previous state (or start afresh); the number of transactions run so far."""
     if state is None:
         stream_state.fresh(area.checkpoint)
         return 0
@@ -176,9 +166,26 @@ def restore(
             "between Spark versions; replay the dataset with the engine that wrote it"
         )
     stream_state.unpack(state.files, area.checkpoint, area.inputs)
-    if watermark is not None:
-        stream_state.advance_next_watermark(area.checkpoint, _millis(watermark))
     return state.transactions
+
+
+def preset_watermarks(area: WorkArea, inputs: Sequence[StreamInput], *, points: bool) -> None:
+    """Set the watermarks the transaction's micro-batch runs with in the restored checkpoint.
+
+    Eviction: the one Spark's last commit hands the next micro-batch (what a restarted query
+    closes windows and evicts join state with) becomes this transaction's
+    (``spark_eviction_watermark`` of ``spark_watermark``), so the batch with the records
+    closes what the new watermark closes and no extra batch without data is needed. Late
+    records: Spark drops those at or below the last batch's watermark, so that one is lowered
+    below the previous watermark (``spark_late_watermark``): a record exactly at it is on
+    time (``is_late``). Nothing to do before a query's first batch."""
+    upto = spark_watermark(inputs)
+    if upto is not None:
+        evict = spark_eviction_watermark(upto, points=points)
+        stream_state.advance_next_watermark(area.checkpoint, _millis(evict))
+    previous = previous_spark_watermark(inputs)
+    if previous is not None and previous > _EPOCH:
+        stream_state.lower_last_watermark(area.checkpoint, _millis(spark_late_watermark(previous)))
 
 
 def spark_watermark(inputs: Sequence[StreamInput]) -> datetime | None:
@@ -196,18 +203,17 @@ def _millis(value: datetime) -> int:
     return (value - _EPOCH) // timedelta(milliseconds=1)
 
 
-def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructType:
-    """Write the input's new records and its watermark marker; its Spark schema.
-
-    InvalidQuery when the records hold a retraction or correction (``retractions.py``)."""
-    rows, spark_schema = new_records(inp.request)
+def stage_input(
+    area: WorkArea, inp: StreamInput, rows: pa.Table, transaction: int, *, points: bool
+) -> None:
+    """Write the input's new records (``new_records``) and its watermark marker, which moves
+    Spark's watermark to the input's eviction watermark (``spark_eviction_watermark``)."""
     directory = area.inputs / inp.directory
     directory.mkdir(exist_ok=True)
     # A marker every transaction, also without records or watermark: Spark forgets on restart
     # which inputs it heard from, and an input it does not hear from does not hold it back.
-    marked = _with_marker(rows, inp.watermark or _EPOCH)
+    marked = _with_marker(rows, spark_eviction_watermark(inp.watermark or _EPOCH, points=points))
     pq.write_table(marked, directory / f"tx-{transaction:012d}.parquet", compression="none")
-    return spark_schema
 
 
 def empty_input(area: WorkArea, name: str, schema: pa.Schema) -> StructType:
