@@ -41,6 +41,7 @@ from engine_spark.jvm_plan import (
     unalias,
     walk,
 )
+from engine_spark.spark_errors import QUERY_CONDITIONS
 
 WATERMARK_METADATA_KEY = "spark.watermarkDelayMs"
 """Spark's (internal) column metadata marking an event-time column bounded by a watermark
@@ -96,6 +97,7 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
         if name == "Join" and bool(node.isStreaming()) and _check_bounded_join(node):
             lag = max(lag, _join_lag(jvm, node))
         if name in ("Aggregate", "Distinct") and bool(node.isStreaming()):
+            _check_one_event_time(node)
             aggregates.append(node)
     unbounded = [a for a in aggregates if not _has_event_time_key(a)]
     if not unbounded:
@@ -225,14 +227,32 @@ def _has_event_time_key(aggregate: Any) -> bool:
     )
 
 
+def _check_one_event_time(aggregate: Any) -> None:
+    """InvalidQuery when the aggregation is keyed by more than one watermarked event time
+    (Spark fails the stream with MULTIPLE_EVENT_TIME_COLUMNS; said here, from the plan)."""
+    marked = [str(a.name()) for a in _key_columns(aggregate) if _has_watermark(a)]
+    if len(marked) > 1:
+        raise InvalidQueryError(
+            f"{QUERY_CONDITIONS['MULTIPLE_EVENT_TIME_COLUMNS']}: it is keyed by the event-time "
+            f"columns {', '.join(repr(m) for m in marked)} [MULTIPLE_EVENT_TIME_COLUMNS]"
+        )
+
+
 def _has_event_time_point_key(aggregate: Any) -> bool:
     """Whether the aggregate is keyed by a watermarked event time itself (a timestamp), not
     by a window of it (a struct)."""
+    return any(
+        _has_watermark(a) and str(a.dataType().typeName()) == "timestamp"
+        for a in _key_columns(aggregate)
+    )
+
+
+def _key_columns(aggregate: Any) -> list[Any]:
+    """The columns an aggregation keeps state by: a DISTINCT's every output column, else its
+    grouping expressions that are columns."""
     if str(aggregate.nodeName()) == "Distinct":
-        keys = list(seq(aggregate.output()))
-    else:
-        keys = [e for e in seq(aggregate.groupingExpressions()) if is_attribute(e)]
-    return any(_has_watermark(a) and str(a.dataType().typeName()) == "timestamp" for a in keys)
+        return list(seq(aggregate.output()))
+    return [e for e in seq(aggregate.groupingExpressions()) if is_attribute(e)]
 
 
 def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:

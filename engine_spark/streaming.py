@@ -280,9 +280,14 @@ def configure(session: SparkSession) -> None:
 def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
     """Run the query over what is staged; each micro-batch's output, in batch order."""
     batches: list[tuple[int, pa.Table]] = []
+    failed: list[Exception] = []
 
     def collect(df: DataFrame, batch_id: int) -> None:
-        batches.append((batch_id, df.toArrow()))
+        try:
+            batches.append((batch_id, df.toArrow()))
+        except Exception as e:  # Spark reports it wrapped twice, its cause out of reach
+            failed.append(e)
+            raise
 
     output_mode = "append" if mode is Mode.APPEND else "update"
     try:
@@ -305,7 +310,12 @@ def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
     )
     try:
         with query_errors(None, in_step=False):
-            query.awaitTermination()
+            try:
+                query.awaitTermination()
+            except Exception as e:
+                if failed:  # the batch's own error (the query's fault or the engine's)
+                    raise failed[0] from e
+                raise
     finally:
         remove()
     if control is not None:
