@@ -8,8 +8,9 @@ table of what is the query's fault (``fault``):
   streaming analysis errors: two event-time columns under a stateful operator, a window
   function or an operator Spark cannot run incrementally, a stateful operator without a
   watermark, Spark's unsupported-operation check), each with the construct it names;
-* the conditions in ``ENGINE_CONDITIONS`` are the engine's although their SQLSTATE class says
-  otherwise (its streaming checkpoint and state store, which the query does not write);
+* the conditions in ``ENGINE_CONDITIONS`` (and ``..._PREFIXES``) are the engine's although
+  their SQLSTATE class says otherwise (its streaming checkpoint and state store, which the
+  query does not write);
 * a condition in ``WRAPPER_CONDITIONS`` (a streaming query that failed, an error in the
   engine's own batch function) is whatever its cause is;
 * any other condition is the query's when its SQLSTATE class is in
@@ -56,15 +57,17 @@ QUERY_CONDITIONS: Mapping[str, str] = {
 """Conditions caused by the query whatever their SQLSTATE, with the construct each names."""
 
 ENGINE_CONDITIONS = frozenset(
-    {
-        "STREAMING_CHECKPOINT_MISSING_METADATA_FILE",
-        "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
-        "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
-        "STREAM_STREAM_JOIN_INCOMPATIBLE_STATE_STORE_CONFIGS",
-    }
+    {"ILLEGAL_STATE_STORE_VALUE", "STREAM_STREAM_JOIN_INCOMPATIBLE_STATE_STORE_CONFIGS"}
 )
-"""Conditions in a query's SQLSTATE class (42) that are the engine's: its streaming
-checkpoint and state-store settings, which the query does not choose."""
+ENGINE_CONDITION_PREFIXES = (
+    "STATE_STORE_",
+    "STDS_",
+    "STREAMING_CHECKPOINT_",
+    "STREAMING_STATEFUL_OPERATOR_",
+)
+"""Conditions in a query's SQLSTATE class (42) that are the engine's (the names above, and
+those starting with a prefix): its streaming checkpoint, state store and their settings,
+which the query does not choose."""
 
 WRAPPER_CONDITIONS = frozenset({"STREAM_FAILED", "FOREACH_BATCH_USER_FUNCTION_ERROR"})
 """Conditions that carry another error: the fault is their cause's."""
@@ -110,6 +113,8 @@ def is_query_fault(condition: str | None, state: str | None) -> bool:
     if condition in QUERY_CONDITIONS:
         return True
     if condition in ENGINE_CONDITIONS or condition in WRAPPER_CONDITIONS:
+        return False
+    if condition is not None and condition.startswith(ENGINE_CONDITION_PREFIXES):
         return False
     return state is not None and state[:2] in USER_SQLSTATE_CLASSES
 

@@ -12,7 +12,7 @@ from common.engine_rpc import engine_pb2, engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from common.serde import flatbuffers_codec as codec
 from tests.integration.engine import client
-from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql, validate_request
 
 pytestmark = [pytest.mark.spark, pytest.mark.grpc]
 
@@ -143,3 +143,44 @@ def test_internal_error_has_a_backtrace_and_the_server_keeps_serving(
 
     response = client.transform(engine_stub, out.request([cities]))
     assert isinstance(response, ep.TransformResponseSuccess)
+
+
+STREAM_QUERY_FAULTS = [
+    pytest.param(
+        "SELECT DISTINCT a.event_time, a.city, b.event_time AS seen FROM cities a "
+        "LEFT JOIN cities b ON a.city = b.city "
+        "AND b.event_time BETWEEN a.event_time AND a.event_time + INTERVAL 1 HOUR",
+        ["MULTIPLE_EVENT_TIME_COLUMNS", "more than one event-time column", "'seen'"],
+        id="self-join-two-event-times",
+    ),
+    pytest.param(
+        "SELECT a.event_time, a.city FROM cities a JOIN "
+        "(SELECT city, event_time + INTERVAL 0 SECONDS AS t FROM cities) b "
+        "ON a.city = b.city AND b.t BETWEEN a.event_time AND a.event_time + INTERVAL 1 HOUR",
+        ["a join of two streams needs an event-time bound"],
+        id="join-input-without-event-time",
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "words"), STREAM_QUERY_FAULTS)
+def test_a_stateful_query_fault_is_invalid_query_at_validation_and_execution(
+    engine_stub: engine_pb2_grpc.EngineStub,
+    workdir: Path,
+    cities: ep.TransformRequestInput,
+    query: str,
+    words: list[str],
+) -> None:
+    """Issue 28's examples: the plan shows the fault, so ValidateQuery refuses the query, and
+    so does ExecuteTransform (once Spark failed the stream with it: an InternalError)."""
+    validated = client.validate(engine_stub, validate_request(sql(query)))
+    assert isinstance(validated, ep.ValidateQueryResponseInvalidQuery), validated
+    out = OutputDataset(workdir / "out", "bad", sql(query))
+    req = out.request([cities])
+    response = client.transform(engine_stub, req)
+    assert isinstance(response, ep.TransformResponseInvalidQuery), response
+    for message in (validated.message, response.message):
+        for word in words:
+            assert word in message
+        assert "\n+- " not in message and "JVM" not in message
+    assert not Path(req.new_data_path).exists()
