@@ -26,7 +26,7 @@ from pyspark.sql.types import TimestampType
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
 from engine_spark import checkpoint as cp
-from engine_spark import stream_state, streaming
+from engine_spark import stream_state, streaming, window_recompute
 from engine_spark.asof_join import as_of_join
 from engine_spark.changelog import changelog
 from engine_spark.errors import InputDataError, InvalidQueryError
@@ -304,7 +304,22 @@ def run_stream_transaction(
     )
     known = [i.watermark for i in inputs if i.watermark is not None]
     margin = spark_output_margin(min(known), points=plan.points) if known else timedelta(0)
-    return StreamRun(table, columns, state, plan.lag + margin)
+    lag = max(plan.lag, _window_lag(result, inputs, request.vocab.event_time_column))
+    return StreamRun(table, columns, state, lag + margin)
+
+
+def _window_lag(
+    result: DataFrame, inputs: Sequence[streaming.StreamInput], output_event_time: str
+) -> timedelta:
+    """A window aggregation's lag under Structured Streaming, as ``window_recompute`` reads it
+    (0 labelled by its end, its width by its start); 0 when it reads none."""
+    names = {i.request.vocab.event_time_column for i in inputs}
+    if len(names) != 1:
+        return timedelta(0)
+    aliases = frozenset(i.request.query_alias for i in inputs)
+    with query_errors(None, in_step=False):
+        found = window_recompute.window_aggregate(result, names.pop(), aliases, output_event_time)
+    return found.lag if found is not None else timedelta(0)
 
 
 def in_value_order(table: pa.Table, columns: OutputColumns) -> pa.Table:

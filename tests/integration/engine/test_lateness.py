@@ -105,6 +105,22 @@ def join(bound: str) -> Any:
     )
 
 
+def v(h: float, user: str) -> dict[str, Any]:
+    return {"event_time": at(h), "user": user, "page": "p"}
+
+
+def c(h: float, user: str, ad: str) -> dict[str, Any]:
+    return {"event_time": at(h), "user": user, "ad": ad}
+
+
+def join_pipeline(
+    engine: SparkEngine, workdir: Path, transform: Any
+) -> tuple[InputDataset, InputDataset, Pipeline]:
+    views = InputDataset(workdir / "views", "views", VIEWS)
+    clicks = InputDataset(workdir / "clicks", "clicks", CLICKS)
+    return views, clicks, Pipeline(engine, OutputDataset(workdir / "out", "joined", transform))
+
+
 INCLUSIVE = "c.event_time BETWEEN v.event_time AND v.event_time + INTERVAL 1 HOUR"
 STRICT = "c.event_time >= v.event_time AND c.event_time < v.event_time + INTERVAL 1 HOUR"
 
@@ -117,16 +133,7 @@ def test_join_records_at_the_previous_watermark_match_and_the_output_watermark_i
 ) -> None:
     """An inner interval join: an inclusive bound of an hour holds the output watermark back
     by exactly an hour, a strict one by a microsecond less."""
-    views = InputDataset(workdir / "views", "views", VIEWS)
-    clicks = InputDataset(workdir / "clicks", "clicks", CLICKS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "joined", join(bound)))
-
-    def v(h: float, user: str) -> dict[str, Any]:
-        return {"event_time": at(h), "user": user, "page": "p"}
-
-    def c(h: float, user: str, ad: str) -> dict[str, Any]:
-        return {"event_time": at(h), "user": user, "ad": ad}
-
+    views, clicks, pipe = join_pipeline(spark_engine, workdir, join(bound))
     views.append([v(0, "u1")], watermark=at(1))
     clicks.append([c(0.5, "u9", "z")], watermark=at(1))
     assert pipe.run(views.take(), clicks.take()) == []
@@ -201,31 +208,37 @@ def events(rows: list[dict[str, Any]], *names: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize(
-    "query",
-    [
-        "SELECT window.end AS event_time, sensor, count(*) AS n "
-        "FROM readings GROUP BY window(event_time, '1 day'), sensor",
-        "SELECT window.end AS event_time, sensor, count(*) AS n "
-        "FROM readings GROUP BY window(event_time, '1 day', '12 hours'), sensor",
-    ],
-    ids=["tumbling", "hopping"],
+    ("label", "slide"),
+    [("end", ""), ("start", ""), ("end", ", '12 hours'"), ("start", ", '12 hours'")],
+    ids=["tumbling-end", "tumbling-start", "hopping-end", "hopping-start"],
 )
 def test_windows_run_as_structured_streaming_count_a_record_at_the_previous_watermark(
-    spark_engine: SparkEngine, workdir: Path, query: str, monkeypatch: pytest.MonkeyPatch
+    spark_engine: SparkEngine,
+    workdir: Path,
+    label: str,
+    slide: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Windows on the streaming runner (as a carried-on Spark state runs them): a record at
     the previous watermark is counted, one a microsecond earlier is not; a window closes in
-    the transaction whose watermark reaches its end."""
+    the transaction whose watermark reaches its end; labelled by its start, the output
+    watermark lags by the width."""
+    query = (
+        f"SELECT window.{label} AS event_time, sensor, count(*) AS n "
+        f"FROM readings GROUP BY window(event_time, '1 day'{slide}), sensor"
+    )
     readings, pipe = over_readings(spark_engine, workdir, sql(query))
-    with monkeypatch.context() as patched:
+    with monkeypatch.context() as patched:  # the first transaction chooses the runner
         patched.setattr(stream_transaction, "window_aggregate", lambda *_: None)
         readings.append([reading(1, "a", 1)], watermark=at(2))
         assert pipe.run(readings.take()) == []
     readings.append([reading(2, "a", 1), reading(2 - US / timedelta(hours=1), "a", 1)])
     assert pipe.run(readings.take()) == []
     readings.append([reading(2, "a", 1)], watermark=at(24))
-    assert counts(pipe.run(readings.take()))[-1] == (at(24), "a", 3)
-    assert pipe.watermarks == [at(2), at(2), at(24)]
+    day = at(24) if label == "end" else at(0)
+    assert counts(pipe.run(readings.take()))[-1] == (day, "a", 3)
+    lag = timedelta(0) if label == "end" else timedelta(days=1)
+    assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
     assert runner(pipe) == cp.SPARK_STREAMING
 
 
@@ -275,20 +288,11 @@ def test_an_outer_join_matches_records_at_the_previous_watermark(
     inputs' previous watermark (1h) match (u1's view at 0h under the inclusive bound, u2's at
     1h); u3's view a microsecond before it is late; u1 is not given up as unmatched. The
     output watermark lags by the bound, exactly."""
-    views = InputDataset(workdir / "views", "views", VIEWS)
-    clicks = InputDataset(workdir / "clicks", "clicks", CLICKS)
     outer = sql(
         "SELECT v.event_time, v.user, v.page, c.ad FROM views v LEFT JOIN clicks c "
         f"ON v.user = c.user AND {INCLUSIVE}"
     )
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "joined", outer))
-
-    def v(h: float, user: str) -> dict[str, Any]:
-        return {"event_time": at(h), "user": user, "page": "p"}
-
-    def c(h: float, user: str, ad: str) -> dict[str, Any]:
-        return {"event_time": at(h), "user": user, "ad": ad}
-
+    views, clicks, pipe = join_pipeline(spark_engine, workdir, outer)
     views.append([v(0, "u1")], watermark=at(1))
     clicks.append([c(0.5, "u9", "z")], watermark=at(1))
     assert pipe.run(views.take(), clicks.take()) == []
