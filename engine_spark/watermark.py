@@ -11,6 +11,14 @@ The two rules every runner applies (``engine_spark/README.md``, semantics):
   window labelled by its start lags by its width, an interval join by its bound), with no
   engine margin added.
 
+Spark's Structured Streaming (``streaming.py``) keeps its watermark in whole milliseconds and
+compares with ``<=``: it drops a record as late when its event time is at or below the
+previous batch's watermark, and closes a window (evicts a key) when its end (the key's event
+time) is at or below the current one. The runner hands Spark watermarks that make those
+comparisons say what the rules above say (``spark_late_watermark``,
+``spark_eviction_watermark``); records late by the ODF rule are dropped before Spark sees
+them, so Spark's own late filter only has to drop nothing more.
+
 An input's watermark is the newest of its explicit watermarks in this request and the one
 carried in the previous checkpoint; watermarks never move back. The output watermark is the
 minimum over the inputs that have one (an input that never had a watermark does not hold the
@@ -22,7 +30,7 @@ watermark that decreases.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from common.odf.fragments import Watermark
@@ -62,3 +70,43 @@ def output_watermark(
     if previous is not None and previous > current:
         return previous
     return current
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+_US = timedelta(microseconds=1)
+
+
+def _below_in_ms(value: datetime) -> datetime:
+    """The greatest whole millisecond strictly below ``value``."""
+    return _EPOCH + ((value - _EPOCH - _US) // _MS) * _MS
+
+
+def spark_late_watermark(previous: datetime) -> datetime:
+    """The watermark (whole ms) Spark's late filter (``event time <= it``) must use so that it
+    drops no record that ``is_late`` keeps: the greatest millisecond below ``previous``."""
+    return _below_in_ms(previous)
+
+
+def spark_eviction_watermark(watermark: datetime, *, points: bool) -> datetime:
+    """The watermark (whole ms) Spark closes windows and evicts keys with (``end <= it``).
+
+    A window ``[start, end)`` is complete once the watermark reaches its end, so windows
+    close by the watermark truncated to the millisecond (Spark's windows end on whole
+    milliseconds). A key that is an event time itself (``points``: GROUP BY event_time,
+    DISTINCT) is complete only once the watermark is *past* it (a record at the watermark is
+    on time): the greatest millisecond below the watermark."""
+    if points:
+        return _below_in_ms(watermark)
+    return _EPOCH + ((watermark - _EPOCH) // _MS) * _MS
+
+
+def spark_output_margin(watermark: datetime, *, points: bool) -> timedelta:
+    """How far below the inputs' watermark Spark may still emit an output's event time
+    because it evicts only in whole milliseconds (``spark_eviction_watermark``): keys in the
+    open interval between the eviction watermark and ``watermark`` are still held, and an
+    output row for one of them can come later. Zero for windows; for point keys,
+    ``watermark`` less the first microsecond after the eviction watermark (up to 999 us)."""
+    if not points:
+        return timedelta(0)
+    return watermark - (spark_eviction_watermark(watermark, points=True) + _US)

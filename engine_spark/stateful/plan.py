@@ -41,6 +41,7 @@ from engine_spark.jvm_plan import (
     unalias,
     walk,
 )
+from engine_spark.spark_errors import QUERY_CONDITIONS
 
 WATERMARK_METADATA_KEY = "spark.watermarkDelayMs"
 """Spark's (internal) column metadata marking an event-time column bounded by a watermark
@@ -56,6 +57,10 @@ class StatefulPlan:
     """How far behind the input watermark a row may still be emitted: an interval join
     matches (or, outer, gives up on) a row up to its bound after the row's event time, so the
     output watermark is held back by the join's widest bound."""
+    points: bool = False
+    """An operator keeps state per event time itself, not per window of it (GROUP BY
+    event_time, DISTINCT over it): it closes a key only once the watermark is past it
+    (``watermark.spark_eviction_watermark``)."""
 
 
 def stateful_plan(df: DataFrame) -> StatefulPlan:
@@ -87,10 +92,12 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
         if name == "Join" and bool(node.isStreaming()) and _check_bounded_join(node):
             lag = max(lag, _join_lag(jvm, node))
         if name in ("Aggregate", "Distinct") and bool(node.isStreaming()):
+            _check_one_event_time(node)
             aggregates.append(node)
     unbounded = [a for a in aggregates if not _has_event_time_key(a)]
     if not unbounded:
-        return StatefulPlan(Mode.APPEND, lag=lag)
+        points = any(_has_event_time_point_key(a) for a in aggregates)
+        return StatefulPlan(Mode.APPEND, lag=lag, points=points)
     return StatefulPlan(Mode.CHANGELOG, _changelog_keys(root, unbounded[0]), lag=lag)
 
 
@@ -213,6 +220,34 @@ def _has_event_time_key(aggregate: Any) -> bool:
         for e in seq(aggregate.groupingExpressions())
         for a in seq(e.references().toSeq())
     )
+
+
+def _check_one_event_time(aggregate: Any) -> None:
+    """InvalidQuery when the aggregation is keyed by more than one watermarked event time
+    (Spark fails the stream with MULTIPLE_EVENT_TIME_COLUMNS; said here, from the plan)."""
+    marked = [str(a.name()) for a in _key_columns(aggregate) if _has_watermark(a)]
+    if len(marked) > 1:
+        raise InvalidQueryError(
+            f"{QUERY_CONDITIONS['MULTIPLE_EVENT_TIME_COLUMNS']}: it is keyed by the event-time "
+            f"columns {', '.join(repr(m) for m in marked)} [MULTIPLE_EVENT_TIME_COLUMNS]"
+        )
+
+
+def _has_event_time_point_key(aggregate: Any) -> bool:
+    """Whether the aggregate is keyed by a watermarked event time itself (a timestamp), not
+    by a window of it (a struct)."""
+    return any(
+        _has_watermark(a) and str(a.dataType().typeName()) == "timestamp"
+        for a in _key_columns(aggregate)
+    )
+
+
+def _key_columns(aggregate: Any) -> list[Any]:
+    """The columns an aggregation keeps state by: a DISTINCT's every output column, else its
+    grouping expressions that are columns."""
+    if str(aggregate.nodeName()) == "Distinct":
+        return list(seq(aggregate.output()))
+    return [e for e in seq(aggregate.groupingExpressions()) if is_attribute(e)]
 
 
 def _changelog_keys(root: Any, aggregate: Any) -> tuple[str, ...]:

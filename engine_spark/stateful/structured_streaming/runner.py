@@ -14,11 +14,12 @@ column that drives Spark's watermark:
          -> event_time re-aliased with Spark's event-time metadata, extra columns dropped
 
 so the user's ``window(event_time, ...)``, ``session_window`` and event-time join bounds are
-bounded by exactly the watermark the coordinator sent. The query runs with
-``Trigger.AvailableNow`` as one micro-batch, whose eviction watermark is preset to the
-transaction's new watermark (``restore``): a transaction that carries only a watermark
-advance closes windows too. Spark's checkpoint directory is restored from the
-ODF checkpoint before the run and packed into it after (``state.py``).
+bounded by exactly the watermark the coordinator sent (Spark's ``<=`` comparisons in whole
+milliseconds made to follow the ODF rules: ``watermark.spark_late_watermark`` and
+``spark_eviction_watermark``). The query runs with ``Trigger.AvailableNow`` as one
+micro-batch, whose watermarks are preset (``preset_watermarks``): a transaction that
+carries only a watermark advance closes windows too. Spark's checkpoint directory is
+restored from the ODF checkpoint before the run and packed into it after (``state.py``).
 ``StructuredStreamingRunner`` is the runner, the registry's last.
 
 The global watermark is the minimum over inputs; an input that has records but no watermark
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -65,6 +66,7 @@ from engine_spark.stateful.stream_inputs import (
     StreamInput,
     WorkArea,
     new_records,
+    previous_spark_watermark,
     query_fingerprint,
     spark_schema,
     spark_version,
@@ -72,7 +74,13 @@ from engine_spark.stateful.stream_inputs import (
     work_area,
 )
 from engine_spark.stateful.structured_streaming import state as stream_state
-from engine_spark.watermark import is_late
+from engine_spark.stateful.window_shape import window_aggregate
+from engine_spark.watermark import (
+    is_late,
+    spark_eviction_watermark,
+    spark_late_watermark,
+    spark_output_margin,
+)
 
 log = structlog.get_logger("engine_spark.stateful.structured_streaming.runner")
 
@@ -96,20 +104,8 @@ STREAMING_CONF = {
 }
 
 
-def restore(
-    area: WorkArea,
-    state: StreamState | None,
-    session: SparkSession,
-    watermark: datetime | None,
-) -> int:
-    """Unpack the previous state (or start afresh); the number of transactions run so far.
-
-    ``watermark``: Spark's watermark after this transaction (the minimum over the streamed
-    inputs). It is set as the watermark the next micro-batch evicts with, the one Spark keeps
-    in its commit log for a restart: the batch with the transaction's records then drops late
-    records by the previous watermark (Spark's watermark for late events) and closes windows
-    and evicts join state by this one, and no extra batch without data is needed.
-    """
+def restore(area: WorkArea, state: StreamState | None, session: SparkSession) -> int:
+    """Unpack the previous state (or start afresh); the number of transactions run so far."""
     if state is None:
         stream_state.fresh(area.checkpoint)
         return 0
@@ -120,27 +116,43 @@ def restore(
             "between Spark versions; replay the dataset with the engine that wrote it"
         )
     stream_state.unpack(state.files, area.checkpoint, area.inputs)
-    if watermark is not None:
-        stream_state.advance_next_watermark(area.checkpoint, _millis(watermark))
     return state.transactions
+
+
+def preset_watermarks(area: WorkArea, inputs: Sequence[StreamInput], *, points: bool) -> None:
+    """Set the watermarks the transaction's micro-batch runs with in the restored checkpoint.
+
+    Eviction: the one Spark's last commit hands the next micro-batch (what a restarted query
+    closes windows and evicts join state with) becomes this transaction's
+    (``spark_eviction_watermark`` of ``spark_watermark``), so the batch with the records
+    closes what the new watermark closes and no extra batch without data is needed. Late
+    records: Spark drops those at or below the last batch's watermark, so that one is lowered
+    below the previous watermark (``spark_late_watermark``): a record exactly at it is on
+    time (``is_late``). Nothing to do before a query's first batch."""
+    upto = spark_watermark(inputs)
+    if upto is not None:
+        evict = spark_eviction_watermark(upto, points=points)
+        stream_state.advance_next_watermark(area.checkpoint, _millis(evict))
+    previous = previous_spark_watermark(inputs)
+    if previous is not None and previous > EPOCH:
+        stream_state.lower_last_watermark(area.checkpoint, _millis(spark_late_watermark(previous)))
 
 
 def _millis(value: datetime) -> int:
     return (value - EPOCH) // timedelta(milliseconds=1)
 
 
-def stage_input(area: WorkArea, inp: StreamInput, transaction: int) -> StructType:
-    """Write the input's new records and its watermark marker; its Spark schema.
-
-    InvalidQuery when the records hold a retraction or correction (``retractions.py``)."""
-    rows, spark_schema = new_records(inp.request)
+def stage_input(
+    area: WorkArea, inp: StreamInput, rows: pa.Table, transaction: int, *, points: bool
+) -> None:
+    """Write the input's new records (``new_records``) and its watermark marker, which moves
+    Spark's watermark to the input's eviction watermark (``spark_eviction_watermark``)."""
     directory = area.inputs / inp.directory
     directory.mkdir(exist_ok=True)
     # A marker every transaction, also without records or watermark: Spark forgets on restart
     # which inputs it heard from, and an input it does not hear from does not hold it back.
-    marked = _with_marker(rows, inp.watermark or EPOCH)
+    marked = _with_marker(rows, spark_eviction_watermark(inp.watermark or EPOCH, points=points))
     pq.write_table(marked, directory / f"tx-{transaction:012d}.parquet", compression="none")
-    return spark_schema
 
 
 def empty_input(area: WorkArea, name: str, schema: pa.Schema) -> StructType:
@@ -207,9 +219,14 @@ def configure(session: SparkSession) -> None:
 def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
     """Run the query over what is staged; each micro-batch's output, in batch order."""
     batches: list[tuple[int, pa.Table]] = []
+    failed: list[Exception] = []
 
     def collect(df: DataFrame, batch_id: int) -> None:
-        batches.append((batch_id, df.toArrow()))
+        try:
+            batches.append((batch_id, df.toArrow()))
+        except Exception as e:  # Spark reports it wrapped twice, its cause out of reach
+            failed.append(e)
+            raise
 
     output_mode = "append" if mode is Mode.APPEND else "update"
     try:
@@ -232,7 +249,12 @@ def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
     )
     try:
         with query_errors(None, in_step=False):
-            query.awaitTermination()
+            try:
+                query.awaitTermination()
+            except Exception as e:
+                if failed:  # the batch's own error (the query's fault or the engine's)
+                    raise failed[0] from e
+                raise
     finally:
         remove()
     if control is not None:
@@ -280,10 +302,13 @@ class StructuredStreamingRunner:
         columns, arrow_schema = query.columns, query.arrow_schema
         carried = plan.carried
         clock = PhaseClock()
-        transaction = restore(area, carried, session, spark_watermark(inputs))
+        transaction = restore(area, carried, session)
         clock.lap("restore")
+        staged = []
         for inp in inputs:
-            schema = stage_input(area, inp, transaction)
+            rows, schema = new_records(inp.request)
+            staged.append((inp, rows))
+            (area.inputs / inp.directory).mkdir(exist_ok=True)  # its files once planned
             view = stream_view(
                 session,
                 area,
@@ -293,11 +318,14 @@ class StructuredStreamingRunner:
                 previous_watermark=inp.previous_watermark,
             )
             register_view(view, inp.request.query_alias)
-        clock.lap("stage")
         configure(session)
         result = run_steps(session, request.transform)
         plan_ = stateful_plan(result)
         clock.lap("plan")
+        preset_watermarks(area, inputs, points=plan_.points)
+        for inp, rows in staged:
+            stage_input(area, inp, rows, transaction, points=plan_.points)
+        clock.lap("stage")
         batches = [t.cast(arrow_schema) for t in run_query(result, area, plan_.mode)]
         clock.lap("run")
         files = stream_state.pack(area.checkpoint, area.inputs)
@@ -339,7 +367,24 @@ class StructuredStreamingRunner:
             state_bytes=state.files_size,
             **clock.laps,
         )
-        return StatefulRun(table, columns, state, plan_.lag)
+        known = [i.watermark for i in inputs if i.watermark is not None]
+        margin = spark_output_margin(min(known), points=plan_.points) if known else timedelta(0)
+        lag = max(plan_.lag, _window_lag(result, inputs, request.vocab.event_time_column))
+        return StatefulRun(table, columns, state, lag + margin)
+
+
+def _window_lag(
+    result: DataFrame, inputs: Sequence[StreamInput], output_event_time: str
+) -> timedelta:
+    """A window aggregation's lag under Structured Streaming, as the window runner reads it
+    (0 labelled by its end, its width by its start); 0 when it reads none."""
+    names = {i.request.vocab.event_time_column for i in inputs}
+    if len(names) != 1:
+        return timedelta(0)
+    aliases = frozenset(i.request.query_alias for i in inputs)
+    with query_errors(None, in_step=False):
+        found = window_aggregate(result, names.pop(), aliases, output_event_time)
+    return found.lag if found is not None else timedelta(0)
 
 
 def accepts(

@@ -97,6 +97,21 @@ def advance_next_watermark(directory: Path, watermark_ms: int) -> None:
     latest.write_text(f"{header}\n{json.dumps(doc, separators=(',', ':'))}")
 
 
+def lower_last_watermark(directory: Path, watermark_ms: int) -> None:
+    """Lower the watermark of the last micro-batch in the offset log (``batchWatermarkMs``,
+    the one a restarted query's next batch drops late records by) to ``watermark_ms``;
+    never raises it."""
+    offsets = directory / "offsets"
+    batches = [p for p in offsets.iterdir() if p.name.isdigit()] if offsets.is_dir() else []
+    if not batches:
+        return
+    latest = max(batches, key=lambda p: int(p.name))
+    version, metadata, rest = latest.read_text().split("\n", 2)
+    doc = json.loads(metadata)
+    doc["batchWatermarkMs"] = min(int(doc.get("batchWatermarkMs", watermark_ms)), watermark_ms)
+    latest.write_text(f"{version}\n{json.dumps(doc, separators=(',', ':'))}\n{rest}")
+
+
 _SOURCE_PATH = re.compile(rb'"path":"([^"]*)"')
 
 

@@ -12,7 +12,7 @@ from common.engine_rpc import engine_pb2, engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from common.serde import flatbuffers_codec as codec
 from tests.integration.engine import client
-from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql, validate_request
 
 pytestmark = [pytest.mark.spark, pytest.mark.grpc]
 
@@ -26,9 +26,34 @@ def cities(workdir: Path) -> ep.TransformRequestInput:
     return src.take()
 
 
+STREAM_QUERY_FAULTS = [
+    pytest.param(
+        "SELECT DISTINCT a.event_time, a.city, b.event_time AS seen FROM cities a "
+        "LEFT JOIN cities b ON a.city = b.city "
+        "AND b.event_time BETWEEN a.event_time AND a.event_time + INTERVAL 1 HOUR",
+        ["MULTIPLE_EVENT_TIME_COLUMNS", "more than one event-time column", "'seen'"],
+        id="self-join-two-event-times",
+    ),
+    pytest.param(
+        "SELECT a.event_time, a.city FROM cities a JOIN "
+        "(SELECT city, event_time + INTERVAL 0 SECONDS AS t FROM cities) b "
+        "ON a.city = b.city AND b.t BETWEEN a.event_time AND a.event_time + INTERVAL 1 HOUR",
+        ["a join of two streams needs an event-time bound"],
+        id="join-input-without-event-time",
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("query", "words"),
     [
+        *STREAM_QUERY_FAULTS,
+        pytest.param(  # raised in a micro-batch: Spark wraps it in STREAM_FAILED
+            "SELECT max(event_time) AS event_time, city, sum(population) div 0 AS x "
+            "FROM cities GROUP BY city",
+            ["DIVIDE_BY_ZERO"],
+            id="streaming-divide-by-zero",
+        ),
         pytest.param("selec event_time from cities", ["PARSE_SYNTAX_ERROR", "selec"], id="syntax"),
         pytest.param(
             "select event_time from nowhere",
@@ -143,3 +168,17 @@ def test_internal_error_has_a_backtrace_and_the_server_keeps_serving(
 
     response = client.transform(engine_stub, out.request([cities]))
     assert isinstance(response, ep.TransformResponseSuccess)
+
+
+@pytest.mark.parametrize(("query", "words"), STREAM_QUERY_FAULTS)
+def test_a_stateful_query_fault_is_refused_at_validation(
+    engine_stub: engine_pb2_grpc.EngineStub, query: str, words: list[str]
+) -> None:
+    """Issue 28's examples: the plan shows the fault, so ValidateQuery refuses the query (and
+    ExecuteTransform does, ``test_invalid_query``, where Spark used to fail the stream and
+    the failure came back as an InternalError)."""
+    validated = client.validate(engine_stub, validate_request(sql(query)))
+    assert isinstance(validated, ep.ValidateQueryResponseInvalidQuery), validated
+    for word in words:
+        assert word in validated.message
+    assert "\n+- " not in validated.message and "JVM" not in validated.message

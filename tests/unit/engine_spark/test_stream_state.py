@@ -163,6 +163,21 @@ def test_the_next_batch_watermark_is_raised_in_the_latest_commit_only(tmp_path: 
     assert (commits / "10").read_text() == 'v1\n{"nextBatchWatermarkMs":20}'
 
 
+def test_the_last_batch_watermark_is_lowered_in_the_latest_offsets_only(tmp_path: Path) -> None:
+    """What a restarted query's next batch drops late records by (``streaming.py``)."""
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    (offsets / "3").write_text('v1\n{"batchWatermarkMs":5,"conf":{}}\n{"logOffset":3}\n')
+    (offsets / "4").write_text('v1\n{"batchWatermarkMs":9,"conf":{}}\n{"logOffset":4}\n')
+    stream_state.lower_last_watermark(tmp_path, 8)
+    assert (offsets / "4").read_text() == (
+        'v1\n{"batchWatermarkMs":8,"conf":{}}\n{"logOffset":4}\n'
+    )
+    assert (offsets / "3").read_text().startswith('v1\n{"batchWatermarkMs":5,')
+    stream_state.lower_last_watermark(tmp_path, 20)  # never raised
+    assert '"batchWatermarkMs":8' in (offsets / "4").read_text()
+
+
 def test_unpack_refuses_a_source_log_naming_files_elsewhere(tmp_path: Path) -> None:
     log = b'v1\n{"path":"file:///etc/passwd","timestamp":0,"batchId":0}\n'
     with pytest.raises(InputDataError, match="outside the engine's input directory"):

@@ -19,7 +19,14 @@ from engine_spark.checkpoint import (
     encode_checkpoint,
 )
 from engine_spark.errors import InputDataError
-from engine_spark.watermark import input_watermark, is_late, output_watermark
+from engine_spark.watermark import (
+    input_watermark,
+    is_late,
+    output_watermark,
+    spark_eviction_watermark,
+    spark_late_watermark,
+    spark_output_margin,
+)
 
 
 def t(h: int) -> datetime:
@@ -61,6 +68,35 @@ def test_a_record_is_late_only_before_the_watermark() -> None:
 
 
 A, B = DatasetID.new_seeded(b"a"), DatasetID.new_seeded(b"b")
+
+
+MS = timedelta(milliseconds=1)
+US = timedelta(microseconds=1)
+T = datetime(2024, 1, 1, 2, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("watermark", "late", "windows", "points"),
+    [
+        (T, T - MS, T, T - MS),  # on a whole millisecond
+        (T + 500 * US, T, T, T),  # inside one
+        (T + US, T, T, T),
+    ],
+)
+def test_spark_watermarks_follow_the_odf_rules(
+    watermark: datetime, late: datetime, windows: datetime, points: datetime
+) -> None:
+    """Spark drops a record at or below its late watermark, so it gets the last millisecond
+    strictly below the ODF one (a record at it is on time); it closes a window ending at or
+    below its eviction watermark (window ends are whole milliseconds), and a point key at or
+    below it (the key at the watermark stays open)."""
+    assert spark_late_watermark(watermark) == late
+    assert not is_late(watermark, watermark) and is_late(watermark - US, watermark)
+    assert spark_eviction_watermark(watermark, points=False) == windows
+    assert spark_eviction_watermark(watermark, points=True) == points
+    assert points < watermark  # Spark closes keys <= points: the key at the watermark stays
+    assert spark_output_margin(watermark, points=False) == timedelta(0)
+    assert spark_output_margin(watermark, points=True) == watermark - points - US
 
 
 def test_checkpoint_round_trips_and_is_deterministic() -> None:

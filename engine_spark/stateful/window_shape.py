@@ -1,0 +1,194 @@
+"""The shape of a window aggregation in a query's plan: where its single ``GROUP BY
+window(event_time, ...)`` is, how wide its windows are, and whether the output is labelled by
+the window's end. Read by the window runner (``window.py``), which recomputes such a query,
+and by the Structured Streaming runner, whose output watermark lags the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from engine_spark.jvm_plan import analyzed, expr_id, seq, single_operator, view_name, walk
+
+_ROW_WISE = frozenset(
+    {
+        "Project",
+        "Filter",
+        "SubqueryAlias",
+        "View",
+        "Generate",
+        "LogicalRelation",
+        "LocalRelation",
+        "LogicalRDD",
+        "MapInArrow",
+        "Relation",
+        "ResolvedHint",
+        "Expand",
+        "Aggregate",
+    }
+)
+"""The plan nodes a recomputed window query may have (one Aggregate, Expand only as the
+sliding window's expansion)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowAggregate:
+    """Where a window query's aggregation is, and how wide its windows are."""
+
+    width: timedelta
+    """The window duration: a record older than the watermark by more is in closed windows
+    only."""
+    window_column: str
+    """The name of the window column below the aggregation."""
+    lag: timedelta
+    """How far the output watermark stays behind the input watermark: zero when the output's
+    event time is the window's end (every window still to come ends after the watermark),
+    the width otherwise (a window labelled by its start, or by anything inside it, may still
+    be emitted with an event time up to a width behind)."""
+
+
+def window_aggregate(
+    result: DataFrame, event_time: str, inputs: frozenset[str], output_event_time: str
+) -> WindowAggregate | None:
+    """The query's window aggregation when it can be recomputed from retained records;
+    ``inputs``: the views of the streamed inputs, by name; ``output_event_time``: the output's
+    event-time column."""
+    root = analyzed(result)
+    aggregate = single_operator(root, inputs, _ROW_WISE, "Aggregate")
+    if aggregate is None:
+        return None
+    windows = [
+        e
+        for e in seq(aggregate.groupingExpressions())
+        if str(e.nodeName()) == "AttributeReference" and _is_window_type(e.dataType())
+    ]
+    if len(windows) != 1:
+        return None
+    width = _window_width(aggregate, windows[0], event_time, inputs)
+    if width is None:
+        return None
+    names = [str(a.name()) for a in seq(aggregate.child().output())]
+    window_column = str(windows[0].name())
+    if names.count(window_column) != 1:
+        return None
+    by_end = _labelled_by_end(root, aggregate, windows[0], output_event_time)
+    return WindowAggregate(width, window_column, timedelta(0) if by_end else width)
+
+
+def _labelled_by_end(root: Any, aggregate: Any, window: Any, output_event_time: str) -> bool:
+    """Whether the output's event time is ``window.end``, computed by the aggregation and
+    passed up unchanged."""
+    outputs = [a for a in seq(root.output()) if str(a.name()) == output_event_time]
+    if len(outputs) != 1:
+        return False
+    target = expr_id(outputs[0])
+    for e in seq(aggregate.aggregateExpressions()):
+        if expr_id(e) != target or str(e.nodeName()) != "Alias":
+            continue
+        field = e.child()
+        return (
+            str(field.nodeName()) == "GetStructField"
+            and int(field.ordinal()) == 1
+            and str(field.child().nodeName()) == "AttributeReference"
+            and expr_id(field.child()) == expr_id(window)
+        )
+    return False
+
+
+def _is_window_type(data_type: Any) -> bool:
+    return str(data_type.simpleString()) == "struct<start:timestamp,end:timestamp>"
+
+
+def _window_width(
+    aggregate: Any, window: Any, event_time: str, inputs: frozenset[str]
+) -> timedelta | None:
+    """The width of the time window ``window`` (an attribute the aggregation groups by), as
+    Spark's analyzer writes it: ``named_struct(start, ..., end, start + <width>)`` in a
+    Project (tumbling) or an Expand (sliding) below the aggregation, over an input column
+    named ``event_time`` that no operator redefines; None for anything else (session
+    windows, windows over a computed time)."""
+    target = expr_id(window)
+    for node in walk(aggregate.child()):
+        name = str(node.nodeName())
+        if name == "Project":
+            for e in seq(node.projectList()):
+                if expr_id(e) != target or str(e.nodeName()) != "Alias":
+                    continue
+                if str(e.child().nodeName()) == "AttributeReference":
+                    target = expr_id(e.child())  # the window column renamed: follow it
+                    break
+                return _struct_width(e.child(), node, event_time, inputs)
+        elif name == "Expand":
+            output = [expr_id(a) for a in seq(node.output())]
+            if target in output:
+                position = output.index(target)
+                widths = {
+                    _struct_width(list(seq(p))[position], node, event_time, inputs)
+                    for p in seq(node.projections())
+                }
+                return widths.pop() if len(widths) == 1 else None
+    return None
+
+
+def _struct_width(
+    struct: Any, node: Any, event_time: str, inputs: frozenset[str]
+) -> timedelta | None:
+    """``named_struct(start, s, end, knownnullable(precisetimestampconversion(s' + W)))``:
+    W microseconds, when the struct reads only the input column ``event_time``."""
+    if str(struct.nodeName()) != "CreateNamedStruct":
+        return None
+    names = [str(n) for n in seq(struct.names())]
+    if names != ["start", "end"]:
+        return None
+    end = struct.valExprs().apply(1)
+    for expected in ("KnownNullable", "PreciseTimestampConversion"):
+        if str(end.nodeName()) != expected:
+            return None
+        end = end.child()
+    if str(end.nodeName()) != "Add" or str(end.right().nodeName()) != "Literal":
+        return None
+    references = list(seq(struct.references().toSeq()))
+    if len(references) != 1 or str(references[0].name()) != event_time:
+        return None
+    if not all(
+        str(e.child().nodeName()) == "AttributeReference"
+        for e in _descendants(struct)
+        if str(e.nodeName()) == "PreciseTimestampConversion"
+        and str(e.fromType().simpleString()) == "timestamp"
+    ):
+        return None  # the windows are over a time computed from event_time
+    if not _read_from_input(node, references[0], inputs):
+        return None
+    return timedelta(microseconds=int(end.right().value()))
+
+
+def _descendants(expression: Any) -> Iterator[Any]:
+    stack = [expression]
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(seq(e.children()))
+
+
+def _read_from_input(node: Any, attribute: Any, inputs: frozenset[str]) -> bool:
+    """Whether ``attribute`` reaches ``node`` unchanged from one of the ``inputs`` views."""
+    target = expr_id(attribute)
+    for below in walk(node):
+        name = str(below.nodeName())
+        if (
+            name == "View"
+            and view_name(below) in inputs
+            and any(expr_id(a) == target for a in seq(below.output()))
+        ):
+            return True
+        if name == "Project":
+            for e in seq(below.projectList()):
+                if expr_id(e) == target and str(e.nodeName()) == "Alias":
+                    return False
+        elif name == "Generate" and any(expr_id(a) == target for a in seq(below.generatorOutput())):
+            return False
+    return False
