@@ -239,7 +239,7 @@ def test_windows_run_as_structured_streaming_count_a_record_at_the_previous_wate
     assert counts(pipe.run(readings.take()))[-1] == (day, "a", 3)
     lag = timedelta(0) if label == "end" else timedelta(days=1)
     assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
-    assert runner(pipe) == cp.SPARK_STREAMING
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
 SESSIONS = sql(
@@ -260,7 +260,7 @@ def test_a_session_takes_a_record_at_the_previous_watermark(
     readings.append([], watermark=at(2.5))  # a's session [1:45, 2:30) closes at 2:30
     assert counts(pipe.run(readings.take())) == [(at(2.5), "a", 2)]
     assert pipe.watermarks == [at(2), at(2), at(2.5)]
-    assert runner(pipe) == cp.SPARK_STREAMING
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
 @pytest.mark.xfail(
@@ -306,7 +306,7 @@ def test_an_outer_join_matches_records_at_the_previous_watermark(
         (at(1.5), "u4", None)  # no click can come for it any more (clicks at 2:30 are late)
     ]
     assert pipe.watermarks == [at(0), at(1), at(2)]
-    assert runner(pipe) == cp.SPARK_STREAMING
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
 @pytest.mark.parametrize(
@@ -337,7 +337,7 @@ def test_a_key_at_the_watermark_stays_open_until_the_watermark_passes_it(
     if "count" in query:
         assert rows[0]["n"] == 2
     assert pipe.watermarks == [at(2) - MS + US, at(5) - MS + US]
-    assert runner(pipe) == cp.SPARK_STREAMING
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
 # --- Inputs whose event-time column has another name (issue 34, item 1) -------------------
