@@ -53,6 +53,15 @@ are each side's records still within the join's bound, as for ``WINDOW_RECOMPUTE
 TOPN_RECOMPUTE = "top-n-recompute"
 """A top-N per key recomputed from the rows in the top N (``topn_recompute.py``): ``files``
 holds those rows (as they enter the window function), ``emitted`` the changelog's last rows."""
+RANKED_ROWS = "ranked-rows"
+"""The latest row per key or a top N (``ranked_rows.py``): as ``TOPN_RECOMPUTE``."""
+RUNNING_AGGREGATE = "running-aggregate"
+"""Running aggregates per key (``running_aggregate.py``): ``files`` are the rows waiting for
+the watermark (``waiting.parquet``) and the aggregates per key of those emitted
+(``carried.parquet``)."""
+DISTINCT_ROWS = "distinct-rows"
+"""SELECT DISTINCT gated by the watermark (``distinct_rows.py``): ``files`` are the distinct
+rows waiting for it (``waiting.parquet``)."""
 ASOF_JOIN = "as-of-join"
 """An event-time as-of join (``asof_join.py``, ``asof_state.py``): ``files`` are the stream's
 rows waiting for the versioned input's watermark and the versions they can still need, one
@@ -68,6 +77,9 @@ _RUNNER_DIRS = {
     JOIN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
     TOPN_RECOMPUTE: f"{_STREAM_DIR}/retained/",
     ASOF_JOIN: f"{_STREAM_DIR}/retained/",
+    RANKED_ROWS: f"{_STREAM_DIR}/retained/",
+    RUNNING_AGGREGATE: f"{_STREAM_DIR}/retained/",
+    DISTINCT_ROWS: f"{_STREAM_DIR}/retained/",
 }
 _SNAPSHOT_FILE = f"{_STREAM_DIR}/emitted.parquet"
 _FRACTION = re.compile(r"\.(\d+)")
