@@ -179,13 +179,10 @@ def test_global_top_n_is_a_changelog_and_n_transactions_give_what_one_gives(
 # --- running aggregates ------------------------------------------------------------------
 
 RUNNING = sql(
-    "SELECT event_time, sensor, value, "
-    "SUM(value) OVER (PARTITION BY sensor ORDER BY event_time, value ROWS UNBOUNDED PRECEDING) AS total, "
-    "COUNT(*) OVER (PARTITION BY sensor ORDER BY event_time, value ROWS UNBOUNDED PRECEDING) AS n, "
-    "MIN(value) OVER (PARTITION BY sensor ORDER BY event_time, value ROWS UNBOUNDED PRECEDING) AS low, "
-    "MAX(value) OVER (PARTITION BY sensor ORDER BY event_time, value ROWS UNBOUNDED PRECEDING) AS high, "
-    "AVG(value) OVER (PARTITION BY sensor ORDER BY event_time, value ROWS UNBOUNDED PRECEDING) AS mean "
-    "FROM readings"
+    "SELECT event_time, sensor, value, SUM(value) OVER w AS total, COUNT(*) OVER w AS n, "
+    "MIN(value) OVER w AS low, MAX(value) OVER w AS high, AVG(value) OVER w AS mean "
+    "FROM readings "
+    "WINDOW w AS (PARTITION BY sensor ORDER BY event_time, value ROWS UNBOUNDED PRECEDING)"
 )
 
 
