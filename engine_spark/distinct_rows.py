@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from engine_spark.inputs import quote_identifier, stable_literal
@@ -103,6 +103,15 @@ def traced_event_time(node: Any, event_times: Mapping[str, str]) -> tuple[str, s
                 if expr_id(e) in ids or (is_attribute(unalias(e)) and expr_id(unalias(e)) in ids)
             }
     return (alias, ids) if ids else None
+
+
+def passed(event_time: Column, watermark: datetime | None) -> Column:
+    """Whether the watermark has passed a row's ``event_time`` (a TIMESTAMP or a DATE): the
+    row is final, any row like it still to come would be late (``is_late``). None: no
+    watermark yet, nothing is final."""
+    if watermark is None:
+        return F.lit(False)
+    return is_late(event_time, stable_literal(watermark, event_time.cast("timestamp")))
 
 
 @dataclass(frozen=True, slots=True)

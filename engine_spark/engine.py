@@ -54,7 +54,7 @@ from engine_spark.output_file import spark_writable, write_output
 from engine_spark.output_stream import stream_output
 from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan_output_columns
 from engine_spark.queries import run_steps
-from engine_spark.query_shapes import check_incremental, run_shaped_transaction
+from engine_spark.query_shapes import check_incremental, run_shape
 from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
@@ -66,6 +66,7 @@ from engine_spark.stream_transaction import (
     carried_stream,
     is_row_wise_query,
     prepare_views,
+    run_stream_transaction,
 )
 from engine_spark.streaming import work_area
 from engine_spark.temporal import (
@@ -211,7 +212,10 @@ class SparkEngine:
                         )
                     interval = _interval(rows, request.next_offset)
             else:
-                run = run_shaped_transaction(
+                shape = None
+                if prepared is None:
+                    shape = run_shape(session, area, request, previous, set(tables), result)
+                run = shape or run_stream_transaction(
                     session, area, request, previous, set(tables), result, prepared=prepared
                 )
                 output, order = _Output(run.table, run.columns, RowOrder.VALUES), RowOrder.VALUES

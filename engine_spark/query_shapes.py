@@ -7,8 +7,8 @@
 * SELECT DISTINCT (``distinct_rows.py``): each distinct row once, when the watermark has
   passed it, over a TIMESTAMP or a DATE event time.
 
-``run_shaped_transaction`` picks one of them for a stateful query (a state of their runner
-goes on with it; a state of another runner, or a query of none of these shapes, goes to
+``run_shape`` runs a stateful query of one of them (a state of their runner goes on with
+it; a state of another runner, or a query of none of these shapes, is left to
 ``stream_transaction.run_stream_transaction``), and ``shaped`` tells ValidateQuery that the
 query runs. Retractions in the inputs are refused (append-only inputs).
 """
@@ -43,7 +43,6 @@ from engine_spark.schema_mapping import result_arrow_schema
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful import Mode
 from engine_spark.stream_transaction import (
-    PreparedViews,
     StreamRun,
     _new_view,
     _no_rows,
@@ -51,7 +50,6 @@ from engine_spark.stream_transaction import (
     carried_stream,
     in_value_order,
     recomputed_state,
-    run_stream_transaction,
     runner_mismatch,
 )
 from engine_spark.topn_recompute import top_n, with_kept
@@ -103,36 +101,32 @@ def check_incremental(
     stream_transaction.check_incremental(session, schemas, transform, vocab, event_times)
 
 
-def run_shaped_transaction(
+def run_shape(
     session: SparkSession,
     area: streaming.WorkArea,
     request: ep.TransformRequest,
     previous: cp.EngineCheckpoint,
     temporal: set[str],
     batch_result: DataFrame,
-    *,
-    prepared: PreparedViews | None = None,
-) -> StreamRun:
-    """A stateful transaction: one of the shapes above, else ``run_stream_transaction``."""
+) -> StreamRun | None:
+    """The transaction of a stateful query of one of the shapes above; None for another
+    query, or a state of another runner (``stream_transaction.run_stream_transaction``
+    runs it). ``batch_result``: the query over the batch views of the new records."""
     carried = carried_stream(request, previous)
     mine = carried is not None and carried.runner in _RUNNERS.values()
-    if temporal or prepared is not None or (carried is not None and not mine):
-        return run_stream_transaction(
-            session, area, request, previous, temporal, batch_result, prepared=prepared
-        )
+    if temporal or (carried is not None and not mine):
+        return None
     inputs = _stream_inputs(request, previous, temporal)
     event_times = {i.request.query_alias: i.request.vocab.event_time_column for i in inputs}
     if carried is None:
         with query_errors(None, in_step=False):
-            if top_n(batch_result, frozenset(event_times)) is not None:  # its own runner
-                return run_stream_transaction(
-                    session, area, request, previous, temporal, batch_result
-                )
+            if top_n(batch_result, frozenset(event_times)) is not None:
+                return None  # the top-N runner's shape (datasets replay as they were written)
     shape = shaped(batch_result, event_times, only=carried.runner if carried else None)
+    if shape is None and carried is not None:
+        raise runner_mismatch(f"the state of the {carried.runner!r} runner")
     if shape is None:
-        if carried is not None:
-            raise runner_mismatch(f"the state of the {carried.runner!r} runner")
-        return run_stream_transaction(session, area, request, previous, temporal, batch_result)
+        return None
     return _ShapeRun(session, area, request, inputs, carried, shape).run(batch_result)
 
 

@@ -51,8 +51,10 @@ RETRACT = 1
 """``-D`` (RFC-015 ``-R``): a row no longer in the result."""
 
 RANKS = frozenset({"RowNumber", "Rank", "DenseRank"})
-_ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Window", "ResolvedHint"})
-_ABOVE = frozenset({"Project", "SubqueryAlias", "Filter"})
+WINDOW_PLAN = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Window", "ResolvedHint"})
+"""The nodes a plan with a window function over an input may have, down to the input."""
+ABOVE_WINDOW = frozenset({"Project", "SubqueryAlias", "Filter"})
+"""The nodes allowed above the window function."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,7 @@ def ranked_rows(result: DataFrame, inputs: frozenset[str]) -> RankedRows | None:
     """The query's ranking when it has one of the shapes above (``inputs``: the streamed
     inputs); None otherwise."""
     root = analyzed(result)
-    window = single_operator(root, inputs, _ALLOWED, "Window")
+    window = single_operator(root, inputs, WINDOW_PLAN, "Window")
     if window is None:
         return None
     expressions = list(seq(window.windowExpressions()))
@@ -90,7 +92,7 @@ def ranked_rows(result: DataFrame, inputs: frozenset[str]) -> RankedRows | None:
     assert path is not None
     above = path[:-1]
     filters = [n for n in above if str(n.nodeName()) == "Filter"]
-    if any(str(n.nodeName()) not in _ABOVE for n in above) or len(filters) != 1:
+    if any(str(n.nodeName()) not in ABOVE_WINDOW for n in above) or len(filters) != 1:
         return None
     limit = rank_limit(filters[0].condition(), rank)
     views = [

@@ -36,8 +36,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import _parse_datatype_json_string
 
-from engine_spark.distinct_rows import traced_event_time
-from engine_spark.inputs import stable_literal
+from engine_spark.distinct_rows import passed, traced_event_time
 from engine_spark.jvm_plan import (
     analyzed,
     expr_id,
@@ -50,11 +49,9 @@ from engine_spark.jvm_plan import (
     seq,
     single_operator,
 )
-from engine_spark.watermark import is_late
+from engine_spark.ranked_rows import ABOVE_WINDOW, WINDOW_PLAN
 
 FUNCTIONS = frozenset({"Sum", "Count", "Min", "Max", "Average"})
-_ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Window", "ResolvedHint"})
-_ABOVE = frozenset({"Project", "SubqueryAlias", "Filter"})
 _KEY, _VALUE, _RUNNING = "__odf_key_{}", "__odf_value_{}", "__odf_running_{}"
 _CARRIED = "__odf_carried"
 
@@ -75,12 +72,12 @@ def running_aggregate(result: DataFrame, event_times: Mapping[str, str]) -> Runn
     """The query's running aggregate when it has the shape above (``event_times``: each
     streamed input's event-time column, by alias); None otherwise."""
     root = analyzed(result)
-    window = single_operator(root, frozenset(event_times), _ALLOWED, "Window")
+    window = single_operator(root, frozenset(event_times), WINDOW_PLAN, "Window")
     if window is None:
         return None
     path = path_to(root, window)
     assert path is not None
-    if any(str(n.nodeName()) not in _ABOVE for n in path[:-1]):
+    if any(str(n.nodeName()) not in ABOVE_WINDOW for n in path[:-1]):
         return None
     functions = [_running_function(e) for e in seq(window.windowExpressions())]
     traced = traced_event_time(window.child(), event_times)
@@ -159,11 +156,7 @@ def split_at_watermark(
     if kept is not None:
         below = below.unionByName(session.read.schema(below.schema).parquet(kept))
     column = _column(jvm, next(iter(seq(window.orderSpec()))).child())
-    final = (
-        is_late(column, stable_literal(watermark, column))
-        if watermark is not None
-        else F.lit(False)
-    )
+    final = passed(column, watermark)
     emitted, waiting = below.where(final), below.where(~final)
     attributes = list(seq(window.child().output()))
     parts = [_Part(session, i, e) for i, e in enumerate(seq(window.windowExpressions()))]

@@ -37,9 +37,8 @@ from engine_spark.jvm_plan import (
     unalias,
     view_name,
 )
-
-_ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Window", "ResolvedHint"})
-_ABOVE = frozenset({"Project", "SubqueryAlias", "Filter"})
+from engine_spark.ranked_rows import ABOVE_WINDOW as _ABOVE
+from engine_spark.ranked_rows import WINDOW_PLAN as _ALLOWED
 
 
 @dataclass(frozen=True, slots=True)
