@@ -54,7 +54,7 @@ from engine_spark.output_file import spark_writable, write_output
 from engine_spark.output_stream import stream_output
 from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan_output_columns
 from engine_spark.queries import run_steps
-from engine_spark.query_shapes import check_incremental, run_shape
+from engine_spark.query_shapes import is_shaped, run_shape
 from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
@@ -64,6 +64,7 @@ from engine_spark.spark_errors import query_errors
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
 from engine_spark.stream_transaction import (
     carried_stream,
+    check_incremental,
     is_row_wise_query,
     prepare_views,
     run_stream_transaction,
@@ -410,7 +411,8 @@ class SparkEngine:
                 i.query_alias: (i.vocab or DatasetVocabulary()).event_time_column
                 for i in request.query_inputs
             }
-            check_incremental(session, schemas, request.transform, request.vocab, event_times)
+            if not is_shaped(session, request.transform, event_times):
+                check_incremental(session, schemas, request.transform, request.vocab, event_times)
             old_schema = _previous_schema(session, schemas, request.prev_transform, request.vocab)
             if old_schema is not None:
                 check_schema_evolution(old_schema, new_schema)
@@ -445,9 +447,10 @@ class SparkEngine:
                 event_times = {
                     i.query_alias: i.vocab.event_time_column for i in request.query_inputs
                 }
-                check_incremental(
-                    session, schemas, request.new_transform, request.vocab, event_times
-                )
+                if not is_shaped(session, request.new_transform, event_times):
+                    check_incremental(
+                        session, schemas, request.new_transform, request.vocab, event_times
+                    )
             state = _next_checkpoint(previous, request.query_inputs, states)
             _write_state(state, request.new_checkpoint_path)
             return ep.MigrateQueryResponseSuccess(

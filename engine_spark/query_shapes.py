@@ -27,9 +27,9 @@ import structlog
 from pyspark.sql import DataFrame, SparkSession
 
 from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, TransformSql
+from common.odf.fragments import TransformSql
 from engine_spark import checkpoint as cp
-from engine_spark import distinct_rows, running_aggregate, stream_transaction, streaming
+from engine_spark import distinct_rows, running_aggregate, streaming
 from engine_spark.changelog import changelog
 from engine_spark.errors import InvalidQueryError
 from engine_spark.exchange import parquet_bytes
@@ -86,19 +86,15 @@ def shaped(
     return None
 
 
-def check_incremental(
-    session: SparkSession,
-    schemas: dict[str, pa.Schema],
-    transform: TransformSql,
-    vocab: DatasetVocabulary,
-    event_times: dict[str, str],
-) -> None:
-    """``stream_transaction.check_incremental``, which the shapes above pass too."""
-    if not transform.temporal_tables:
-        streamed = {alias: event_times[alias] for alias in schemas}
-        if shaped(run_steps(session, transform), streamed) is not None:
-            return
-    stream_transaction.check_incremental(session, schemas, transform, vocab, event_times)
+def is_shaped(
+    session: SparkSession, transform: TransformSql, event_times: Mapping[str, str]
+) -> bool:
+    """Whether the query (over the registered views) has one of the shapes above, so it
+    runs incrementally (ValidateQuery, MigrateQuery; ``event_times``: each input's
+    event-time column, by alias)."""
+    if transform.temporal_tables:
+        return False
+    return shaped(run_steps(session, transform), event_times) is not None
 
 
 def run_shape(

@@ -59,7 +59,7 @@ _CARRIED = "__odf_carried"
 @dataclass(frozen=True, slots=True)
 class RunningAggregate:
     input: str
-    """The input view the window function reads."""
+    """The alias of the input whose rows the window numbers."""
     event_time: str
     """The column of the rows entering the window that holds the input's event time."""
     functions: tuple[str, ...]
