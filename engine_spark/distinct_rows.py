@@ -111,7 +111,7 @@ def passed(event_time: Column, watermark: datetime | None) -> Column:
     watermark yet, nothing is final."""
     if watermark is None:
         return F.lit(False)
-    return is_late(event_time, stable_literal(watermark, event_time.cast("timestamp")))
+    return is_late(event_time, stable_literal(watermark, event_time))
 
 
 @dataclass(frozen=True, slots=True)

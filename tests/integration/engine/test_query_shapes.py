@@ -120,8 +120,8 @@ def test_latest_rows_by_rank_keep_every_tie_and_retract_the_extra_ones(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
     transform = sql(
-        "SELECT * EXCEPT (rn) FROM (SELECT *, rank() OVER (PARTITION BY sensor "
-        "ORDER BY event_time DESC) AS rn FROM readings) WHERE rn = 1"
+        "SELECT * EXCEPT (rn) FROM (SELECT event_time, sensor, value, rank() OVER "
+        "(PARTITION BY sensor ORDER BY event_time DESC) AS rn FROM readings) WHERE rn = 1"
     )
     rounds = [
         ([reading(1, "a", 1)], at(1)),
