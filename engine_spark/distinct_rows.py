@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -55,6 +55,8 @@ class DistinctRows:
     """The column of the distinct rows holding the input's event time (what gates them)."""
     kept_columns: tuple[str, ...]
     """The columns of the distinct rows (what the state keeps)."""
+    by_day: bool = False
+    """``event_time`` is the date of the input's event time (a TIMESTAMP)."""
 
 
 def distinct_rows(result: DataFrame, event_times: Mapping[str, str]) -> DistinctRows | None:
@@ -71,18 +73,30 @@ def distinct_rows(result: DataFrame, event_times: Mapping[str, str]) -> Distinct
     traced = traced_event_time(distinct, event_times)
     if traced is None:
         return None
-    alias, ids = traced
     kept_columns = tuple(str(a.name()) for a in seq(distinct.output()))
-    gates = [str(a.name()) for a in seq(distinct.output()) if expr_id(a) in ids]
-    if not gates or len(set(kept_columns)) != len(kept_columns):
+    if len(set(kept_columns)) != len(kept_columns):
         return None
-    return DistinctRows(alias, gates[0], kept_columns)
+    for ids, by_day in ((traced.ids, False), (traced.days, True)):
+        gates = [str(a.name()) for a in seq(distinct.output()) if expr_id(a) in ids]
+        if gates:
+            return DistinctRows(traced.input, gates[0], kept_columns, by_day)
+    return None
 
 
-def traced_event_time(node: Any, event_times: Mapping[str, str]) -> tuple[str, set[Any]] | None:
-    """The one input ``node`` reads (its alias) and the exprIds under which ``node``'s output
-    carries that input's event-time column (selected or renamed through projections); None
-    when ``node`` reads several inputs or none."""
+@dataclass(frozen=True, slots=True)
+class TracedEventTime:
+    input: str
+    """The one input the node reads."""
+    ids: set[Any]
+    """The exprIds of the node's output that are the input's event-time column."""
+    days: set[Any]
+    """Those that are its date (``CAST(event_time AS DATE)``, ``to_date(event_time)``)."""
+
+
+def traced_event_time(node: Any, event_times: Mapping[str, str]) -> TracedEventTime | None:
+    """The one input ``node`` reads and the exprIds under which ``node``'s output carries
+    that input's event-time column or its date (selected or renamed through projections);
+    None when ``node`` reads several inputs or none, or drops the column."""
     views = [
         n
         for n in query_nodes(node, frozenset(event_times))
@@ -92,26 +106,63 @@ def traced_event_time(node: Any, event_times: Mapping[str, str]) -> tuple[str, s
         return None
     alias = view_name(views[0])
     ids = {expr_id(a) for a in seq(views[0].output()) if str(a.name()) == event_times[alias]}
+    days: set[Any] = set()
     path = path_to(node, views[0])
     if path is None:
         return None
     for step in reversed(path[:-1]):
-        if str(step.nodeName()) == "Project":
-            ids = {
-                expr_id(e)
-                for e in seq(step.projectList())
-                if expr_id(e) in ids or (is_attribute(unalias(e)) and expr_id(unalias(e)) in ids)
-            }
-    return (alias, ids) if ids else None
+        if str(step.nodeName()) != "Project":
+            continue
+        before, before_days, ids, days = ids, days, set(), set()
+        for e in seq(step.projectList()):
+            inner = unalias(e)
+            if expr_id(e) in before or (is_attribute(inner) and expr_id(inner) in before):
+                ids.add(expr_id(e))
+            elif (
+                expr_id(e) in before_days
+                or (is_attribute(inner) and expr_id(inner) in before_days)
+                or _is_date_of(inner, before)
+            ):
+                days.add(expr_id(e))
+    return TracedEventTime(alias, ids, days) if ids or days else None
 
 
-def passed(event_time: Column, watermark: datetime | None) -> Column:
+def _is_date_of(expression: Any, ids: set[Any]) -> bool:
+    """Whether ``expression`` is the date of a TIMESTAMP attribute in ``ids``."""
+    kind = str(expression.nodeName())
+    if kind not in ("Cast", "ParseToDate") or str(expression.dataType().typeName()) != "date":
+        return False
+    children = list(seq(expression.children()))
+    if len(children) != 1:
+        return False
+    argument = children[0]
+    return (
+        is_attribute(argument)
+        and expr_id(argument) in ids
+        and str(argument.dataType().typeName()) == "timestamp"
+    )
+
+
+def passed(event_time: Column, watermark: datetime | None, *, by_day: bool = False) -> Column:
     """Whether the watermark has passed a row's ``event_time`` (a TIMESTAMP or a DATE): the
-    row is final, any row like it still to come would be late (``is_late``). None: no
-    watermark yet, nothing is final."""
+    row is final, any row like it still to come would be late (``is_late``). ``by_day``:
+    ``event_time`` is the date of the input's event time, final once the watermark has
+    passed the day's last instant. None: no watermark yet, nothing is final."""
     if watermark is None:
         return F.lit(False)
+    if by_day:
+        next_day = F.unix_micros(F.date_add(event_time, 1).cast("timestamp"))
+        event_time = F.timestamp_micros(next_day - 1)
     return is_late(event_time, stable_literal(watermark, event_time))
+
+
+def day_lag(watermark: datetime | None) -> timedelta:
+    """How far behind ``watermark`` a distinct row by day may still be emitted: to the
+    start of the watermark's day (a row dated that day is not final yet)."""
+    if watermark is None:
+        return timedelta(0)
+    start = watermark.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return watermark - start
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,7 +180,10 @@ class _ShapeRun:
             state_bytes=sum(len(v) for v in files.values()),
             **clock.laps,
         )
-        return StreamRun(table, columns, state, timedelta(0))
+        lag = timedelta(0)
+        if isinstance(self.shape, distinct_rows.DistinctRows) and self.shape.by_day:
+            lag = distinct_rows.day_lag(source.watermark)
+        return StreamRun(table, columns, state, lag)
 
     def _kept(self, name: str) -> str | None:
         """The state's file ``name`` written to the work area; None when it has no rows."""

@@ -83,7 +83,7 @@ def running_aggregate(result: DataFrame, event_times: Mapping[str, str]) -> Runn
     traced = traced_event_time(window.child(), event_times)
     if traced is None or not functions or None in functions:
         return None
-    alias, ids = traced
+    alias, ids = traced.input, traced.ids
     order = list(seq(window.orderSpec()))
     first = order[0].child() if order else None
     if first is None or not is_attribute(first) or expr_id(first) not in ids:

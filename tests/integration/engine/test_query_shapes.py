@@ -347,3 +347,29 @@ def test_other_window_functions_are_refused_with_the_supported_rewrites(
 ) -> None:
     with pytest.raises(InvalidQueryError, match="ROWS UNBOUNDED PRECEDING"):
         spark_engine.validate_query(validate_over_readings(sql(query)))
+
+
+def test_select_distinct_over_the_date_of_a_timestamp_waits_for_the_end_of_the_day(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    transform = sql("SELECT DISTINCT CAST(event_time AS DATE) AS event_time, sensor FROM readings")
+    spark_engine.validate_query(validate_over_readings(transform))
+    rounds = [
+        ([reading(1, "a", 0), reading(5, "a", 0), reading(25, "b", 0)], at(12)),
+        ([reading(23, "a", 0), reading(24, "c", 0)], at(24)),  # the 1st's last instant passed
+        ([reading(20, "a", 0)], at(48)),  # late
+    ]
+    out, pipe = run_rounds(spark_engine, workdir, "dates", transform, rounds)
+
+    def days(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(r["op"], r["event_time"], r["sensor"]) for r in rows]
+
+    assert days(out[0]) == []
+    assert days(out[1]) == [(APPEND, date(2024, 1, 1), "a")]
+    assert days(out[2]) == [(APPEND, date(2024, 1, 2), "b"), (APPEND, date(2024, 1, 2), "c")]
+    # A row dated the watermark's day may still come: the output watermark is that day's start.
+    assert pipe.watermarks == [at(0), at(24), at(48)]
+    assert state_runner(pipe) == DISTINCT_ROWS
+    records = [r for rows, _ in rounds[:2] for r in rows]
+    whole, _ = run_rounds(spark_engine, workdir, "dates-1", transform, [(records, at(48))])
+    assert days(whole[0]) == days(out[1] + out[2])
