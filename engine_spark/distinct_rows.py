@@ -188,10 +188,6 @@ def split_at_watermark(
         below = below.unionByName(session.read.schema(below.schema).parquet(kept))
     rows = frame(session, distinct.withNewChildren(scala_seq(session, [analyzed(below)])))
     column = F.col(quote_identifier(plan.event_time))
-    final = (
-        is_late(column, stable_literal(watermark, column))
-        if watermark is not None
-        else F.lit(False)
-    )
+    final = passed(column, watermark, by_day=plan.by_day)
     output = frame(session, replace_on_path(session, path, analyzed(rows.where(final))))
     return DistinctSplit(output, rows.where(~final))
