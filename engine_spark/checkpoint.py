@@ -64,6 +64,16 @@ class Runner(StrEnum):
     """A top-N per key recomputed from the rows in the top N (``stateful/top_n.py``):
     ``files`` holds those rows (as they enter the window function), ``emitted`` the
     changelog's last rows."""
+    RANKED_ROWS = "ranked-rows"
+    """The latest row per key or a top N (``stateful/shapes/ranked_rows.py``): as
+    ``TOPN_RECOMPUTE``."""
+    RUNNING_AGGREGATE = "running-aggregate"
+    """Running aggregates per key (``stateful/shapes/running_aggregate.py``): ``files`` are
+    the rows waiting for the watermark (``waiting.parquet``) and the aggregates per key of
+    those emitted (``carried.parquet``)."""
+    DISTINCT_ROWS = "distinct-rows"
+    """SELECT DISTINCT gated by the watermark (``stateful/shapes/distinct_rows.py``): ``files``
+    are the distinct rows waiting for it (``waiting.parquet``)."""
     ASOF_JOIN = "as-of-join"
     """An event-time as-of join (``stateful/as_of_join/``): ``files`` are the stream's rows
     waiting for the versioned input's watermark and the versions they can still need, one

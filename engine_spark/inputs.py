@@ -223,7 +223,7 @@ def stable_literal(value: datetime | int, anchor: Column) -> Column:
     code stays the same; reading its element at an index computed from a column of the row
     (``anchor``, a number or timestamp; the index is always 1) keeps the optimizer from
     folding it back into a literal."""
-    if isinstance(value, datetime):
-        anchor = F.unix_micros(anchor)
+    if isinstance(value, datetime):  # a TIMESTAMP or DATE anchor (a DATE event time)
+        anchor = F.unix_micros(anchor.cast("timestamp"))
     index = F.coalesce(anchor * 0, F.lit(0)) + 1
     return F.element_at(F.array(F.lit(value)), index.cast("int"))

@@ -48,6 +48,17 @@ WATERMARK_METADATA_KEY = "spark.watermarkDelayMs"
 (``EventTimeWatermark.delayKey``); pinned by the tests of ``stateful/structured_streaming/``."""
 
 
+WINDOW_FUNCTIONS = (
+    "window functions (OVER ...) over a stream are supported in these shapes, over one input: "
+    "the latest row or top N per key or overall, SELECT <columns> FROM (SELECT ..., "
+    "row_number() | rank() | dense_rank() OVER ([PARTITION BY k] ORDER BY v) AS rn FROM t) "
+    "WHERE rn <= N (or rn = 1), with only projections above; a running aggregate, "
+    "SUM | COUNT | MIN | MAX | AVG(x) OVER ([PARTITION BY k] ORDER BY event_time [, ...] "
+    "ROWS UNBOUNDED PRECEDING), with projections and filters above; otherwise write an "
+    "aggregation (GROUP BY key with max_by/min_by, or GROUP BY window(...))"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class StatefulPlan:
     mode: Mode
@@ -82,13 +93,7 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
                 "use ORDER BY only inside an aggregation's result or drop it"
             )
         if name == "Window":
-            raise InvalidQueryError(
-                "window functions (OVER ...) over a stream are supported only as top-N per "
-                "key over one input: SELECT ..., rn FROM (SELECT ..., row_number() OVER "
-                "(PARTITION BY k ORDER BY v) AS rn FROM t) WHERE rn <= N (with rn and every "
-                "PARTITION BY key selected); otherwise write an aggregation (GROUP BY key "
-                "with max_by/min_by, or GROUP BY window(...))"
-            )
+            raise InvalidQueryError(WINDOW_FUNCTIONS)
         if name == "Join" and bool(node.isStreaming()) and _check_bounded_join(node):
             lag = max(lag, _join_lag(jvm, node))
         if name in ("Aggregate", "Distinct") and bool(node.isStreaming()):

@@ -10,7 +10,9 @@ not None runs the transaction:
 3. ``window.WindowRunner``: one ``GROUP BY window(...)`` recomputed from open windows;
 4. ``interval_join.IntervalJoinRunner``: an inner join bounded in event time both ways;
 5. ``top_n.TopNRunner``: ``row_number() ... <= N`` per key;
-6. ``structured_streaming.runner.StructuredStreamingRunner``: anything else.
+6. ``shaped.ShapedRunner``: the latest row or a top N per key or overall, running aggregates
+   per key, SELECT DISTINCT gated by the watermark (``shapes/``);
+7. ``structured_streaming.runner.StructuredStreamingRunner``: anything else.
 
 A carried state names its runner (``checkpoint.Runner``); the other runners step aside, and
 the named one refuses (InputDataError) a query it no longer recognises.
@@ -40,6 +42,7 @@ from engine_spark.stateful.runner import (
     carried_stream,
     stream_inputs,
 )
+from engine_spark.stateful.shaped import ShapedRunner, shaped
 from engine_spark.stateful.stream_inputs import WorkArea
 from engine_spark.stateful.structured_streaming import runner as structured_streaming
 from engine_spark.stateful.structured_streaming.runner import StructuredStreamingRunner
@@ -50,11 +53,18 @@ AS_OF_JOIN = AsOfJoinRunner()
 WINDOW = WindowRunner()
 INTERVAL_JOIN = IntervalJoinRunner()
 TOP_N = TopNRunner()
+SHAPED = ShapedRunner()
 STRUCTURED_STREAMING = StructuredStreamingRunner()
 
 BEFORE_ROW_WISE: tuple[StatefulRunner[Any], ...] = (AS_OF_JOIN,)
 """Tried before the row-wise check: an as-of join's plan can look row-wise."""
-RUNNERS: tuple[StatefulRunner[Any], ...] = (WINDOW, INTERVAL_JOIN, TOP_N, STRUCTURED_STREAMING)
+RUNNERS: tuple[StatefulRunner[Any], ...] = (
+    WINDOW,
+    INTERVAL_JOIN,
+    TOP_N,
+    SHAPED,
+    STRUCTURED_STREAMING,
+)
 """Tried in this order once the query is known to need state; the last plans every query."""
 
 
@@ -129,9 +139,9 @@ def check_incremental(
     event_times: dict[str, str],
 ) -> None:
     """InvalidQuery unless the query can run incrementally: an as-of join, row-wise, a top-N,
-    or a streaming query that ``stateful_plan`` and Spark's own checks for streaming queries
-    accept (``structured_streaming.runner.accepts``). ``event_times``: each input's
-    event-time column (from its own vocabulary), by alias."""
+    one of the shapes of ``shaped``, or a streaming query that ``stateful_plan`` and Spark's
+    own checks for streaming queries accept (``structured_streaming.runner.accepts``).
+    ``event_times``: each input's event-time column (from its own vocabulary), by alias."""
     result = run_steps(session, transform)
     temporal = {t.name for t in transform.temporal_tables or ()}
     streamed = frozenset(schemas) - temporal
@@ -146,4 +156,6 @@ def check_incremental(
         with query_errors(None, in_step=False):
             if top_n(result, streamed) is not None:
                 return
+        if shaped(result, {a: event_times[a] for a in streamed}) is not None:
+            return
     structured_streaming.accepts(session, schemas, transform, temporal, event_times)

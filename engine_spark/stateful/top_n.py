@@ -44,7 +44,6 @@ from engine_spark.jvm_plan import (
     scala_seq,
     seq,
     single_operator,
-    unalias,
     view_name,
 )
 from engine_spark.ordering import sort_by_values
@@ -53,12 +52,12 @@ from engine_spark.retractions import check_no_retractions
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful.retention import new_view, no_rows
 from engine_spark.stateful.runner import StatefulQuery, StatefulRun, runner_mismatch
+from engine_spark.stateful.shapes.ranked_rows import ABOVE_WINDOW as _ABOVE
+from engine_spark.stateful.shapes.ranked_rows import WINDOW_PLAN as _ALLOWED
+from engine_spark.stateful.shapes.ranked_rows import output_name, rank_limit
 from engine_spark.stateful.stream_inputs import PhaseClock
 
 log = structlog.get_logger("engine_spark.stateful.top_n")
-
-_ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Window", "ResolvedHint"})
-_ABOVE = frozenset({"Project", "SubqueryAlias", "Filter"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +82,7 @@ def top_n(result: DataFrame, inputs: frozenset[str]) -> TopN | None:
         return None
     path = path_to(root, window)
     assert path is not None
-    limits = [_limit(n, rank) for n in path[:-1] if str(n.nodeName()) == "Filter"]
+    limits = [rank_limit(n.condition(), rank) for n in path[:-1] if str(n.nodeName()) == "Filter"]
     if any(str(n.nodeName()) not in _ABOVE for n in path[:-1]) or len(limits) != 1:
         return None
     limit = limits[0]
@@ -147,50 +146,11 @@ def _named(window: Any, rank: Any) -> Any:
     return next(e for e in seq(window.windowExpressions()) if expr_id(e) == rank)
 
 
-def _limit(node: Any, rank: Any) -> int | None:
-    """N of ``rn <= N``, ``rn < N + 1`` or ``rn = 1`` on the row number; None otherwise."""
-    condition = node.condition()
-    kind = str(condition.nodeName())
-    if kind not in ("LessThanOrEqual", "LessThan", "EqualTo"):
-        return None
-    left, right = condition.left(), condition.right()
-    if str(left.nodeName()) != "AttributeReference" or expr_id(left) != rank:
-        return None
-    if str(right.nodeName()) != "Literal" or right.value() is None:
-        return None
-    value = int(right.value())
-    if kind == "EqualTo":
-        return 1 if value == 1 else None
-    return value if kind == "LessThanOrEqual" else value - 1
-
-
 def _output_names(path: list[Any], ids: list[Any]) -> tuple[str, ...] | None:
     """The root's output names for the attributes ``ids`` of the window's output, followed
     up through the projections (renamed or not); None when one is not selected."""
-    current = list(ids)
-    for node in reversed(path[:-1]):
-        if str(node.nodeName()) != "Project":
-            continue
-        mapped = []
-        for i in current:
-            found = [
-                expr_id(e)
-                for e in seq(node.projectList())
-                if expr_id(e) == i
-                or (
-                    str(e.nodeName()) == "Alias"
-                    and str(unalias(e).nodeName()) == "AttributeReference"
-                    and expr_id(unalias(e)) == i
-                )
-            ]
-            if not found:
-                return None
-            mapped.append(found[0])
-        current = mapped
-    names = {expr_id(a): str(a.name()) for a in seq(path[0].output())}
-    if not all(i in names for i in current):
-        return None
-    return tuple(names[i] for i in current)
+    names = [output_name(path, i) for i in ids]
+    return None if None in names else tuple(n for n in names if n is not None)
 
 
 class TopNRunner:
