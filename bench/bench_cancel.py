@@ -35,13 +35,13 @@ def request(sql: str, output: Path) -> engine_pb2.QueryRequest:
     message = ep.QueryRequest(
         inputs=(), transform=TransformSql(engine="spark", query=sql), output_data_path=str(output)
     )
-    return engine_pb2.QueryRequest(flatbuffer=codec.encode_query_request(message))
+    return engine_pb2.QueryRequest(flatbuffer=codec.QUERY_REQUEST.encode(message))
 
 
 def one_row(stub: engine_pb2_grpc.EngineStub, output: Path) -> float:
     started = time.perf_counter()
     (message,) = list(stub.ExecuteQuery(request("SELECT 1 AS x", output), timeout=600))
-    response = codec.decode_query_response(message.flatbuffer)
+    response = codec.QUERY_RESPONSE.decode(message.flatbuffer)
     assert isinstance(response, ep.QueryResponseSuccess), response
     return time.perf_counter() - started
 

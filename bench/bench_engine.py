@@ -142,11 +142,11 @@ def warm_request(inp: Path, out_dir: Path, rows: int) -> ep.TransformRequest:
 
 
 def warm_transaction(stub: engine_pb2_grpc.EngineStub, request: ep.TransformRequest) -> float:
-    pb = engine_pb2.TransformRequest(flatbuffer=codec.encode_transform_request(request))
+    pb = engine_pb2.TransformRequest(flatbuffer=codec.TRANSFORM_REQUEST.encode(request))
     started = time.perf_counter()
     (message,) = list(stub.ExecuteTransform(pb, timeout=600))
     elapsed = time.perf_counter() - started
-    response = codec.decode_transform_response(message.flatbuffer)
+    response = codec.TRANSFORM_RESPONSE.decode(message.flatbuffer)
     assert isinstance(response, ep.TransformResponseSuccess), response
     return elapsed
 

@@ -23,7 +23,7 @@ other than 2 and 3) on malformed input, never a low-level exception.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from common.odf import engine_protocol as ep
 from common.odf.errors import DecodeError, ValidationError
@@ -46,30 +46,21 @@ from common.serde.fb_roots import (
 )
 
 __all__ = [
+    "MIGRATE_QUERY_REQUEST",
+    "MIGRATE_QUERY_RESPONSE",
+    "QUERY_REQUEST",
+    "QUERY_RESPONSE",
+    "RAW_QUERY_REQUEST",
+    "RAW_QUERY_RESPONSE",
+    "TRANSFORM_REQUEST",
+    "TRANSFORM_RESPONSE",
+    "VALIDATE_QUERY_REQUEST",
+    "VALIDATE_QUERY_RESPONSE",
+    "MessageCodec",
     "block_hash",
     "decode_block",
-    "decode_migrate_query_request",
-    "decode_migrate_query_response",
-    "decode_query_request",
-    "decode_query_response",
-    "decode_raw_query_request",
-    "decode_raw_query_response",
-    "decode_transform_request",
-    "decode_transform_response",
-    "decode_validate_query_request",
-    "decode_validate_query_response",
     "encode_block",
     "encode_block_reference",
-    "encode_migrate_query_request",
-    "encode_migrate_query_response",
-    "encode_query_request",
-    "encode_query_response",
-    "encode_raw_query_request",
-    "encode_raw_query_response",
-    "encode_transform_request",
-    "encode_transform_response",
-    "encode_validate_query_request",
-    "encode_validate_query_response",
     "read_manifest",
 ]
 
@@ -82,90 +73,44 @@ ENGINE_TIMESTAMP_ALIGN = 1
 # --- Engine messages ---------------------------------------------------------------------------
 
 
-def encode_transform_request(request: ep.TransformRequest) -> bytes:
-    return _encode_message(request, ep.TransformRequest)
+class MessageCodec(Generic[T]):
+    """The codec of one engine message: a request table, or a response union, which travels
+    wrapped in its root table (``XRoot { value: X }``, see ``fb_roots``)."""
+
+    __slots__ = ("_root", "_wrapped")
+
+    def __init__(self, root: type, *, wrapped: bool = False) -> None:
+        self._root = root
+        self._wrapped = wrapped
+
+    def encode(self, message: T) -> bytes:
+        return _encode_message(self._root(value=message) if self._wrapped else message, self._root)
+
+    def decode(self, data: bytes) -> T:
+        root: Any = _decode_message(data, self._root)
+        return cast(T, root.value if self._wrapped else root)
 
 
-def decode_transform_request(data: bytes) -> ep.TransformRequest:
-    return _decode_message(data, ep.TransformRequest)
-
-
-def encode_transform_response(response: ep.TransformResponse) -> bytes:
-    return _encode_message(TransformResponseRoot(value=response), TransformResponseRoot)
-
-
-def decode_transform_response(data: bytes) -> ep.TransformResponse:
-    value: ep.TransformResponse = _decode_message(data, TransformResponseRoot).value
-    return value
-
-
-def encode_raw_query_request(request: ep.RawQueryRequest) -> bytes:
-    return _encode_message(request, ep.RawQueryRequest)
-
-
-def decode_raw_query_request(data: bytes) -> ep.RawQueryRequest:
-    return _decode_message(data, ep.RawQueryRequest)
-
-
-def encode_raw_query_response(response: ep.RawQueryResponse) -> bytes:
-    return _encode_message(RawQueryResponseRoot(value=response), RawQueryResponseRoot)
-
-
-def decode_raw_query_response(data: bytes) -> ep.RawQueryResponse:
-    value: ep.RawQueryResponse = _decode_message(data, RawQueryResponseRoot).value
-    return value
-
-
-def encode_validate_query_request(request: ep.ValidateQueryRequest) -> bytes:
-    return _encode_message(request, ep.ValidateQueryRequest)
-
-
-def decode_validate_query_request(data: bytes) -> ep.ValidateQueryRequest:
-    return _decode_message(data, ep.ValidateQueryRequest)
-
-
-def encode_validate_query_response(response: ep.ValidateQueryResponse) -> bytes:
-    return _encode_message(ValidateQueryResponseRoot(value=response), ValidateQueryResponseRoot)
-
-
-def decode_validate_query_response(data: bytes) -> ep.ValidateQueryResponse:
-    value: ep.ValidateQueryResponse = _decode_message(data, ValidateQueryResponseRoot).value
-    return value
-
-
-def encode_migrate_query_request(request: ep.MigrateQueryRequest) -> bytes:
-    return _encode_message(request, ep.MigrateQueryRequest)
-
-
-def decode_migrate_query_request(data: bytes) -> ep.MigrateQueryRequest:
-    return _decode_message(data, ep.MigrateQueryRequest)
-
-
-def encode_migrate_query_response(response: ep.MigrateQueryResponse) -> bytes:
-    return _encode_message(MigrateQueryResponseRoot(value=response), MigrateQueryResponseRoot)
-
-
-def decode_migrate_query_response(data: bytes) -> ep.MigrateQueryResponse:
-    value: ep.MigrateQueryResponse = _decode_message(data, MigrateQueryResponseRoot).value
-    return value
-
-
-def encode_query_request(request: ep.QueryRequest) -> bytes:
-    return _encode_message(request, ep.QueryRequest)
-
-
-def decode_query_request(data: bytes) -> ep.QueryRequest:
-    return _decode_message(data, ep.QueryRequest)
-
-
-def encode_query_response(response: ep.QueryResponse) -> bytes:
-    return _encode_message(QueryResponseRoot(value=response), QueryResponseRoot)
-
-
-def decode_query_response(data: bytes) -> ep.QueryResponse:
-    value: ep.QueryResponse = _decode_message(data, QueryResponseRoot).value
-    return value
-
+TRANSFORM_REQUEST: MessageCodec[ep.TransformRequest] = MessageCodec(ep.TransformRequest)
+TRANSFORM_RESPONSE: MessageCodec[ep.TransformResponse] = MessageCodec(
+    TransformResponseRoot, wrapped=True
+)
+RAW_QUERY_REQUEST: MessageCodec[ep.RawQueryRequest] = MessageCodec(ep.RawQueryRequest)
+RAW_QUERY_RESPONSE: MessageCodec[ep.RawQueryResponse] = MessageCodec(
+    RawQueryResponseRoot, wrapped=True
+)
+VALIDATE_QUERY_REQUEST: MessageCodec[ep.ValidateQueryRequest] = MessageCodec(
+    ep.ValidateQueryRequest
+)
+VALIDATE_QUERY_RESPONSE: MessageCodec[ep.ValidateQueryResponse] = MessageCodec(
+    ValidateQueryResponseRoot, wrapped=True
+)
+MIGRATE_QUERY_REQUEST: MessageCodec[ep.MigrateQueryRequest] = MessageCodec(ep.MigrateQueryRequest)
+MIGRATE_QUERY_RESPONSE: MessageCodec[ep.MigrateQueryResponse] = MessageCodec(
+    MigrateQueryResponseRoot, wrapped=True
+)
+QUERY_REQUEST: MessageCodec[ep.QueryRequest] = MessageCodec(ep.QueryRequest)
+QUERY_RESPONSE: MessageCodec[ep.QueryResponse] = MessageCodec(QueryResponseRoot, wrapped=True)
 
 # --- Internals ---------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ daemon's ``on_commit`` is told which dataset moved, so the scheduler can update 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,20 +49,13 @@ OnCommit = Callable[[str], None]
 _UPLOAD_PREFIX = ".upload-"
 
 
+@dataclass(eq=False)
 class CoordinatorService(pb_grpc.CoordinatorServicer):
-    def __init__(
-        self,
-        app: Application,
-        locks: DatasetLocks,
-        metrics: Metrics,
-        on_commit: OnCommit,
-        status: Callable[[], Any] | None = None,
-    ) -> None:
-        self.app = app
-        self.locks = locks
-        self.metrics = metrics
-        self.on_commit = on_commit
-        self.status = status
+    app: Application
+    locks: DatasetLocks
+    metrics: Metrics
+    on_commit: OnCommit
+    status: Callable[[], Any] | None = None
 
     def Status(self, request: Any, context: grpc.ServicerContext) -> Any:
         status = self.status

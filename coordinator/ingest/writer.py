@@ -78,12 +78,12 @@ class ChainContext:
         new_watermark: datetime | None,
         new_source_state: SourceState | None,
     ) -> AddData:
-        """The ``AddData`` that follows this head (a root dataset has no checkpoints)."""
+        """The ``AddData`` that follows this head; it has no ``newCheckpoint`` (the default):
+        the ingest of a root dataset writes none."""
         return AddData(
             prev_checkpoint=self.prev_checkpoint,
             prev_offset=self.prev_offset,
             new_data=new_data,
-            new_checkpoint=None,
             new_watermark=new_watermark,
             new_source_state=new_source_state,
         )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 
 from common.odf.errors import OdfError
@@ -60,24 +60,17 @@ class ReplayResult:
         return not self.differences and self.error is None
 
 
+@dataclass(eq=False)
 class Replayer:
     """Replays the transactions of one derivative dataset with the engines of ``engines``."""
 
-    def __init__(
-        self,
-        dataset: Dataset,
-        inputs: Mapping[DatasetID, InputHistory | str],
-        engines: EngineSession,
-        exchange: ExchangeFormat = ExchangeFormat.PARQUET,
-        *,
-        shared_staging: Path | None = None,
-    ) -> None:
-        self.dataset = dataset
-        self.shared_staging = shared_staging
-        self.inputs = inputs
-        self.engines = engines
-        self.exchange = exchange
-        self._engine_errors: dict[str | None, str] = {}
+    dataset: Dataset
+    inputs: Mapping[DatasetID, InputHistory | str]
+    engines: EngineSession
+    exchange: ExchangeFormat = ExchangeFormat.PARQUET
+    _: KW_ONLY
+    shared_staging: Path | None = None
+    _engine_errors: dict[str | None, str] = field(default_factory=dict, init=False, repr=False)
 
     def replay(self, blocks: Sequence[StoredBlock]) -> Iterator[ReplayResult]:
         """One result per ``ExecuteTransform`` of ``blocks`` (the chain, oldest first)."""

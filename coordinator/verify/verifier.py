@@ -15,6 +15,7 @@ already read chains to the datasets downstream.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from common.odf.errors import OdfError
@@ -46,26 +47,18 @@ Resolver = Callable[[DatasetID], Dataset]
 ReplayProgress = Callable[[Dataset, ReplayResult], None]
 
 
+@dataclass(eq=False)
 class Verifier:
     """Verifies datasets; ``engines`` (``None`` for ``--integrity``) replays transactions."""
 
-    def __init__(
-        self,
-        resolve: Resolver,
-        engines: EngineSession | None,
-        exchange: ExchangeFormat = ExchangeFormat.PARQUET,
-        *,
-        on_replay: ReplayProgress | None = None,
-        on_bytes: Callable[[int], None] | None = None,
-        shared_staging: Path | None = None,
-    ) -> None:
-        self.resolve = resolve
-        self.shared_staging = shared_staging
-        self.engines = engines
-        self.exchange = exchange
-        self.on_replay = on_replay
-        self.on_bytes = on_bytes
-        self._verified: dict[DatasetID, InputHistory] = {}
+    resolve: Resolver
+    engines: EngineSession | None
+    exchange: ExchangeFormat = ExchangeFormat.PARQUET
+    _: KW_ONLY
+    on_replay: ReplayProgress | None = None
+    on_bytes: Callable[[int], None] | None = None
+    shared_staging: Path | None = None
+    _verified: dict[DatasetID, InputHistory] = field(default_factory=dict, init=False, repr=False)
 
     def verify(self, dataset: Dataset) -> DatasetReport:
         integrity = check_integrity(dataset.layout, self.on_bytes)

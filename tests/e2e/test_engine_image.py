@@ -31,7 +31,7 @@ from common.odf.fragments import (
 )
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
-from common.serde.flatbuffers_codec import decode_transform_response, encode_transform_request
+from common.serde.flatbuffers_codec import TRANSFORM_REQUEST, TRANSFORM_RESPONSE
 from coordinator.engine.container_runtime import Endpoint, Runtime, wait_for_engine
 from tests.support.images import BuiltImage
 
@@ -105,11 +105,11 @@ def _execute_transform(endpoint: Endpoint, request: ep.TransformRequest) -> ep.T
     with grpc.insecure_channel(endpoint.target) as channel:
         stub = engine_pb2_grpc.EngineStub(channel)
         stream = stub.ExecuteTransform(
-            engine_pb2.TransformRequest(flatbuffer=encode_transform_request(request)),
+            engine_pb2.TransformRequest(flatbuffer=TRANSFORM_REQUEST.encode(request)),
             timeout=CALL_TIMEOUT_S,
         )
         for message in stream:
-            response = decode_transform_response(message.flatbuffer)
+            response = TRANSFORM_RESPONSE.decode(message.flatbuffer)
             if not isinstance(response, ep.TransformResponseProgress):
                 return response
     raise AssertionError("engine did not transmit Success or Error message in the response stream")

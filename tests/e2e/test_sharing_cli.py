@@ -26,6 +26,7 @@ from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 from tests.support.cli import fails, ok, start_odf
 from tests.support.datasets import root
+from tests.support.http_serving import running
 from tests.support.ports import free_port, wait_listening
 
 pytestmark = pytest.mark.e2e
@@ -367,36 +368,33 @@ def test_pull_killed_in_the_middle_is_completed_by_the_next(tmp_path: Path) -> N
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), partial(handler, directory=str(served))
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/cities"
-        before = snapshot(local)
-        proc = start_odf(b, "pull", url, "--as", "cities", "--parallel", "1")
+    with running(server) as port:
         try:
-            assert handler.arrived.wait(60), "the pull never asked for the stalled file"
-            time.sleep(0.3)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+            url = f"http://127.0.0.1:{port}/cities"
+            before = snapshot(local)
+            proc = start_odf(b, "pull", url, "--as", "cities", "--parallel", "1")
+            try:
+                assert handler.arrived.wait(60), "the pull never asked for the stalled file"
+                time.sleep(0.3)
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+            finally:
+                proc.stdout.close() if proc.stdout else None
+                proc.stderr.close() if proc.stderr else None
+            # the head and the blocks are as they were; two received data files wait for the next
+            assert len(new_objects(served / "cities", local, "data")) == 0
+            data_before = [k for k in before if k.startswith("data/")]
+            assert len(list((local / "data").iterdir())) == len(data_before) + 2
+            assert {k: v for k, v in snapshot(local).items() if not k.startswith("data/")} == {
+                k: v for k, v in before.items() if not k.startswith("data/")
+            }
+            handler.release.set()
+            out = ok(b, "pull", "cities")
+            assert "pulled from" in out and moved(out) == (3, 1)  # resumed: one object left
+            assert head(local) == head(served / "cities")
+            assert "cities: ok" in ok(b, "verify", "cities")
         finally:
-            proc.stdout.close() if proc.stdout else None
-            proc.stderr.close() if proc.stderr else None
-        # the head and the blocks are as they were; two received data files wait for the next
-        assert len(new_objects(served / "cities", local, "data")) == 0
-        data_before = [k for k in before if k.startswith("data/")]
-        assert len(list((local / "data").iterdir())) == len(data_before) + 2
-        assert {k: v for k, v in snapshot(local).items() if not k.startswith("data/")} == {
-            k: v for k, v in before.items() if not k.startswith("data/")
-        }
-        handler.release.set()
-        out = ok(b, "pull", "cities")
-        assert "pulled from" in out and moved(out) == (3, 1)  # resumed: one object left
-        assert head(local) == head(served / "cities")
-        assert "cities: ok" in ok(b, "verify", "cities")
-    finally:
-        handler.release.set()
-        server.shutdown()
-        server.server_close()
+            handler.release.set()
 
 
 @pytest.mark.parametrize(

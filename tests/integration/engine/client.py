@@ -21,24 +21,24 @@ def _single(stream: Iterable[Any], decode: Callable[[bytes], R]) -> R:
 def transform(
     stub: engine_pb2_grpc.EngineStub, request: ep.TransformRequest
 ) -> ep.TransformResponse:
-    pb = engine_pb2.TransformRequest(flatbuffer=codec.encode_transform_request(request))
-    return _single(stub.ExecuteTransform(pb, timeout=300), codec.decode_transform_response)
+    pb = engine_pb2.TransformRequest(flatbuffer=codec.TRANSFORM_REQUEST.encode(request))
+    return _single(stub.ExecuteTransform(pb, timeout=300), codec.TRANSFORM_RESPONSE.decode)
 
 
 def raw_query(stub: engine_pb2_grpc.EngineStub, request: ep.RawQueryRequest) -> ep.RawQueryResponse:
-    pb = engine_pb2.RawQueryRequest(flatbuffer=codec.encode_raw_query_request(request))
-    return _single(stub.ExecuteRawQuery(pb, timeout=300), codec.decode_raw_query_response)
+    pb = engine_pb2.RawQueryRequest(flatbuffer=codec.RAW_QUERY_REQUEST.encode(request))
+    return _single(stub.ExecuteRawQuery(pb, timeout=300), codec.RAW_QUERY_RESPONSE.decode)
 
 
 def validate(
     stub: engine_pb2_grpc.EngineStub, request: ep.ValidateQueryRequest
 ) -> ep.ValidateQueryResponse:
-    pb = engine_pb2.ValidateQueryRequest(flatbuffer=codec.encode_validate_query_request(request))
-    return _single(stub.ValidateQuery(pb, timeout=300), codec.decode_validate_query_response)
+    pb = engine_pb2.ValidateQueryRequest(flatbuffer=codec.VALIDATE_QUERY_REQUEST.encode(request))
+    return _single(stub.ValidateQuery(pb, timeout=300), codec.VALIDATE_QUERY_RESPONSE.decode)
 
 
 def migrate(
     stub: engine_pb2_grpc.EngineStub, request: ep.MigrateQueryRequest
 ) -> ep.MigrateQueryResponse:
-    pb = engine_pb2.MigrateQueryRequest(flatbuffer=codec.encode_migrate_query_request(request))
-    return _single(stub.MigrateQuery(pb, timeout=300), codec.decode_migrate_query_response)
+    pb = engine_pb2.MigrateQueryRequest(flatbuffer=codec.MIGRATE_QUERY_REQUEST.encode(request))
+    return _single(stub.MigrateQuery(pb, timeout=300), codec.MIGRATE_QUERY_RESPONSE.decode)

@@ -21,13 +21,8 @@ from common.odf.fragments import DatasetVocabulary, TemporalTable, TransformSql
 from engine_spark.checkpoint import Runner, read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
-from tests.integration.engine.datasets import (
-    InputDataset,
-    OutputDataset,
-    at,
-    sql,
-    validate_request,
-)
+from tests.integration.engine import datasets
+from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
 from tests.integration.engine.test_stateful import Pipeline
 
 pytestmark = [pytest.mark.spark]
@@ -189,7 +184,7 @@ def test_retractions_in_the_versioned_input_are_refused(
 
 
 def validate(transform: TransformSql) -> ep.ValidateQueryRequest:
-    return validate_request(transform, inputs={"ticks": TICKS, "prices": PRICES})
+    return datasets.validate_request(transform, inputs={"ticks": TICKS, "prices": PRICES})
 
 
 def test_the_as_of_form_validates(spark_engine: SparkEngine) -> None:

@@ -162,7 +162,7 @@ def test_internal_error_has_a_backtrace_and_the_server_keeps_serving(
 
     garbage = engine_pb2.TransformRequest(flatbuffer=b"\x00not a flatbuffer")
     (message,) = list(engine_stub.ExecuteTransform(garbage, timeout=60))
-    decoded = codec.decode_transform_response(message.flatbuffer)
+    decoded = codec.TRANSFORM_RESPONSE.decode(message.flatbuffer)
     assert isinstance(decoded, ep.TransformResponseInternalError)
     assert "cannot decode the TransformRequest" in decoded.message
 

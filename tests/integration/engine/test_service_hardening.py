@@ -97,7 +97,7 @@ def query_request(sql: str, output: Path, inputs: tuple[ep.QueryInput, ...] = ()
         transform=TransformSql(engine="spark", query=sql),
         output_data_path=str(output),
     )
-    return engine_pb2.QueryRequest(flatbuffer=codec.encode_query_request(request))
+    return engine_pb2.QueryRequest(flatbuffer=codec.QUERY_REQUEST.encode(request))
 
 
 def run_query(
@@ -108,7 +108,7 @@ def run_query(
     metadata: Any = AUTH,
 ) -> ep.QueryResponse:
     (message,) = list(stub.ExecuteQuery(request, timeout=timeout, metadata=metadata))
-    return codec.decode_query_response(message.flatbuffer)
+    return codec.QUERY_RESPONSE.decode(message.flatbuffer)
 
 
 def validate_request() -> Any:
@@ -120,7 +120,7 @@ def validate_request() -> Any:
         ),
         query_inputs=(),
     )
-    return engine_pb2.ValidateQueryRequest(flatbuffer=codec.encode_validate_query_request(request))
+    return engine_pb2.ValidateQueryRequest(flatbuffer=codec.VALIDATE_QUERY_REQUEST.encode(request))
 
 
 def status_of(call: Any) -> grpc.StatusCode:
@@ -148,7 +148,7 @@ def test_calls_need_the_token(secured: Secured, channel: grpc.Channel) -> None:
         lambda: stub.ValidateQuery(validate_request(), timeout=30, metadata=wrong)
     ) == (grpc.StatusCode.UNAUTHENTICATED)
     (message,) = list(stub.ValidateQuery(validate_request(), timeout=60, metadata=AUTH))
-    response = codec.decode_validate_query_response(message.flatbuffer)
+    response = codec.VALIDATE_QUERY_RESPONSE.decode(message.flatbuffer)
     assert isinstance(response, ep.ValidateQueryResponseSuccess)
 
 

@@ -14,7 +14,7 @@ import pytest
 from common.engine_rpc import engine_pb2_grpc
 from common.hashing.logical import logical_hash
 from common.odf import engine_protocol as ep
-from common.odf.fragments import OffsetInterval
+from common.odf.fragments import OffsetInterval, TransformSql
 from engine_spark.checkpoint import read_checkpoint
 from tests.integration.engine import client
 from tests.integration.engine.datasets import TS, InputDataset, OutputDataset, at, sql
@@ -35,6 +35,14 @@ def city(hours: float, name: str, population: int, op: int = 0) -> dict[str, obj
     return {"event_time": at(hours), "city": name, "population": population, "op": op}
 
 
+def over_cities(
+    workdir: Path, name: str, transform: TransformSql
+) -> tuple[InputDataset, OutputDataset]:
+    """The input ``cities`` and the output ``name`` of ``transform`` over it, in ``workdir``."""
+    src = InputDataset(workdir / "in", "cities", CITIES)
+    return src, OutputDataset(workdir / "out", name, transform)
+
+
 def run(
     stub: engine_pb2_grpc.EngineStub, out: OutputDataset, request: ep.TransformRequest
 ) -> ep.TransformResponseSuccess:
@@ -52,9 +60,8 @@ def rows(path: str, *columns: str) -> list[tuple[object, ...]]:
 def test_map_filter_carries_offsets_and_watermarks_across_transactions(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    src = InputDataset(workdir / "in", "cities", CITIES)
-    out = OutputDataset(
-        workdir / "out",
+    src, out = over_cities(
+        workdir,
         "big",
         sql(
             "select event_time, city, population * 10 as population_x10 from cities "
@@ -122,9 +129,8 @@ def test_map_filter_carries_offsets_and_watermarks_across_transactions(
 def test_replaying_a_transaction_gives_identical_output(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    src = InputDataset(workdir / "in", "cities", CITIES)
-    out = OutputDataset(
-        workdir / "out",
+    src, out = over_cities(
+        workdir,
         "agg",
         sql(
             "select event_time, city, count(*) as n, sum(population) as total from cities "
@@ -209,9 +215,8 @@ def test_an_input_with_no_new_data_is_empty_with_its_schema(
 def test_retractions_and_corrections_pass_through(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    src = InputDataset(workdir / "in", "cities", CITIES)
-    out = OutputDataset(
-        workdir / "out",
+    src, out = over_cities(
+        workdir,
         "big",
         sql("select op, event_time, city, population from cities where population > 100"),
     )
@@ -259,9 +264,8 @@ def test_multi_step_query(engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 def test_empty_result_writes_no_file(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    src = InputDataset(workdir / "in", "cities", CITIES)
-    out = OutputDataset(
-        workdir / "out", "none", sql("select event_time, city from cities where population < 0")
+    src, out = over_cities(
+        workdir, "none", sql("select event_time, city from cities where population < 0")
     )
     src.append([city(0, "A", 1)], watermark=at(1))
     req = out.request([src.take()])
@@ -275,11 +279,8 @@ def test_empty_result_writes_no_file(
 def test_arrow_ipc_inputs_and_output(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    src = InputDataset(workdir / "in", "cities", CITIES)
-    out = OutputDataset(
-        workdir / "out",
-        "dates",
-        sql("select cast(event_time as date) as event_time, city from cities"),
+    src, out = over_cities(
+        workdir, "dates", sql("select cast(event_time as date) as event_time, city from cities")
     )
     src.append([city(0, "A", 1)], arrow=True)
     src.append([city(30, "B", 2)])  # formats may differ between slices
@@ -298,9 +299,8 @@ def test_arrow_ipc_inputs_and_output(
 def test_order_by_over_the_stream_is_refused(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    src = InputDataset(workdir / "in", "cities", CITIES)
-    out = OutputDataset(
-        workdir / "out",
+    src, out = over_cities(
+        workdir,
         "sorted",
         sql("select event_time, city, population from cities order by population desc"),
     )

@@ -19,7 +19,7 @@ from common.engine_rpc import engine_pb2, engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, OffsetInterval, SqlQueryStep, TransformSql
 from common.odf.identity import DatasetID
-from common.serde.flatbuffers_codec import encode_transform_response
+from common.serde.flatbuffers_codec import TRANSFORM_RESPONSE
 from coordinator.engine import (
     EngineClient,
     EngineError,
@@ -80,15 +80,15 @@ def test_progress_is_skipped_and_success_returned(
     scripted: tuple[ScriptedEngine, EngineClient],
 ) -> None:
     engine, client = scripted
-    progress = encode_transform_response(ep.TransformResponseProgress())
-    engine.script = [progress, progress, encode_transform_response(SUCCESS)]
+    progress = TRANSFORM_RESPONSE.encode(ep.TransformResponseProgress())
+    engine.script = [progress, progress, TRANSFORM_RESPONSE.encode(SUCCESS)]
     assert client.execute_transform(REQUEST) == SUCCESS
 
 
 def test_first_terminal_message_wins(scripted: tuple[ScriptedEngine, EngineClient]) -> None:
     engine, client = scripted
     invalid = ep.TransformResponseInvalidQuery(message="no such column: x")
-    engine.script = [encode_transform_response(invalid), encode_transform_response(SUCCESS)]
+    engine.script = [TRANSFORM_RESPONSE.encode(invalid), TRANSFORM_RESPONSE.encode(SUCCESS)]
     with pytest.raises(EngineInvalidQueryError) as info:
         client.execute_transform(REQUEST)
     assert info.value.detail == "no such column: x"
@@ -98,7 +98,7 @@ def test_first_terminal_message_wins(scripted: tuple[ScriptedEngine, EngineClien
 def test_internal_error_keeps_the_backtrace(scripted: tuple[ScriptedEngine, EngineClient]) -> None:
     engine, client = scripted
     error = ep.TransformResponseInternalError(message="boom", backtrace="at line 1")
-    engine.script = [encode_transform_response(error)]
+    engine.script = [TRANSFORM_RESPONSE.encode(error)]
     with pytest.raises(EngineInternalError, match="engine error: boom") as info:
         client.execute_transform(REQUEST)
     assert info.value.backtrace == "at line 1"

@@ -68,11 +68,11 @@ def call(servicer: EngineServicer, data: bytes) -> ep.TransformResponse:
     request = engine_pb2.TransformRequest(flatbuffer=data)
     messages = list(servicer.stream(rpcs.TRANSFORM, request, Context()))  # type: ignore[arg-type]
     assert len(messages) == 1
-    return codec.decode_transform_response(messages[0].flatbuffer)
+    return codec.TRANSFORM_RESPONSE.decode(messages[0].flatbuffer)
 
 
 def test_each_outcome_is_one_terminal_message() -> None:
-    data = codec.encode_transform_request(REQUEST)
+    data = codec.TRANSFORM_REQUEST.encode(REQUEST)
     ok = servicer(lambda: Backend())
     assert call(ok, data) == ep.TransformResponseSuccess()
 
@@ -93,7 +93,7 @@ def test_each_outcome_is_one_terminal_message() -> None:
 def test_a_backend_that_failed_to_start_answers_internal_error() -> None:
     slot = BackendSlot()
     slot.fail(RuntimeError("no java"))
-    response = call(servicer(slot.get), codec.encode_transform_request(REQUEST))
+    response = call(servicer(slot.get), codec.TRANSFORM_REQUEST.encode(REQUEST))
     assert isinstance(response, ep.TransformResponseInternalError)
     assert "the engine failed to start: RuntimeError: no java" in response.message
 
@@ -118,7 +118,7 @@ def test_a_path_outside_the_data_roots_is_refused_before_the_backend_runs() -> N
             return ep.TransformResponseSuccess()
 
     request = replace(REQUEST, new_data_path="/etc/cron.d/data")
-    response = call(servicer(lambda: Recording()), codec.encode_transform_request(request))
+    response = call(servicer(lambda: Recording()), codec.TRANSFORM_REQUEST.encode(request))
     assert isinstance(response, ep.TransformResponseInternalError)
     assert response.message == (
         "request refused: new_data_path /etc/cron.d/data is outside the engine's data roots: /out"

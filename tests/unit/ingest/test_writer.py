@@ -51,11 +51,18 @@ def table(schema: pa.Schema, *records: tuple[Any, ...]) -> pa.Table:
     return pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in records], schema)
 
 
-def append(ds: Dataset, data: pa.Table, *, day: int = 1) -> bool:
+def append(
+    ds: Dataset, data: pa.Table | None, *, day: int = 1, source_state: SourceState | None = None
+) -> bool:
     """``write`` with Append at system time 2030-01-``day`` (event time 2000-01-01 for
     records without one)."""
     return write(
-        ds, MergeStrategyAppend(), data, system_time=utc(2030, 1, day), event_time=utc(2000, 1, 1)
+        ds,
+        MergeStrategyAppend(),
+        data,
+        system_time=utc(2030, 1, day),
+        event_time=utc(2000, 1, 1),
+        source_state=source_state,
     )
 
 
@@ -318,36 +325,13 @@ def test_nullability_alone_is_not_a_schema_change(tmp_path: Path) -> None:
 def test_no_data_commits_only_a_changed_source_state(tmp_path: Path) -> None:
     ds = new_dataset(tmp_path, SOURCE)
     state = SourceState(source_name="default", kind="odf/etag", value="1")
-    assert not write(
-        ds, MergeStrategyAppend(), None, system_time=utc(2030, 1, 1), event_time=utc(2000, 1, 1)
-    )
-    assert write(
-        ds,
-        MergeStrategyAppend(),
-        None,
-        system_time=utc(2030, 1, 1),
-        event_time=utc(2000, 1, 1),
-        source_state=state,
-    )
-    assert not write(
-        ds,
-        MergeStrategyAppend(),
-        None,
-        system_time=utc(2030, 1, 2),
-        event_time=utc(2000, 1, 1),
-        source_state=state,
-    )
+    assert not append(ds, None)
+    assert append(ds, None, source_state=state)
+    assert not append(ds, None, day=2, source_state=state)
     assert schema_events(ds) == []  # no data frame, no schema
     # A data frame with zero records still establishes the schema when a commit happens.
     state2 = SourceState(source_name="default", kind="odf/etag", value="2")
-    assert write(
-        ds,
-        MergeStrategyAppend(),
-        CITY_POP.empty_table(),
-        system_time=utc(2030, 1, 3),
-        event_time=utc(2000, 1, 1),
-        source_state=state2,
-    )
+    assert append(ds, CITY_POP.empty_table(), day=3, source_state=state2)
     assert len(schema_events(ds)) == 1
     assert [type(e).__name__ for e in events_of(ds)][-2:] == ["SetDataSchema", "AddData"]
     assert add_data_events(ds)[-1].new_data is None

@@ -242,16 +242,16 @@ def test_sub_microsecond_nanoseconds_are_truncated() -> None:
 # --- Engine messages ---------------------------------------------------------------------------
 
 DECODERS = [
-    (codec.decode_transform_request, ep.TransformRequest),
-    (codec.decode_transform_response, unions.variants("TransformResponse")),
-    (codec.decode_raw_query_request, ep.RawQueryRequest),
-    (codec.decode_raw_query_response, unions.variants("RawQueryResponse")),
-    (codec.decode_validate_query_request, ep.ValidateQueryRequest),
-    (codec.decode_validate_query_response, unions.variants("ValidateQueryResponse")),
-    (codec.decode_migrate_query_request, ep.MigrateQueryRequest),
-    (codec.decode_migrate_query_response, unions.variants("MigrateQueryResponse")),
-    (codec.decode_query_request, ep.QueryRequest),
-    (codec.decode_query_response, unions.variants("QueryResponse")),
+    (codec.TRANSFORM_REQUEST.decode, ep.TransformRequest),
+    (codec.TRANSFORM_RESPONSE.decode, unions.variants("TransformResponse")),
+    (codec.RAW_QUERY_REQUEST.decode, ep.RawQueryRequest),
+    (codec.RAW_QUERY_RESPONSE.decode, unions.variants("RawQueryResponse")),
+    (codec.VALIDATE_QUERY_REQUEST.decode, ep.ValidateQueryRequest),
+    (codec.VALIDATE_QUERY_RESPONSE.decode, unions.variants("ValidateQueryResponse")),
+    (codec.MIGRATE_QUERY_REQUEST.decode, ep.MigrateQueryRequest),
+    (codec.MIGRATE_QUERY_RESPONSE.decode, unions.variants("MigrateQueryResponse")),
+    (codec.QUERY_REQUEST.decode, ep.QueryRequest),
+    (codec.QUERY_RESPONSE.decode, unions.variants("QueryResponse")),
 ]
 
 
@@ -269,7 +269,7 @@ def test_engine_decoders_reject_garbage(
 
 
 def test_engine_decoder_names_the_message_and_field() -> None:
-    encoded = codec.encode_raw_query_request(
+    encoded = codec.RAW_QUERY_REQUEST.encode(
         ep.RawQueryRequest(
             input_data_paths=("a.parquet",),
             transform=TransformSql(engine="x"),
@@ -279,9 +279,9 @@ def test_engine_decoder_names_the_message_and_field() -> None:
     # Cutting into the data fails; only trailing alignment padding (< 4 bytes) may go.
     for size in range(len(encoded) - 3):
         with pytest.raises(DecodeError, match=r"^RawQueryRequest"):
-            codec.decode_raw_query_request(encoded[:size])
+            codec.RAW_QUERY_REQUEST.decode(encoded[:size])
     with pytest.raises(DecodeError, match=r"^RawQueryRequest\.transform: unknown Transform type"):
-        codec.decode_raw_query_request(_bad_union(encoded))
+        codec.RAW_QUERY_REQUEST.decode(_bad_union(encoded))
 
 
 def _bad_union(encoded: bytes) -> bytes:

@@ -67,62 +67,62 @@ MESSAGES: list[tuple[str, Any, Callable[[Any], bytes], Callable[[bytes], Any]]] 
     (
         "TransformRequest",
         ods.model(ep.TransformRequest),
-        codec.encode_transform_request,
-        codec.decode_transform_request,
+        codec.TRANSFORM_REQUEST.encode,
+        codec.TRANSFORM_REQUEST.decode,
     ),
     (
         "TransformResponse",
         ods.union_values("TransformResponse"),
-        codec.encode_transform_response,
-        codec.decode_transform_response,
+        codec.TRANSFORM_RESPONSE.encode,
+        codec.TRANSFORM_RESPONSE.decode,
     ),
     (
         "RawQueryRequest",
         ods.model(ep.RawQueryRequest),
-        codec.encode_raw_query_request,
-        codec.decode_raw_query_request,
+        codec.RAW_QUERY_REQUEST.encode,
+        codec.RAW_QUERY_REQUEST.decode,
     ),
     (
         "RawQueryResponse",
         ods.union_values("RawQueryResponse"),
-        codec.encode_raw_query_response,
-        codec.decode_raw_query_response,
+        codec.RAW_QUERY_RESPONSE.encode,
+        codec.RAW_QUERY_RESPONSE.decode,
     ),
     (
         "ValidateQueryRequest",
         ods.model(ep.ValidateQueryRequest),
-        codec.encode_validate_query_request,
-        codec.decode_validate_query_request,
+        codec.VALIDATE_QUERY_REQUEST.encode,
+        codec.VALIDATE_QUERY_REQUEST.decode,
     ),
     (
         "ValidateQueryResponse",
         ods.union_values("ValidateQueryResponse"),
-        codec.encode_validate_query_response,
-        codec.decode_validate_query_response,
+        codec.VALIDATE_QUERY_RESPONSE.encode,
+        codec.VALIDATE_QUERY_RESPONSE.decode,
     ),
     (
         "MigrateQueryRequest",
         ods.model(ep.MigrateQueryRequest),
-        codec.encode_migrate_query_request,
-        codec.decode_migrate_query_request,
+        codec.MIGRATE_QUERY_REQUEST.encode,
+        codec.MIGRATE_QUERY_REQUEST.decode,
     ),
     (
         "MigrateQueryResponse",
         ods.union_values("MigrateQueryResponse"),
-        codec.encode_migrate_query_response,
-        codec.decode_migrate_query_response,
+        codec.MIGRATE_QUERY_RESPONSE.encode,
+        codec.MIGRATE_QUERY_RESPONSE.decode,
     ),
     (
         "QueryRequest",
         ods.model(ep.QueryRequest),
-        codec.encode_query_request,
-        codec.decode_query_request,
+        codec.QUERY_REQUEST.encode,
+        codec.QUERY_REQUEST.decode,
     ),
     (
         "QueryResponse",
         ods.union_values("QueryResponse"),
-        codec.encode_query_response,
-        codec.decode_query_response,
+        codec.QUERY_RESPONSE.encode,
+        codec.QUERY_RESPONSE.decode,
     ),
 ]
 
@@ -145,7 +145,7 @@ def test_responses_are_wrapped_in_a_root_table() -> None:
     """TransformResponseRoot{value}: slot 0 is the union type, slot 1 the value."""
     from common.serde import fb_reader
 
-    buf = codec.encode_transform_response(ep.TransformResponseInvalidQuery(message="boom"))
+    buf = codec.TRANSFORM_RESPONSE.encode(ep.TransformResponseInvalidQuery(message="boom"))
     root = fb_reader.Table(buf, int.from_bytes(buf[:4], "little"), "TransformResponseRoot")
     assert buf[root.field(4, 1)] == 3  # InvalidQuery is the third variant
     assert fb_reader.read_string(buf, fb_reader.Table(buf, root.deref(6), "x").deref(4)) == "boom"
