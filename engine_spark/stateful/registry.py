@@ -76,6 +76,7 @@ def run_stateful(query: StatefulQuery) -> StatefulRun | None:
         return run
     if query.prepared is None and is_row_wise_query(query.result):
         return None
+    query.check_output()
     run = _first(RUNNERS, query)
     assert run is not None, "structured streaming runs every query"
     return run

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 from typing import Protocol, TypeVar
 
 import pyarrow as pa
@@ -40,7 +41,7 @@ from engine_spark.watermark import input_watermark
 PlanT = TypeVar("PlanT")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StatefulQuery:
     """One transaction of a query that may need state: what every runner plans from."""
 
@@ -70,14 +71,20 @@ class StatefulQuery:
         """The previous state, if it belongs to this query."""
         return carried_stream(self.request, self.previous)
 
-    @property
+    @cached_property
     def columns(self) -> OutputColumns:
+        """The output's columns as the query gives them (InvalidQuery for columns the dataset
+        cannot take)."""
         fields = [(f.name, f.dataType.simpleString()) for f in self.result.schema.fields]
         return plan_output_columns(fields, self.request.vocab)
 
-    @property
+    @cached_property
     def arrow_schema(self) -> pa.Schema:
         return result_arrow_schema(self.result)
+
+    def check_output(self) -> None:
+        """InvalidQuery now, before any runner plans, when the output cannot be written."""
+        _ = self.columns, self.arrow_schema
 
     def next_state(
         self,
