@@ -157,7 +157,7 @@ class WriterLocks:
 
     def hold(self, datasets: Iterable[Dataset], operation: str) -> AbstractContextManager[None]:
         """Hold the writer locks of ``datasets`` (each a ``Dataset``), in id order."""
-        return self.hold_keys({d.id.to_multibase(): d.alias for d in datasets}, operation)
+        return self.hold_keys({_key(d): d.alias for d in datasets}, operation)
 
     @contextmanager
     def hold_keys(self, datasets: dict[str, str], operation: str) -> Iterator[None]:
@@ -263,3 +263,10 @@ class WriterLocks:
             os.ftruncate(held.fd, 0)  # nobody holds it: no stale holder for the next waiter
         finally:
             os.close(held.fd)  # releases the lock
+
+
+def _key(dataset: Dataset) -> str:
+    """The name of a dataset's lock file: its id, or for a dataset without a Seed block
+    (which only a delete can change), its name."""
+    dataset_id = dataset.state().id
+    return dataset_id.to_multibase() if dataset_id is not None else f"name-{dataset.alias.lower()}"
