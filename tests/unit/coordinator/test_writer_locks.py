@@ -18,11 +18,13 @@ import pytest
 
 from coordinator.dataset.writer_locks import (
     COMMAND,
+    COMMAND_TIMEOUT_HINT,
     DAEMON,
+    CallWaits,
     Writer,
     WriterLocks,
     WriterWaitTimeoutError,
-    telling_waits_to,
+    waiting_as,
 )
 from tests.support.cli import REPO
 
@@ -190,7 +192,7 @@ def test_a_wait_told_elsewhere_stops_when_its_check_raises(tmp_path: Path) -> No
         def write() -> None:
             try:
                 with (
-                    telling_waits_to(told.append, check),
+                    waiting_as(CallWaits(told.append, check)),
                     locks.hold_keys({"fed01aa": "x"}, "pull"),
                 ):
                     pass
@@ -203,3 +205,26 @@ def test_a_wait_told_elsewhere_stops_when_its_check_raises(tmp_path: Path) -> No
     assert [str(e) for e in failed] == ["cancelled"]
     assert told == ["waiting for the daemon's pull of weather"]
     assert own == []
+
+
+def test_a_call_waits_as_long_as_it_asked(tmp_path: Path) -> None:
+    locks = WriterLocks(tmp_path, owner=DAEMON, timeout=600)
+    told: list[str] = []
+    with locks.hold_keys({"fed01aa": "weather"}, "pull"):
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            waits = CallWaits(told.append, lambda: None, timeout=0.3)
+            try:
+                with waiting_as(waits), locks.hold_keys({"fed01aa": "weather"}, "ingest"):
+                    pass
+            except WriterWaitTimeoutError as e:
+                failed.append(e)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        thread.join(timeout=30)
+    assert [str(e) for e in failed] == [
+        "gave up waiting for the daemon's pull of weather after 0.3s; try again later, or wait"
+        f" longer ({COMMAND_TIMEOUT_HINT})"
+    ]

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from coordinator.daemon.calls import DatasetLocks
+from coordinator.dataset.writer_locks import (
+    COMMAND_TIMEOUT_HINT,
+    CallWaits,
+    WriterWaitTimeoutError,
+)
 
 
 def test_a_waiting_call_is_told_what_holds_the_dataset_and_may_give_up() -> None:
@@ -22,7 +29,7 @@ def test_a_waiting_call_is_told_what_holds_the_dataset_and_may_give_up() -> None
 
     def waiting_call() -> None:
         try:
-            with locks.hold(["Weather"], "pull", told.append, check):
+            with locks.hold(["Weather"], "pull", CallWaits(told.append, check)):
                 pass
         except TimeoutError as e:
             failed.append(e)
@@ -33,6 +40,30 @@ def test_a_waiting_call_is_told_what_holds_the_dataset_and_may_give_up() -> None
         thread.join(timeout=30)
     assert told == ["waiting for the daemon's scheduled pull of Weather"]
     assert [str(e) for e in failed] == ["the client left"]
-    with locks.hold(["weather"], "pull", told.append):  # released: no wait
+    with locks.hold(["weather"], "pull", CallWaits(told.append, check)):  # released: no wait
         pass
     assert len(told) == 1
+
+
+def test_a_waiting_call_gives_up_after_its_timeout() -> None:
+    locks = DatasetLocks(max_parallel=2)
+    failed: list[BaseException] = []
+
+    def waiting_call() -> None:
+        with (
+            pytest.raises(WriterWaitTimeoutError) as e,
+            locks.hold(
+                ["weather"], "ingest", CallWaits(lambda line: None, lambda: None, timeout=0.3)
+            ),
+        ):
+            pass
+        failed.append(e.value)
+
+    with locks.hold(["weather"], "push"):
+        thread = threading.Thread(target=waiting_call)
+        thread.start()
+        thread.join(timeout=30)
+    assert [str(e) for e in failed] == [
+        "gave up waiting for the daemon's push of weather after 0.3s; try again later, or wait"
+        f" longer ({COMMAND_TIMEOUT_HINT})"
+    ]
