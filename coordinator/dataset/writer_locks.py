@@ -182,6 +182,11 @@ class WriterLocks:
         """Hold the writer locks of ``datasets`` (each a ``Dataset``), in id order."""
         return self.hold_keys({_key(d): d.alias for d in datasets}, operation)
 
+    @staticmethod
+    def keys(datasets: Iterable[Dataset]) -> list[str]:
+        """The lock keys of ``datasets`` (for ``hold_keys``)."""
+        return [_key(d) for d in datasets]
+
     @contextmanager
     def hold_keys(self, datasets: dict[str, str], operation: str) -> Iterator[None]:
         """Hold the locks of datasets given as {id multibase: name}, in id order; waits (and

@@ -16,17 +16,22 @@ from pathlib import Path
 
 import pytest
 
+from common.serde.yaml_codec import load_snapshots
+from coordinator.app import Application
 from coordinator.dataset.writer_locks import (
     COMMAND,
     COMMAND_TIMEOUT_HINT,
     DAEMON,
+    LOCKS_DIR,
     CallWaits,
     Writer,
     WriterLocks,
     WriterWaitTimeoutError,
     waiting_as,
 )
+from coordinator.workspace import Workspace
 from tests.support.cli import REPO
+from tests.support.datasets import derivative, root
 
 HOLDER = """
 import sys
@@ -228,3 +233,36 @@ def test_a_call_waits_as_long_as_it_asked(tmp_path: Path) -> None:
         "gave up waiting for the daemon's pull of weather after 0.3s; try again later, or wait"
         f" longer ({COMMAND_TIMEOUT_HINT})"
     ]
+
+
+def test_compaction_and_reset_hold_the_dependents_too(tmp_path: Path) -> None:
+    """While a dataset reading it is being written, a compaction or a reset of its input waits
+    (the dependent could be consuming the blocks they change); told as a wait for it."""
+    ws = Workspace.init(tmp_path)
+    for text in (
+        root("readings", ["value BIGINT"]),
+        derivative("doubled", "SELECT event_time, value * 2 AS v FROM readings", ["readings"]),
+    ):
+        for snapshot in load_snapshots(text):
+            ws.create_dataset(snapshot)
+    app = Application(ws)
+    told: list[str] = []
+    app.writers.on_wait, app.writers.timeout = told.append, 0.3
+    dependent = ws.open_dataset("doubled")
+    failed: list[str] = []
+
+    def edit() -> None:
+        for change in (lambda: app.compact("readings"), lambda: app.reset("readings", "f1")):
+            try:
+                change()
+            except WriterWaitTimeoutError as e:
+                failed.append(str(e))
+
+    other = WriterLocks(ws.odf_dir / LOCKS_DIR)
+    with other.hold([dependent], "pull"):
+        thread = threading.Thread(target=edit)
+        thread.start()
+        thread.join(timeout=30)
+    holder = f"another odf process (pid {os.getpid()}) writing doubled"
+    assert told == [f"waiting for {holder}"] * 2
+    assert [e.split(" after ")[0] for e in failed] == [f"gave up waiting for {holder}"] * 2
