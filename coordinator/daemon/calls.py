@@ -127,24 +127,19 @@ def stream_call(
 @dataclass(frozen=True, slots=True)
 class Waits:
     """How a call that may wait for other writers waits (``CallWaits``): it tells its client
-    (``wrap`` puts the line into the call's event type), stops once the client is gone, and
-    waits at most the ``timeout`` the client asked for (none: the workspace's)."""
+    (a ``waiting`` event of the call's event type), stops once the client is gone, and waits
+    at most the ``wait_timeout`` of its request (none: the workspace's)."""
 
     waits: CallWaits
 
     @classmethod
-    def of(
-        cls,
-        context: grpc.ServicerContext,
-        emit: Emit,
-        wrap: Callable[[str], Any],
-        timeout: float | None,
-    ) -> Waits:
+    def of(cls, context: grpc.ServicerContext, emit: Emit, event_type: Any, request: Any) -> Waits:
         def check() -> None:
             if not context.is_active():
                 raise CallCancelled("the call was cancelled while it waited for another writer")
 
-        return cls(CallWaits(lambda line: emit(wrap(line)), check, timeout))
+        timeout = request.wait_timeout if request.HasField("wait_timeout") else None
+        return cls(CallWaits(lambda line: emit(event_type(waiting=line)), check, timeout))
 
     @contextmanager
     def hold(self, locks: DatasetLocks, names: Sequence[str], doing: str) -> Iterator[None]:
