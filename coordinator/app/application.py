@@ -10,7 +10,7 @@ prints or knows about terminals; nothing below this layer reads the configuratio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
@@ -241,10 +241,25 @@ class Application:
         consumed a later block, unless ``force`` (the dependent's next pull then fails
         until it is reset too: the inputs it recorded are gone)."""
         dataset = self.dataset(name)
-        with self.writers.hold([dataset], "reset"):
-            return self._reset(dataset, block, force=force)
+        dependents = self._dependents(dataset)
+        with self._holding_dependents(dataset, dependents, "reset"):
+            return self._reset(dataset, dependents, block, force=force)
 
-    def _reset(self, dataset: Dataset, block: str, *, force: bool) -> ResetDone:
+    def _dependents(self, dataset: Dataset) -> list[Dataset]:
+        """The datasets reading ``dataset`` directly."""
+        return [self.dataset(d) for d in self.lineage(dataset.alias).downstream(dataset.alias)]
+
+    def _holding_dependents(
+        self, dataset: Dataset, dependents: list[Dataset], operation: str
+    ) -> AbstractContextManager[None]:
+        """The writer locks of ``dataset`` and of its ``dependents`` (so that none of them
+        consumes its blocks meanwhile), all held as ``operation`` of ``dataset``."""
+        keys = self.writers.keys([dataset, *dependents])
+        return self.writers.hold_keys(dict.fromkeys(keys, dataset.alias), operation)
+
+    def _reset(
+        self, dataset: Dataset, dependents: list[Dataset], block: str, *, force: bool
+    ) -> ResetDone:
         state = dataset.state()
         chain = [h for h, _ in dataset.iter_blocks()]
         target = dataset.find_block(block, path="BLOCK")
@@ -254,8 +269,9 @@ class Application:
             )
         kept = set(chain[chain.index(target) :])
         stale = []
-        for dependent in self.lineage(dataset.alias).downstream(dataset.alias):
-            consumed = _consumed_block(self.dataset(dependent), dataset.id)
+        for dependent_dataset in dependents:
+            dependent = dependent_dataset.alias
+            consumed = _consumed_block(dependent_dataset, dataset.id)
             if consumed is not None and consumed not in kept:
                 stale.append(f"{dependent} (it has consumed {dataset.alias}'s block {consumed})")
         if stale and not force:
@@ -274,18 +290,15 @@ class Application:
 
         dataset = self.dataset(name)
         check_may_run(dataset.layout, dataset.alias, "compacting it")
-        consumers = [
-            d
-            for d in self.lineage(dataset.alias).downstream(dataset.alias)
-            if _consumed_block(self.dataset(d), dataset.id) is not None
-        ]
-        if consumers:
-            raise OdfError(
-                f"cannot compact {dataset.alias!r}: {', '.join(consumers)} consumed its blocks,"
-                " whose hashes compaction changes; reset or delete those first"
-            )
+        dependents = self._dependents(dataset)
         limit = DEFAULT_MAX_RECORDS if max_records is None else max_records
-        with self.writers.hold([dataset], "compaction"):
+        with self._holding_dependents(dataset, dependents, "compaction"):
+            consumers = [d.alias for d in dependents if _consumed_block(d, dataset.id) is not None]
+            if consumers:
+                raise OdfError(
+                    f"cannot compact {dataset.alias!r}: {', '.join(consumers)} consumed its"
+                    " blocks, whose hashes compaction changes; reset or delete those first"
+                )
             return compact(dataset, self.ws.datasets_dir, max_records=limit)
 
     def rename(self, name: str, new_name: str) -> str:

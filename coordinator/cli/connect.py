@@ -74,11 +74,13 @@ def writer_locks(args: argparse.Namespace, ws: Workspace) -> WriterLocks:
 
 
 def _tell_waits(locks: WriterLocks, args: argparse.Namespace) -> None:
+    from coordinator.dataset.writer_locks import COMMAND_TIMEOUT_HINT
+
     timeout = getattr(args, "wait_timeout", None)
     if timeout is not None:
         locks.timeout = timeout
     locks.on_wait = _tell
-    locks.timeout_hint = "--wait-timeout SECONDS, or writers.waitTimeout in .odf/config.yaml"
+    locks.timeout_hint = COMMAND_TIMEOUT_HINT
 
 
 def _tell(line: str) -> None:
@@ -105,5 +107,6 @@ def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases |
 
             client = DaemonClient(info, token)
             client.on_wait = _tell
+            client.wait_timeout = getattr(args, "wait_timeout", None)
             return ws, client
     return ws, None

@@ -10,8 +10,10 @@ or at a new one, never between.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ import grpc
 
 from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError, ValidationError
-from coordinator.dataset.writer_locks import Check, OnWait, telling_waits_to
+from coordinator.dataset.writer_locks import CallWaits, timed_out, waiting_as
 from coordinator.engine.errors import EngineInvalidQueryError, EngineUnavailableError
 from coordinator.ingest.progress import Progress, ProgressTask
 
@@ -124,27 +126,25 @@ def stream_call(
 
 @dataclass(frozen=True, slots=True)
 class Waits:
-    """How a call that waits for another writer tells its client (``tell``, one line) and
-    stops waiting once the client is gone (``check`` raises ``CallCancelled``)."""
+    """How a call that may wait for other writers waits (``CallWaits``): it tells its client
+    (a ``waiting`` event of the call's event type), stops once the client is gone, and waits
+    at most the ``wait_timeout`` of its request (none: the workspace's)."""
 
-    tell: OnWait
-    check: Check
+    waits: CallWaits
 
     @classmethod
-    def of(cls, context: grpc.ServicerContext, emit: Emit, wrap: Callable[[str], Any]) -> Waits:
+    def of(cls, context: grpc.ServicerContext, emit: Emit, event_type: Any, request: Any) -> Waits:
         def check() -> None:
             if not context.is_active():
                 raise CallCancelled("the call was cancelled while it waited for another writer")
 
-        return cls(lambda line: emit(wrap(line)), check)
+        timeout = request.wait_timeout if request.HasField("wait_timeout") else None
+        return cls(CallWaits(lambda line: emit(event_type(waiting=line)), check, timeout))
 
     @contextmanager
     def hold(self, locks: DatasetLocks, names: Sequence[str], doing: str) -> Iterator[None]:
-        """The daemon's locks of ``names``, then its writers' waits told to the client."""
-        with (
-            locks.hold(names, doing, self.tell, self.check),
-            telling_waits_to(self.tell, self.check),
-        ):
+        """The daemon's locks of ``names``; within, the writer locks wait as the call does."""
+        with locks.hold(names, doing, self.waits), waiting_as(self.waits):
             yield
 
 
@@ -196,29 +196,31 @@ class DatasetLocks:
 
     @contextmanager
     def hold(
-        self,
-        names: Sequence[str],
-        doing: str = "write",
-        on_wait: OnWait | None = None,
-        check: Check | None = None,
+        self, names: Sequence[str], doing: str = "write", waits: CallWaits | None = None
     ) -> Iterator[None]:
-        """The locks of ``names`` (taken in a fixed order: no deadlock), and a slot; a lock
-        another call holds is waited for, telling ``on_wait`` ("waiting for the daemon's
-        scheduled pull of X") and calling ``check`` (which may raise to stop waiting) every
-        poll. ``doing``: what this call does, for those waiting for it."""
+        """The locks of ``names`` (taken in a fixed order: no deadlock), and a slot. ``doing``:
+        what this call does, for those waiting for it. A lock another call holds is waited
+        for: without ``waits``, as long as it takes; with them, telling the call's client
+        ("waiting for the daemon's scheduled pull of X"), checking it is still there, and up
+        to its timeout."""
         keys = sorted({n.lower() for n in names})
         with self._guard:
             locks = [(k, self._locks.setdefault(k, threading.Lock())) for k in keys]
         named = {n.lower(): n for n in names}
+        deadline = waits.deadline(math.inf) if waits is not None else math.inf
         with ExitStack() as stack:
             for key, lock in locks:
                 if not lock.acquire(blocking=False):
-                    if on_wait is not None:
-                        holder = self._doing.get(key, "write")
-                        on_wait(f"waiting for the daemon's {holder} of {named[key]}")
+                    what = f"the daemon's {self._doing.get(key, 'write')} of {named[key]}"
+                    if waits is not None:
+                        waits.tell(f"waiting for {what}")
                     while not lock.acquire(timeout=_POLL_S):
-                        if check is not None:
-                            check()
+                        if waits is None:
+                            continue
+                        if time.monotonic() >= deadline:
+                            assert waits.timeout is not None
+                            raise timed_out(what, waits.timeout, waits.timeout_hint)
+                        waits.check()
                 stack.callback(lock.release)
                 self._doing[key] = doing
             with self.slots:

@@ -79,6 +79,9 @@ class DaemonClient:
         self.metadata = (("authorization", f"Bearer {token}"),)
         self.on_wait: Callable[[str], None] | None = None
         """Told when the daemon makes a call wait for another writer: one line."""
+        self.wait_timeout: float | None = None
+        """How long the daemon may make a pull or an ingest wait for other writers (default:
+        the workspace's ``writers.waitTimeout``)."""
 
     def close(self) -> None:
         self.channel.close()
@@ -169,6 +172,7 @@ class DaemonClient:
                 source_name=source_name,
                 media_type=input_format,
                 event_time=convert.timestamp(event_time),
+                wait_timeout=self.wait_timeout,
             )
             tasks = _LocalTasks(progress)
             for event in self._stream(self.stub.Ingest, _upload(header, file.path)):
@@ -198,6 +202,7 @@ class DaemonClient:
             system_time=convert.timestamp(system_time),
             fetch_uncacheable=fetch_uncacheable,
             fail_fast=fail_fast,
+            wait_timeout=self.wait_timeout,
         )
         tasks = _LocalTasks(progress)
         for event in self._stream(self.stub.Pull, request):

@@ -134,7 +134,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
             def work(emit: Emit) -> None:
                 progress = StreamedProgress(emit, lambda p: pb.IngestEvent(progress=p), pb.Progress)
-                waits = Waits.of(context, emit, lambda line: pb.IngestEvent(waiting=line))
+                waits = Waits.of(context, emit, pb.IngestEvent, header)
                 with (
                     waits.hold(self.locks, [header.dataset], "ingest"),
                     self.metrics.timed("ingest"),
@@ -162,7 +162,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             order = self.app.pull_order(
                 list(request.names), all_datasets=request.all, recursive=request.recursive
             )
-            waits = Waits.of(context, emit, lambda line: pb.PullEvent(waiting=line))
+            waits = Waits.of(context, emit, pb.PullEvent, request)
             with (
                 waits.hold(self.locks, [d.alias for d in order], "pull"),
                 self.metrics.timed("pull"),

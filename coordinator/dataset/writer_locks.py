@@ -48,6 +48,9 @@ DAEMON = "daemon"
 COMMAND = "command"
 """The owner of the locks a one-shot command takes."""
 
+COMMAND_TIMEOUT_HINT = "--wait-timeout SECONDS, or writers.waitTimeout in .odf/config.yaml"
+"""How a user of the command line makes a writer wait longer."""
+
 _POLL_FIRST_S = 0.01
 _POLL_MAX_S = 0.2
 _ANONYMOUS_AFTER_S = 0.5
@@ -60,19 +63,39 @@ OnWait = Callable[[str], None]
 Check = Callable[[], None]
 """Called while a writer waits; raises to stop waiting (e.g. the caller's call was cancelled)."""
 
-_told: ContextVar[tuple[OnWait, Check] | None] = ContextVar("odf_writers_told", default=None)
+
+@dataclass(frozen=True, slots=True)
+class CallWaits:
+    """How the writers of one call wait, rather than as the locks say (``waiting_as``): a
+    daemon tells the client of the call (``tell``), stops waiting once it is gone (``check``,
+    called at every poll, raises) and waits as long as the client asked (``timeout``)."""
+
+    tell: OnWait
+    check: Check
+    timeout: float | None = None
+    timeout_hint: str = COMMAND_TIMEOUT_HINT
+
+    def deadline(self, default: float) -> float:
+        return time.monotonic() + (self.timeout if self.timeout is not None else default)
+
+
+_call: ContextVar[CallWaits | None] = ContextVar("odf_writers_call", default=None)
 
 
 @contextmanager
-def telling_waits_to(on_wait: OnWait, check: Check) -> Iterator[None]:
-    """Within the block (in this thread), waits are told to ``on_wait`` instead of the locks'
-    own, and ``check`` is called at every poll of a wait (a daemon tells the client of the
-    call that waits, and stops waiting when the call is cancelled)."""
-    token = _told.set((on_wait, check))
+def waiting_as(waits: CallWaits) -> Iterator[None]:
+    """Within the block (in this thread), writers wait as ``waits`` says."""
+    token = _call.set(waits)
     try:
         yield
     finally:
-        _told.reset(token)
+        _call.reset(token)
+
+
+def timed_out(what: str, timeout: float, hint: str) -> WriterWaitTimeoutError:
+    return WriterWaitTimeoutError(
+        f"gave up waiting for {what} after {timeout:g}s; try again later, or wait longer ({hint})"
+    )
 
 
 class WriterWaitTimeoutError(LockTimeoutError):
@@ -157,13 +180,19 @@ class WriterLocks:
 
     def hold(self, datasets: Iterable[Dataset], operation: str) -> AbstractContextManager[None]:
         """Hold the writer locks of ``datasets`` (each a ``Dataset``), in id order."""
-        return self.hold_keys({d.id.to_multibase(): d.alias for d in datasets}, operation)
+        return self.hold_keys({_key(d): d.alias for d in datasets}, operation)
+
+    @staticmethod
+    def keys(datasets: Iterable[Dataset]) -> list[str]:
+        """The lock keys of ``datasets`` (for ``hold_keys``)."""
+        return [_key(d) for d in datasets]
 
     @contextmanager
     def hold_keys(self, datasets: dict[str, str], operation: str) -> Iterator[None]:
         """Hold the locks of datasets given as {id multibase: name}, in id order; waits (and
         tells ``on_wait``) while others hold them, up to ``timeout`` seconds in all."""
-        deadline = time.monotonic() + self.timeout
+        call = _call.get()
+        deadline = time.monotonic() + self.timeout if call is None else call.deadline(self.timeout)
         with ExitStack() as stack:
             for key in sorted(datasets):
                 stack.enter_context(self._one(key, datasets[key], operation, deadline))
@@ -221,15 +250,14 @@ class WriterLocks:
                 ):
                     told = True
                     self._tell_waiting(name, holder)
+                call = _call.get()
                 if time.monotonic() >= deadline:
                     what = holder.describe() if holder is not None else f"another writer of {name}"
-                    raise WriterWaitTimeoutError(
-                        f"gave up waiting for {what} after {self.timeout:g}s; try again later,"
-                        f" or wait longer ({self.timeout_hint})"
-                    )
-                told_to = _told.get()
-                if told_to is not None:
-                    told_to[1]()
+                    if call is not None and call.timeout is not None:
+                        raise timed_out(what, call.timeout, call.timeout_hint)
+                    raise timed_out(what, self.timeout, self.timeout_hint)
+                if call is not None:
+                    call.check()
                 time.sleep(delay)
                 delay = min(delay * 2, _POLL_MAX_S)
             if told:
@@ -246,8 +274,8 @@ class WriterLocks:
         what = holder.describe() if holder is not None else f"another writer of {name}"
         line = f"waiting for {what}"
         log.info("writers.waiting", dataset=name, holder=what)
-        told_to = _told.get()
-        on_wait = told_to[0] if told_to is not None else self.on_wait
+        call = _call.get()
+        on_wait = call.tell if call is not None else self.on_wait
         if on_wait is not None:
             on_wait(line)
 
@@ -263,3 +291,10 @@ class WriterLocks:
             os.ftruncate(held.fd, 0)  # nobody holds it: no stale holder for the next waiter
         finally:
             os.close(held.fd)  # releases the lock
+
+
+def _key(dataset: Dataset) -> str:
+    """The name of a dataset's lock file: its id, or for a dataset without a Seed block
+    (which only a delete can change), its name."""
+    dataset_id = dataset.state().id
+    return dataset_id.to_multibase() if dataset_id is not None else f"name-{dataset.alias.lower()}"

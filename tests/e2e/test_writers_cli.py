@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -181,21 +182,25 @@ def test_the_daemon_tells_a_routed_command_what_it_waits_for(
     assert cities(ws) == [("A", 1), ("B", 2)]
 
 
+@pytest.mark.parametrize("routed", [False, True], ids=["in-process", "through-the-daemon"])
 def test_a_wait_longer_than_the_timeout_fails_naming_the_holder(
-    polled: tuple[SlowSource, Path],
+    polled: tuple[SlowSource, Path], routed: bool
 ) -> None:
+    """Past ``--wait-timeout``, the pull fails in one line naming the holder, whether it runs
+    here or in the daemon (which waits as long as the command asked)."""
     source, ws = polled
-    first = start_odf(ws, "-q", "pull", "remote")
-    assert source.asked.wait(WAIT_S), "the first pull never fetched"
-    late = odf(ws, "-q", "pull", "remote", "--wait-timeout", "1")
-    source.release.set()
-    assert finish(first)[0] == 0
+    with daemon.serving(ws) if routed else nullcontext():
+        first = start_odf(ws, "-q", "pull", "remote", "--no-daemon")
+        assert source.asked.wait(WAIT_S), "the first pull never fetched"
+        late = odf(ws, "-q", "pull", "remote", "--wait-timeout", "1")
+        source.release.set()
+        assert finish(first)[0] == 0
     assert late.returncode == 1
+    holder = f"another odf process (pid {first.pid}) writing remote"
     assert late.stderr.splitlines() == [
-        f"waiting for another odf process (pid {first.pid}) writing remote",
-        f"error: gave up waiting for another odf process (pid {first.pid}) writing remote"
-        " after 1s; try again later, or wait longer (--wait-timeout SECONDS, or"
-        " writers.waitTimeout in .odf/config.yaml)",
+        f"waiting for {holder}",
+        f"error: gave up waiting for {holder} after 1s; try again later, or wait longer"
+        " (--wait-timeout SECONDS, or writers.waitTimeout in .odf/config.yaml)",
     ]
     assert cities(ws) == [("A", 1), ("B", 2)]
 

@@ -426,6 +426,7 @@ class IngestHeader(_message.Message):
     SOURCE_NAME_FIELD_NUMBER: _builtins.int
     MEDIA_TYPE_FIELD_NUMBER: _builtins.int
     EVENT_TIME_FIELD_NUMBER: _builtins.int
+    WAIT_TIMEOUT_FIELD_NUMBER: _builtins.int
     dataset: _builtins.str
     file_name: _builtins.str
     """How results and errors name the file (e.g. its path on the client)."""
@@ -435,6 +436,8 @@ class IngestHeader(_message.Message):
     """Read the data as this format (csv, ndjson, json, parquet, ...) or media type
     (text/csv, application/x-ndjson, ...) instead of the source's.
     """
+    wait_timeout: _builtins.float
+    """Seconds to wait while another writer holds the dataset (default: writers.waitTimeout)."""
     @_builtins.property
     def event_time(self) -> _timestamp_pb2.Timestamp:
         """Event time of records that have none (default: the time of the ingest)."""
@@ -447,19 +450,24 @@ class IngestHeader(_message.Message):
         source_name: _builtins.str | None = ...,
         media_type: _builtins.str | None = ...,
         event_time: _timestamp_pb2.Timestamp | None = ...,
+        wait_timeout: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_media_type", b"_media_type", "_source_name", b"_source_name", "event_time", b"event_time", "media_type", b"media_type", "source_name", b"source_name"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_media_type", b"_media_type", "_source_name", b"_source_name", "_wait_timeout", b"_wait_timeout", "event_time", b"event_time", "media_type", b"media_type", "source_name", b"source_name", "wait_timeout", b"wait_timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_media_type", b"_media_type", "_source_name", b"_source_name", "dataset", b"dataset", "event_time", b"event_time", "file_name", b"file_name", "media_type", b"media_type", "source_name", b"source_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_media_type", b"_media_type", "_source_name", b"_source_name", "_wait_timeout", b"_wait_timeout", "dataset", b"dataset", "event_time", b"event_time", "file_name", b"file_name", "media_type", b"media_type", "source_name", b"source_name", "wait_timeout", b"wait_timeout"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__media_type: _TypeAlias = _typing.Literal["media_type"]  # noqa: Y015
     _WhichOneofArgType__media_type: _TypeAlias = _typing.Literal["_media_type", b"_media_type"]  # noqa: Y015
     _WhichOneofReturnType__source_name: _TypeAlias = _typing.Literal["source_name"]  # noqa: Y015
     _WhichOneofArgType__source_name: _TypeAlias = _typing.Literal["_source_name", b"_source_name"]  # noqa: Y015
+    _WhichOneofReturnType__wait_timeout: _TypeAlias = _typing.Literal["wait_timeout"]  # noqa: Y015
+    _WhichOneofArgType__wait_timeout: _TypeAlias = _typing.Literal["_wait_timeout", b"_wait_timeout"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__media_type) -> _WhichOneofReturnType__media_type | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__source_name) -> _WhichOneofReturnType__source_name | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__wait_timeout) -> _WhichOneofReturnType__wait_timeout | None: ...
 
 Global___IngestHeader: _TypeAlias = IngestHeader  # noqa: Y015
 
@@ -582,6 +590,7 @@ class PullRequest(_message.Message):
     SYSTEM_TIME_FIELD_NUMBER: _builtins.int
     FETCH_UNCACHEABLE_FIELD_NUMBER: _builtins.int
     FAIL_FAST_FIELD_NUMBER: _builtins.int
+    WAIT_TIMEOUT_FIELD_NUMBER: _builtins.int
     all: _builtins.bool
     """Every dataset of the workspace (then `names` must be empty)."""
     recursive: _builtins.bool
@@ -591,6 +600,10 @@ class PullRequest(_message.Message):
     fail_fast: _builtins.bool
     """Stop at the first dataset that fails (the call fails); by default the pull goes on with
     the others, skips what depends on a failed dataset, and reports each as `failed`.
+    """
+    wait_timeout: _builtins.float
+    """Seconds to wait, in all, while other writers hold a dataset being pulled (default: the
+    workspace's writers.waitTimeout); past it, the dataset fails naming the holder.
     """
     @_builtins.property
     def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
@@ -607,12 +620,15 @@ class PullRequest(_message.Message):
         system_time: _timestamp_pb2.Timestamp | None = ...,
         fetch_uncacheable: _builtins.bool = ...,
         fail_fast: _builtins.bool = ...,
+        wait_timeout: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["system_time", b"system_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_wait_timeout", b"_wait_timeout", "system_time", b"system_time", "wait_timeout", b"wait_timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all", b"all", "fail_fast", b"fail_fast", "fetch_uncacheable", b"fetch_uncacheable", "names", b"names", "recursive", b"recursive", "system_time", b"system_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_wait_timeout", b"_wait_timeout", "all", b"all", "fail_fast", b"fail_fast", "fetch_uncacheable", b"fetch_uncacheable", "names", b"names", "recursive", b"recursive", "system_time", b"system_time", "wait_timeout", b"wait_timeout"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__wait_timeout: _TypeAlias = _typing.Literal["wait_timeout"]  # noqa: Y015
+    _WhichOneofArgType__wait_timeout: _TypeAlias = _typing.Literal["_wait_timeout", b"_wait_timeout"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__wait_timeout) -> _WhichOneofReturnType__wait_timeout | None: ...
 
 Global___PullRequest: _TypeAlias = PullRequest  # noqa: Y015
 

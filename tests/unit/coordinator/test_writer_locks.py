@@ -11,20 +11,28 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 
+from common.serde.yaml_codec import load_snapshots
+from coordinator.app import Application
 from coordinator.dataset.writer_locks import (
     COMMAND,
+    COMMAND_TIMEOUT_HINT,
     DAEMON,
+    LOCKS_DIR,
+    CallWaits,
     Writer,
     WriterLocks,
     WriterWaitTimeoutError,
-    telling_waits_to,
+    waiting_as,
 )
+from coordinator.workspace import Workspace
 from tests.support.cli import REPO
+from tests.support.datasets import derivative, root
+from tests.support.threads import raised_in_a_thread
 
 HOLDER = """
 import sys
@@ -131,18 +139,10 @@ def test_other_threads_wait_like_other_processes(tmp_path: Path) -> None:
     told: list[str] = []
     locks = WriterLocks(tmp_path, owner=DAEMON, on_wait=told.append, timeout=0.3)
     with locks.hold_keys({"fed01aa": "weather"}, "pull"):
-        failed: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                with locks.hold_keys({"fed01aa": "weather"}, "ingest"):
-                    pass
-            except WriterWaitTimeoutError as e:
-                failed.append(e)
-
-        thread = threading.Thread(target=write)
-        thread.start()
-        thread.join(timeout=30)
+        failed = raised_in_a_thread(
+            lambda: _enter(locks.hold_keys({"fed01aa": "weather"}, "ingest")),
+            WriterWaitTimeoutError,
+        )
     assert len(failed) == 1
     assert told == ["waiting for the daemon's pull of weather"]
 
@@ -185,21 +185,60 @@ def test_a_wait_told_elsewhere_stops_when_its_check_raises(tmp_path: Path) -> No
 
     locks = WriterLocks(tmp_path, owner=DAEMON, on_wait=own.append, timeout=30)
     with locks.hold_keys({"fed01aa": "weather"}, "pull"):
-        failed: list[BaseException] = []
-
-        def write() -> None:
-            try:
-                with (
-                    telling_waits_to(told.append, check),
-                    locks.hold_keys({"fed01aa": "x"}, "pull"),
-                ):
-                    pass
-            except RuntimeError as e:
-                failed.append(e)
-
-        thread = threading.Thread(target=write)
-        thread.start()
-        thread.join(timeout=30)
-    assert [str(e) for e in failed] == ["cancelled"]
+        failed = raised_in_a_thread(
+            lambda: _enter(
+                waiting_as(CallWaits(told.append, check)),
+                locks.hold_keys({"fed01aa": "x"}, "pull"),
+            ),
+            RuntimeError,
+        )
+    assert failed == ["cancelled"]
     assert told == ["waiting for the daemon's pull of weather"]
     assert own == []
+
+
+def test_a_call_waits_as_long_as_it_asked(tmp_path: Path) -> None:
+    locks = WriterLocks(tmp_path, owner=DAEMON, timeout=600)
+    told: list[str] = []
+    waits = CallWaits(told.append, lambda: None, timeout=0.3)
+    with locks.hold_keys({"fed01aa": "weather"}, "pull"):
+        failed = raised_in_a_thread(
+            lambda: _enter(waiting_as(waits), locks.hold_keys({"fed01aa": "weather"}, "ingest")),
+            WriterWaitTimeoutError,
+        )
+    assert failed == [
+        "gave up waiting for the daemon's pull of weather after 0.3s; try again later, or wait"
+        f" longer ({COMMAND_TIMEOUT_HINT})"
+    ]
+
+
+def test_compaction_and_reset_hold_the_dependents_too(tmp_path: Path) -> None:
+    """While a dataset reading it is being written, a compaction or a reset of its input waits
+    (the dependent could be consuming the blocks they change); told as a wait for it."""
+    ws = Workspace.init(tmp_path)
+    for text in (
+        root("readings", ["value BIGINT"]),
+        derivative("doubled", "SELECT event_time, value * 2 AS v FROM readings", ["readings"]),
+    ):
+        for snapshot in load_snapshots(text):
+            ws.create_dataset(snapshot)
+    app = Application(ws)
+    told: list[str] = []
+    app.writers.on_wait, app.writers.timeout = told.append, 0.3
+    dependent = ws.open_dataset("doubled")
+    other = WriterLocks(ws.odf_dir / LOCKS_DIR)
+    with other.hold([dependent], "pull"):
+        failed = [
+            *raised_in_a_thread(lambda: app.compact("readings"), WriterWaitTimeoutError),
+            *raised_in_a_thread(lambda: app.reset("readings", "f1"), WriterWaitTimeoutError),
+        ]
+    holder = f"another odf process (pid {os.getpid()}) writing doubled"
+    assert told == [f"waiting for {holder}"] * 2
+    assert [e.split(" after ")[0] for e in failed] == [f"gave up waiting for {holder}"] * 2
+
+
+def _enter(*blocks: AbstractContextManager[None]) -> None:
+    """Enter ``blocks`` (in order) and leave them."""
+    with ExitStack() as stack:
+        for block in blocks:
+            stack.enter_context(block)

@@ -14,6 +14,8 @@ from coordinator.config import (
     WorkspaceConfig,
     load_config,
     parse_config,
+    setting,
+    with_setting,
 )
 from coordinator.engine.container import is_pinned_reference, pinned_reference
 from coordinator.engine.embedded import EmbeddedEngineProvider
@@ -110,6 +112,8 @@ def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
         ("daemon:\n  httpMaxConnections: 2.5\n", "daemon.httpMaxConnections: expected an int"),
         ("daemon:\n  httpMaxConnectionsPerClient: -1\n", "PerClient: must be positive"),
         ("daemon:\n  requireTokenForReads: 1\n", "daemon.requireTokenForReads: expected true"),
+        ("writers:\n  waitTimeout: 0\n", "cfg.yaml:2: writers.waitTimeout: must be positive"),
+        ("writers:\n  wait: 5\n", "cfg.yaml:2: writers.wait: unknown key"),
         (
             "daemon:\n  schedules:\n    x: every day\n",
             "daemon.schedules.x: 'every day' is neither an interval (30s, 10m, 2h, 1d) nor a cron",
@@ -266,3 +270,12 @@ def test_daemon_listener_bounds_default_and_read() -> None:
     ).daemon
     assert (d.require_token_for_reads, d.http_header_timeout) == (True, 2.5)
     assert d.http_max_connections_per_client == 3
+
+
+def test_writers_wait_timeout_default_read_and_set() -> None:
+    assert parse_config("").writers.wait_timeout == 600.0
+    config = parse_config("writers:\n  waitTimeout: 2.5\n")
+    assert config.writers.wait_timeout == 2.5
+    assert setting(config, "writers.waitTimeout") == "2.5"
+    text = with_setting("", "writers.waitTimeout", "30", source="config.yaml")
+    assert parse_config(text).writers.wait_timeout == 30.0
