@@ -325,6 +325,28 @@ def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
     return [t for _, t in batches]
 
 
+SESSION_OPERATOR = "sessionWindowStateStoreSaveExec"
+"""The name Spark's state metadata gives a session window aggregation's state."""
+
+
+def oldest_open_session(session: SparkSession, area: WorkArea) -> datetime | None:
+    """The start of the oldest session still open after the run (in Spark's state, read with
+    its state data sources); None without open sessions."""
+    checkpoint = str(area.checkpoint)
+    operators = session.read.format("state-metadata").load(checkpoint)
+    ids = [
+        int(r.operatorId)
+        for r in operators.where(F.col("operatorName") == SESSION_OPERATOR).collect()
+    ]
+    starts = []
+    for operator in ids:
+        state = session.read.format("statestore").option("operatorId", operator).load(checkpoint)
+        row = state.agg(F.unix_micros(F.min("key.sessionStartTime")).alias("start")).first()
+        if row is not None and row.start is not None:
+            starts.append(_EPOCH + timedelta(microseconds=int(row.start)))
+    return min(starts, default=None)
+
+
 def _spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
