@@ -74,7 +74,7 @@ from engine_spark.stateful.stream_inputs import (
     work_area,
 )
 from engine_spark.stateful.structured_streaming import state as stream_state
-from engine_spark.stateful.window_shape import window_aggregate
+from engine_spark.stateful.window_shape import labelled_by_window_end, window_aggregate
 from engine_spark.watermark import (
     is_late,
     spark_eviction_watermark,
@@ -264,6 +264,28 @@ def run_query(result: DataFrame, area: WorkArea, mode: Mode) -> list[pa.Table]:
     return [t for _, t in batches]
 
 
+SESSION_OPERATOR = "sessionWindowStateStoreSaveExec"
+"""The name Spark's state metadata gives a session window aggregation's state."""
+
+
+def oldest_open_session(session: SparkSession, area: WorkArea) -> datetime | None:
+    """The start of the oldest session still open after the run (in Spark's state, read with
+    its state data sources); None without open sessions."""
+    checkpoint = str(area.checkpoint)
+    operators = session.read.format("state-metadata").load(checkpoint)
+    ids = [
+        int(r.operatorId)
+        for r in operators.where(F.col("operatorName") == SESSION_OPERATOR).collect()
+    ]
+    starts = []
+    for operator in ids:
+        state = session.read.format("statestore").option("operatorId", operator).load(checkpoint)
+        row = state.agg(F.unix_micros(F.min("key.sessionStartTime")).alias("start")).first()
+        if row is not None and row.start is not None:
+            starts.append(EPOCH + timedelta(microseconds=int(row.start)))
+    return min(starts, default=None)
+
+
 def _with_marker(rows: pa.Table, watermark: datetime) -> pa.Table:
     stamp_type = pa.timestamp("us", tz="UTC")
     data = rows.append_column(
@@ -370,6 +392,12 @@ class StructuredStreamingRunner:
         known = [i.watermark for i in inputs if i.watermark is not None]
         margin = spark_output_margin(min(known), points=plan_.points) if known else timedelta(0)
         lag = max(plan_.lag, _window_lag(result, inputs, request.vocab.event_time_column))
+        if known and not labelled_by_window_end(result, request.vocab.event_time_column):
+            # a session labelled by its start: no later output before the oldest open session
+            with query_errors(None, in_step=False):
+                oldest = oldest_open_session(session, area)
+            if oldest is not None:
+                lag = max(lag, min(known) - oldest)
         return StatefulRun(table, columns, state, lag + margin)
 
 

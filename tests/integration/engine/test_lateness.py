@@ -263,11 +263,6 @@ def test_a_session_takes_a_record_at_the_previous_watermark(
     assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a session labelled by its start: the output watermark should be held at the "
-    "oldest open session's start, which the streaming runner does not read from Spark's state",
-)
 def test_a_session_labelled_by_its_start_holds_the_output_watermark_at_the_open_session(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
@@ -276,9 +271,15 @@ def test_a_session_labelled_by_its_start_holds_the_output_watermark_at_the_open_
         "FROM readings GROUP BY session_window(event_time, '30 minutes'), sensor"
     )
     readings, pipe = over_readings(spark_engine, workdir, query)
-    readings.append([reading(1.75, "a", 1)], watermark=at(2))
-    assert pipe.run(readings.take()) == []
-    assert pipe.watermarks == [at(1.75)]
+    readings.append([reading(1.75, "a", 1), reading(0.5, "c", 1)], watermark=at(2))
+    assert counts(pipe.run(readings.take())) == [(at(0.5), "c", 1)]
+    readings.append([reading(2, "a", 1), reading(2.2, "b", 1)], watermark=at(2.4))
+    assert counts(pipe.run(readings.take())) == []  # a: [1:45, 2:30) still open
+    readings.append([], watermark=at(3))
+    assert counts(pipe.run(readings.take())) == [(at(1.75), "a", 2), (at(2.2), "b", 1)]
+    # held at the oldest open session's start, then at the watermark once none is open
+    assert pipe.watermarks == [at(1.75), at(1.75), at(3)]
+    assert runner(pipe) == cp.SPARK_STREAMING
 
 
 def test_an_outer_join_matches_records_at_the_previous_watermark(
