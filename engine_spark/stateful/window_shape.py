@@ -96,23 +96,6 @@ def labelled_by_window_end(result: DataFrame, output_event_time: str) -> bool:
     return True
 
 
-def labelled_by_window_end(result: DataFrame, output_event_time: str) -> bool:
-    """Whether every aggregation grouped by a window (time or session window) labels the
-    output's event time by the window's end (``window.end``, passed up unchanged)."""
-    root = analyzed(result)
-    for node in walk(root):
-        if str(node.nodeName()) != "Aggregate":
-            continue
-        windows = [
-            e
-            for e in seq(node.groupingExpressions())
-            if str(e.nodeName()) == "AttributeReference" and _is_window_type(e.dataType())
-        ]
-        if not all(_labelled_by_end(root, node, w, output_event_time) for w in windows):
-            return False
-    return True
-
-
 def _labelled_by_end(root: Any, aggregate: Any, window: Any, output_event_time: str) -> bool:
     """Whether the output's event time is ``window.end``, computed by the aggregation and
     passed up unchanged."""
