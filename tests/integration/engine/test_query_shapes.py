@@ -19,13 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from engine_spark.checkpoint import (
-    DISTINCT_ROWS,
-    RANKED_ROWS,
-    RUNNING_AGGREGATE,
-    SPARK_STREAMING,
-    read_checkpoint,
-)
+from engine_spark.checkpoint import Runner, read_checkpoint
 from engine_spark.engine import SparkEngine
 from engine_spark.errors import InvalidQueryError
 from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
@@ -101,7 +95,7 @@ def test_latest_row_per_key_without_the_rank_is_a_changelog_per_key(
     assert latest(out[0]) == [(APPEND, at(2), "a", 2), (APPEND, at(1), "b", 10)]
     assert latest(out[1]) == [(CORRECT_FROM, at(2), "a", 2), (CORRECT_TO, at(3), "a", 3)]
     assert latest(out[2]) == [(APPEND, at(2.5), "c", 6)]
-    assert state_runner(pipe) == RANKED_ROWS
+    assert state_runner(pipe) == Runner.RANKED_ROWS
     whole, _ = run_rounds(
         spark_engine,
         workdir,
@@ -140,7 +134,7 @@ def test_latest_rows_by_rank_keep_every_tie_and_retract_the_extra_ones(
         (CORRECT_TO, at(3), "a", 4),
         (RETRACT, at(2), "a", 3),
     ]
-    assert state_runner(pipe) == RANKED_ROWS
+    assert state_runner(pipe) == Runner.RANKED_ROWS
 
 
 # --- a global top N ----------------------------------------------------------------------
@@ -173,7 +167,7 @@ def test_global_top_n_is_a_changelog_and_n_transactions_give_what_one_gives(
     else:  # the whole top three is one group: 5 and 1 leave, 9 and 6 enter
         assert sorted(r["value"] for r in out[1] if r["op"] == CORRECT_FROM) == [1, 5]
         assert sorted(r["value"] for r in out[1] if r["op"] == CORRECT_TO) == [6, 9]
-    assert state_runner(pipe) == RANKED_ROWS
+    assert state_runner(pipe) == Runner.RANKED_ROWS
 
 
 # --- running aggregates ------------------------------------------------------------------
@@ -215,7 +209,7 @@ def test_running_aggregates_are_emitted_once_the_watermark_passes_each_row(
         (APPEND, at(2), "a", 12, 3, 2, 6, 4.0),
     ]
     assert running(out[2]) == [(APPEND, at(3), "b", 11, 2, 1, 10, 5.5)]
-    assert state_runner(pipe) == RUNNING_AGGREGATE
+    assert state_runner(pipe) == Runner.RUNNING_AGGREGATE
     assert pipe.watermarks == [at(2), at(2.5), at(4)]
     records = [r for rows, _ in rounds for r in rows if r["value"] != 100]  # the late one
     whole, _ = run_rounds(spark_engine, workdir, "running-1", RUNNING, [(records, at(4))])
@@ -290,7 +284,7 @@ def test_select_distinct_over_a_date_event_time_waits_for_the_watermark(
     assert days(out[1]) == []
     assert days(out[2]) == [(APPEND, date(2024, 1, 2), "a"), (APPEND, date(2024, 1, 2), "b")]
     assert days(out[3]) == [(APPEND, date(2024, 1, 3), "c")]
-    assert state_runner(pipe) == DISTINCT_ROWS
+    assert state_runner(pipe) == Runner.DISTINCT_ROWS
     records = [r for rows, _ in rounds for r in rows]
     whole, _ = run_rounds(
         spark_engine, workdir, "days-1", transform, [(records, midnight(4))], DateReadings
@@ -309,7 +303,7 @@ def test_select_distinct_over_a_timestamp_keeps_a_row_at_the_watermark_waiting(
     out, pipe = run_rounds(spark_engine, workdir, "distinct", transform, rounds)
     assert [(r["event_time"], r["sensor"]) for r in out[0]] == [(at(1), "a")]
     assert [(r["event_time"], r["sensor"]) for r in out[1]] == [(at(2), "b")]
-    assert state_runner(pipe) == DISTINCT_ROWS
+    assert state_runner(pipe) == Runner.DISTINCT_ROWS
 
 
 def test_select_distinct_without_event_time_stays_a_changelog_of_inserts(
@@ -325,7 +319,7 @@ def test_select_distinct_without_event_time_stays_a_changelog_of_inserts(
         spark_engine, workdir, "inserts", transform, [([reading(1, "a", 1)], None)]
     )
     assert [(r["op"], r["sensor"]) for r in out[0]] == [(APPEND, "a")]
-    assert state_runner(pipe) == SPARK_STREAMING
+    assert state_runner(pipe) == Runner.SPARK_STREAMING
 
 
 # --- what is still refused ---------------------------------------------------------------
@@ -369,7 +363,7 @@ def test_select_distinct_over_the_date_of_a_timestamp_waits_for_the_end_of_the_d
     assert days(out[2]) == [(APPEND, date(2024, 1, 2), "b"), (APPEND, date(2024, 1, 2), "c")]
     # A row dated the watermark's day may still come: the output watermark is that day's start.
     assert pipe.watermarks == [at(0), at(24), at(48)]
-    assert state_runner(pipe) == DISTINCT_ROWS
+    assert state_runner(pipe) == Runner.DISTINCT_ROWS
     records = [r for rows, _ in rounds[:2] for r in rows]
     whole, _ = run_rounds(spark_engine, workdir, "dates-1", transform, [(records, at(48))])
     assert days(whole[0]) == days(out[1] + out[2])
@@ -378,13 +372,13 @@ def test_select_distinct_over_the_date_of_a_timestamp_waits_for_the_end_of_the_d
 @pytest.mark.parametrize(
     ("query", "runner"),
     [
-        (LATEST.format(rank="rank"), RANKED_ROWS),
+        (LATEST.format(rank="rank"), Runner.RANKED_ROWS),
         (
             "SELECT event_time, sensor, SUM(value) OVER (PARTITION BY sensor ORDER BY event_time)"
             " AS total FROM readings",
-            RUNNING_AGGREGATE,
+            Runner.RUNNING_AGGREGATE,
         ),
-        ("SELECT DISTINCT event_time, sensor FROM readings", DISTINCT_ROWS),
+        ("SELECT DISTINCT event_time, sensor FROM readings", Runner.DISTINCT_ROWS),
     ],
 )
 def test_a_replayed_shape_transaction_writes_the_same_bytes(
