@@ -117,6 +117,9 @@ class Application:
         self._provider = provider
         self.pool: EnginePool | None = None
         """Set by a long-running service: engines then stay warm across calls."""
+        self.progress: Progress | None = None
+        """Where a command shows its work: an engine starting shows there as
+        ``starting engine ...`` for as long as it starts (set by the CLI)."""
         self.writers = WriterLocks(ws.odf_dir / LOCKS_DIR, timeout=self.config.writers.wait_timeout)
         """The datasets' writer locks: every use case changing a dataset holds its lock (a
         daemon marks them as its own; a command tells the user what it waits for)."""
@@ -149,7 +152,10 @@ class Application:
 
         if self.pool is not None:
             return self.pool.session()
-        return EngineSession(self.provider, mounts)
+        session = EngineSession(self.provider, mounts)
+        if self.progress is not None:
+            session.starting = partial(_engine_starting, self.progress)
+        return session
 
     def keep_engines_warm(self, *, idle_timeout: float) -> EnginePool:
         """Keep engines running across calls (a daemon); ``close`` the pool to stop them.
@@ -643,7 +649,10 @@ class Application:
         provider = self.provider
         if self.pool is not None or not isinstance(provider, EmbeddedEngineProvider):
             return self.engines(mounts)
-        return EngineSession(replace(provider, quick_jit=True), mounts)
+        session = EngineSession(replace(provider, quick_jit=True), mounts)
+        if self.progress is not None:
+            session.starting = partial(_engine_starting, self.progress)
+        return session
 
 
 def _consumed_block(dependent: Dataset, input_id: DatasetID) -> Multihash | None:

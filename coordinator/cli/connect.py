@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from coordinator.app import UseCases
     from coordinator.app.application import Application
     from coordinator.dataset.writer_locks import WriterLocks
+    from coordinator.ingest.progress import Progress
 
 NO_DAEMON_ENV = "ODF_NO_DAEMON"
 
@@ -110,3 +111,10 @@ def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases |
             client.wait_timeout = getattr(args, "wait_timeout", None)
             return ws, client
     return ws, None
+
+
+def show_engine_starts(app: UseCases, progress: Progress) -> None:
+    """An engine this process starts for ``app`` shows as ``starting engine ...`` on
+    ``progress`` while it starts (a daemon's engines are its own: nothing to show)."""
+    if hasattr(app, "progress"):
+        app.progress = progress

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
-from coordinator.cli.connect import add_daemon_argument, use_cases
+from coordinator.cli.connect import add_daemon_argument, show_engine_starts, use_cases
 from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
 from coordinator.cli.progress import terminal_progress
 from coordinator.query import QueryResult, single_query
@@ -70,6 +70,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     else:
         query = single_query(_read_script(args.script), where=args.script)
     with terminal_progress(args) as progress:
+        show_engine_starts(app, progress)
         task = progress.task("query", unit="rows")
         result = app.query(
             query,

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from common.humanize import plural
-from coordinator.cli.connect import add_daemon_argument, use_cases
+from coordinator.cli.connect import add_daemon_argument, show_engine_starts, use_cases
 from coordinator.cli.output import (
     OutputFormat,
     add_output_format_argument,
@@ -65,7 +65,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             replays.advance(1)
             _progress(dataset, result)
 
-        reports = use_cases(args).verify(
+        app = use_cases(args)
+        show_engine_starts(app, progress)
+        reports = app.verify(
             args.names,
             recursive=args.recursive,
             integrity_only=args.integrity,

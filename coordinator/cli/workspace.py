@@ -14,10 +14,12 @@ from coordinator.app.listing import list_datasets
 from coordinator.cli.connect import (
     add_daemon_argument,
     application,
+    show_engine_starts,
     use_cases,
     workspace_or_daemon,
 )
 from coordinator.cli.output import OutputFormat, add_output_format_argument, render_rows
+from coordinator.cli.progress import terminal_progress
 from coordinator.ingest import DEFAULT_MAX_RECORDS
 
 if TYPE_CHECKING:
@@ -118,7 +120,10 @@ def cmd_add(args: argparse.Namespace) -> int:
     from coordinator.app.snapshots import read_snapshots, snapshot_files
 
     sources = read_snapshots(snapshot_files(args.paths, recursive=args.recursive))
-    for ds in app.add(sources):
+    with terminal_progress(args) as progress:
+        show_engine_starts(app, progress)
+        added = list(app.add(sources))
+    for ds in added:
         print(f"added {ds.alias} ({ds.id})")
     return 0
 

@@ -157,3 +157,32 @@ def test_the_wait_for_an_engine_has_a_spinner_and_a_phase(tmp_path: Path) -> Non
     spinners = {f.split()[0] for f in waiting}
     assert len(waiting) >= 5 and len(spinners) >= 3, frames  # it turns while it waits
     assert "error: " in raw
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["sql", "-c", "SELECT count(*) FROM cities"], id="sql"),
+        pytest.param(["add", "d.yaml"], id="add-a-derivative"),
+    ],
+)
+def test_every_command_waiting_for_an_engine_says_so(tmp_path: Path, command: list[str]) -> None:
+    """Not only pull: a query and a derivative's validation wait for an engine too (a replay
+    shares ``Application.engines`` with them),
+    and show it while it starts (here, until a remote engine at a closed port times out)."""
+    ok(tmp_path, "init")
+    (tmp_path / "r.yaml").write_text(root("cities", ["city STRING", "population BIGINT"]))
+    ok(tmp_path, "add", "r.yaml")
+    (tmp_path / "c.csv").write_text("city,population\nA,1\n")
+    ok(tmp_path, "ingest", "cities", "c.csv")
+    ws = Workspace.find(tmp_path)
+    query = "SELECT event_time, city FROM cities"
+    for snapshot in load_snapshots(derivative("big", query, ["cities"])):
+        ws.create_dataset(snapshot)
+    (tmp_path / "d.yaml").write_text(derivative("d", query, ["cities"]))
+    (ws.odf_dir / "config.yaml").write_text(
+        "engine:\n  provider: remote\n  address: 127.0.0.1:9\n  startTimeout: 3\n"
+    )
+    raw = ANSI.sub("", on_a_terminal(tmp_path, *command, columns=80))
+    waiting = [f for f in re.split(r"[\r\n]+", raw) if "starting engine ..." in f]
+    assert len(waiting) >= 3, raw
