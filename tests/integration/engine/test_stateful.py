@@ -20,7 +20,10 @@ from common.odf.fragments import DatasetVocabulary
 from common.serde.arrow_schema import encode_arrow_schema
 from engine_spark import stream_transaction
 from engine_spark.checkpoint import (
+    DISTINCT_ROWS,
     JOIN_RECOMPUTE,
+    RANKED_ROWS,
+    RUNNING_AGGREGATE,
     SPARK_STREAMING,
     TOPN_RECOMPUTE,
     WINDOW_RECOMPUTE,
@@ -561,7 +564,26 @@ def test_a_row_wise_query_that_drops_op_refuses_retractions(
 
 @pytest.mark.parametrize(
     ("transform", "runner"),
-    [(TUMBLING, WINDOW_RECOMPUTE), (SESSIONS, SPARK_STREAMING), (TOP_TWO, TOPN_RECOMPUTE)],
+    [
+        (TUMBLING, WINDOW_RECOMPUTE),
+        (SESSIONS, SPARK_STREAMING),
+        (TOP_TWO, TOPN_RECOMPUTE),
+        (
+            sql(
+                "SELECT event_time, sensor, value FROM (SELECT *, rank() OVER (PARTITION BY "
+                "sensor ORDER BY event_time DESC) AS rn FROM readings) WHERE rn = 1"
+            ),
+            RANKED_ROWS,
+        ),
+        (
+            sql(
+                "SELECT event_time, sensor, SUM(value) OVER (PARTITION BY sensor "
+                "ORDER BY event_time) AS total FROM readings"
+            ),
+            RUNNING_AGGREGATE,
+        ),
+        (sql("SELECT DISTINCT event_time, sensor FROM readings"), DISTINCT_ROWS),
+    ],
 )
 def test_a_replayed_transaction_writes_the_same_bytes(
     spark_engine: SparkEngine, workdir: Path, transform: Any, runner: str
