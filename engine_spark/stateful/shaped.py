@@ -173,7 +173,7 @@ class _ShapeRun:
         before = self.carried.emitted if self.carried is not None else None
         op = self.request.vocab.operation_type_column
         previous = pq.read_table(io.BytesIO(before)) if before is not None else None
-        if self.shape.function == "RowNumber" and self.shape.groups:
+        if self.shape.unique:
             changes = changelog([table], previous, self.shape.groups, op)  # one row per group
         else:
             changes = group_changes(table, previous, self.shape.groups, op)

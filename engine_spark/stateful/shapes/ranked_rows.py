@@ -69,6 +69,8 @@ class RankedRows:
     """The output columns the changelog is grouped by (empty: the whole result)."""
     kept_columns: tuple[str, ...]
     """The columns of the rows that enter the window function (what the state keeps)."""
+    unique: bool = False
+    """Each group holds one row (every key and a ``row_number()`` selected)."""
 
 
 def ranked_rows(result: DataFrame, inputs: frozenset[str]) -> RankedRows | None:
@@ -110,10 +112,12 @@ def ranked_rows(result: DataFrame, inputs: frozenset[str]) -> RankedRows | None:
         return None
     keys = [output_name(path, expr_id(p)) for p in partition]
     rank_name = output_name(path, rank) if kind == "RowNumber" else None
-    groups = [k for k in keys if k is not None] if all(k is not None for k in keys) else []
+    selected = [k for k in keys if k is not None]
+    groups = selected if len(selected) == len(keys) else []
     if rank_name is not None:
         groups.append(rank_name)
-    return RankedRows(limit, kind, views[0], tuple(groups), kept_columns)
+    unique = rank_name is not None and len(selected) == len(keys)
+    return RankedRows(limit, kind, views[0], tuple(groups), kept_columns, unique)
 
 
 def rank_limit(condition: Any, rank: Any) -> int | None:

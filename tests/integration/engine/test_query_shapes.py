@@ -367,38 +367,3 @@ def test_select_distinct_over_the_date_of_a_timestamp_waits_for_the_end_of_the_d
     records = [r for rows, _ in rounds[:2] for r in rows]
     whole, _ = run_rounds(spark_engine, workdir, "dates-1", transform, [(records, at(48))])
     assert days(whole[0]) == days(out[1] + out[2])
-
-
-@pytest.mark.parametrize(
-    ("query", "runner"),
-    [
-        (LATEST.format(rank="rank"), Runner.RANKED_ROWS),
-        (
-            "SELECT event_time, sensor, SUM(value) OVER (PARTITION BY sensor ORDER BY event_time)"
-            " AS total FROM readings",
-            Runner.RUNNING_AGGREGATE,
-        ),
-        ("SELECT DISTINCT event_time, sensor FROM readings", Runner.DISTINCT_ROWS),
-    ],
-)
-def test_a_replayed_shape_transaction_writes_the_same_bytes(
-    spark_engine: SparkEngine, workdir: Path, query: str, runner: str
-) -> None:
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    out = OutputDataset(workdir / "out", "shape", sql(query))
-    pipe = Pipeline(spark_engine, out)
-    readings.append([reading(0.2, "a", 1), reading(0.4, "b", 2)], watermark=at(0.3))
-    pipe.run(readings.take())
-    readings.append([reading(0.6, "a", 3), reading(1.5, "b", 4)], watermark=at(1.0))
-    entry = readings.take()
-    first = out.request([entry], data_suffix="-first")
-    again = out.request([entry], data_suffix="-again")
-    for request in (first, again):
-        response = spark_engine.execute_transform(request)
-        assert response.new_offset_interval is not None
-    assert Path(first.new_data_path).read_bytes() == Path(again.new_data_path).read_bytes()
-    assert (
-        Path(first.new_checkpoint_path).read_bytes() == Path(again.new_checkpoint_path).read_bytes()
-    )
-    state = read_checkpoint(first.new_checkpoint_path).stream
-    assert state is not None and state.runner == runner

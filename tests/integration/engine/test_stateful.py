@@ -549,6 +549,21 @@ def test_a_row_wise_query_that_drops_op_refuses_retractions(
         (TUMBLING, Runner.WINDOW_RECOMPUTE),
         (SESSIONS, Runner.SPARK_STREAMING),
         (TOP_TWO, Runner.TOPN_RECOMPUTE),
+        (
+            sql(
+                "SELECT event_time, sensor, value FROM (SELECT *, rank() OVER (PARTITION BY "
+                "sensor ORDER BY event_time DESC) AS rn FROM readings) WHERE rn = 1"
+            ),
+            Runner.RANKED_ROWS,
+        ),
+        (
+            sql(
+                "SELECT event_time, sensor, SUM(value) OVER (PARTITION BY sensor "
+                "ORDER BY event_time) AS total FROM readings"
+            ),
+            Runner.RUNNING_AGGREGATE,
+        ),
+        (sql("SELECT DISTINCT event_time, sensor FROM readings"), Runner.DISTINCT_ROWS),
     ],
 )
 def test_a_replayed_transaction_writes_the_same_bytes(
