@@ -304,7 +304,7 @@ def run_stream_transaction(
     )
     known = [i.watermark for i in inputs if i.watermark is not None]
     margin = spark_output_margin(min(known), points=plan.points) if known else timedelta(0)
-    lag = max(plan.lag, _window_lag(result, inputs, request.vocab.event_time_column))
+    lag = max(plan.lag, _window_lag(result, inputs, request.vocab.event_time_column)) + margin
     if known and not window_recompute.labelled_by_window_end(
         result, request.vocab.event_time_column
     ):
@@ -313,7 +313,7 @@ def run_stream_transaction(
             oldest = streaming.oldest_open_session(session, area)
         if oldest is not None:
             lag = max(lag, min(known) - oldest)
-    return StreamRun(table, columns, state, lag + margin)
+    return StreamRun(table, columns, state, lag)
 
 
 def _window_lag(
