@@ -69,8 +69,9 @@ class StatefulPlan:
     matches (or, outer, gives up on) a row up to its bound after the row's event time, so the
     output watermark is held back by the join's widest bound."""
     points: bool = False
-    """An operator keeps state per event time itself, not per window of it (GROUP BY
-    event_time, DISTINCT over it): it closes a key only once the watermark is past it
+    """An operator keeps state per event time itself, not per time window of it (GROUP BY
+    event_time, DISTINCT over it), or per session window (which still merges a record at
+    its end): it closes a key only once the watermark is past it
     (``watermark.spark_eviction_watermark``)."""
 
 
@@ -239,12 +240,26 @@ def _check_one_event_time(aggregate: Any) -> None:
 
 
 def _has_event_time_point_key(aggregate: Any) -> bool:
-    """Whether the aggregate is keyed by a watermarked event time itself (a timestamp), not
-    by a window of it (a struct)."""
+    """Whether the aggregate is keyed by a watermarked event time itself (a timestamp) or by
+    a session window, not by a time window of it."""
     return any(
-        _has_watermark(a) and str(a.dataType().typeName()) == "timestamp"
+        _has_watermark(a) and (str(a.dataType().typeName()) == "timestamp" or _is_session_window(a))
         for a in _key_columns(aggregate)
     )
+
+
+SESSION_WINDOW_METADATA_KEY = "spark.sessionWindow"
+"""Spark's (internal) column metadata marking a session window (``SessionWindow.marker``)."""
+
+
+def _is_session_window(attribute: Any) -> bool:
+    """A session window key: a session ``[start, end)`` still merges a record at its end (Spark
+    merges sessions that touch), so, like an event time, it closes once the watermark is
+    past its end, not at it."""
+    try:
+        return bool(attribute.metadata().contains(SESSION_WINDOW_METADATA_KEY))
+    except Exception:  # not a named expression
+        return False
 
 
 def _key_columns(aggregate: Any) -> list[Any]:

@@ -391,14 +391,14 @@ class StructuredStreamingRunner:
         )
         known = [i.watermark for i in inputs if i.watermark is not None]
         margin = spark_output_margin(min(known), points=plan_.points) if known else timedelta(0)
-        lag = max(plan_.lag, _window_lag(result, inputs, request.vocab.event_time_column))
+        lag = max(plan_.lag, _window_lag(result, inputs, request.vocab.event_time_column)) + margin
         if known and not labelled_by_window_end(result, request.vocab.event_time_column):
             # a session labelled by its start: no later output before the oldest open session
             with query_errors(None, in_step=False):
                 oldest = oldest_open_session(session, area)
             if oldest is not None:
                 lag = max(lag, min(known) - oldest)
-        return StatefulRun(table, columns, state, lag + margin)
+        return StatefulRun(table, columns, state, lag)
 
 
 def _window_lag(

@@ -52,30 +52,6 @@ def counts(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(r["event_time"], r["sensor"], r["n"]) for r in rows]
 
 
-@pytest.mark.parametrize(
-    ("label", "lag"),
-    [("end", timedelta(0)), ("start", timedelta(days=1))],
-)
-def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
-    spark_engine: SparkEngine, workdir: Path, label: str, lag: timedelta
-) -> None:
-    daily = sql(
-        f"SELECT window.{label} AS event_time, sensor, count(*) AS n "
-        "FROM readings GROUP BY window(event_time, '1 day'), sensor"
-    )
-    readings, pipe = over_readings(spark_engine, workdir, daily)
-    readings.append([reading(1, "a", 1)], watermark=at(2))
-    assert pipe.run(readings.take()) == []
-    # At the watermark (2h): on time. A microsecond before it: late.
-    readings.append([reading(2, "a", 1), reading(2 - US / timedelta(hours=1), "a", 1)])
-    assert pipe.run(readings.take()) == []
-    readings.append([reading(2, "a", 1)], watermark=at(24))
-    day = at(24) if label == "end" else at(0)
-    assert counts(pipe.run(readings.take())) == [(day, "a", 3)]
-    assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
-    assert runner(pipe) == cp.Runner.WINDOW_RECOMPUTE
-
-
 def test_a_record_at_the_previous_watermark_is_counted_in_every_hopping_window(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
@@ -208,28 +184,44 @@ def events(rows: list[dict[str, Any]], *names: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize(
-    ("label", "slide"),
-    [("end", ""), ("start", ""), ("end", ", '12 hours'"), ("start", ", '12 hours'")],
-    ids=["tumbling-end", "tumbling-start", "hopping-end", "hopping-start"],
+    ("label", "slide", "used"),
+    [
+        ("end", "", cp.Runner.WINDOW_RECOMPUTE),
+        ("start", "", cp.Runner.WINDOW_RECOMPUTE),
+        ("end", "", cp.Runner.SPARK_STREAMING),
+        ("start", "", cp.Runner.SPARK_STREAMING),
+        ("end", ", '12 hours'", cp.Runner.SPARK_STREAMING),
+        ("start", ", '12 hours'", cp.Runner.SPARK_STREAMING),
+    ],
+    ids=[
+        "tumbling-end",
+        "tumbling-start",
+        "streaming-tumbling-end",
+        "streaming-tumbling-start",
+        "streaming-hopping-end",
+        "streaming-hopping-start",
+    ],
 )
-def test_windows_run_as_structured_streaming_count_a_record_at_the_previous_watermark(
+def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
     spark_engine: SparkEngine,
     workdir: Path,
     label: str,
     slide: str,
+    used: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Windows on the streaming runner (as a carried-on Spark state runs them): a record at
-    the previous watermark is counted, one a microsecond earlier is not; a window closes in
-    the transaction whose watermark reaches its end; labelled by its start, the output
-    watermark lags by the width."""
+    """A record at the previous watermark is counted, one a microsecond earlier is not; a
+    window closes in the transaction whose watermark reaches its end; labelled by its start,
+    the output watermark lags by the width. Recomputed, and on the streaming runner (as a
+    carried-on Spark state runs them)."""
     query = (
         f"SELECT window.{label} AS event_time, sensor, count(*) AS n "
         f"FROM readings GROUP BY window(event_time, '1 day'{slide}), sensor"
     )
     readings, pipe = over_readings(spark_engine, workdir, sql(query))
     with monkeypatch.context() as patched:  # the first transaction chooses the runner
-        patched.setattr(window, "window_aggregate", lambda *_: None)
+        if used == cp.Runner.SPARK_STREAMING:
+            patched.setattr(window, "window_aggregate", lambda *_: None)
         readings.append([reading(1, "a", 1)], watermark=at(2))
         assert pipe.run(readings.take()) == []
     readings.append([reading(2, "a", 1), reading(2 - US / timedelta(hours=1), "a", 1)])
@@ -239,9 +231,13 @@ def test_windows_run_as_structured_streaming_count_a_record_at_the_previous_wate
     assert counts(pipe.run(readings.take()))[-1] == (day, "a", 3)
     lag = timedelta(0) if label == "end" else timedelta(days=1)
     assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
-    assert runner(pipe) == cp.Runner.SPARK_STREAMING
+    assert runner(pipe) == used
 
 
+SESSIONS_BY_START = sql(
+    "SELECT session_window.start AS event_time, sensor, count(*) AS n "
+    "FROM readings GROUP BY session_window(event_time, '30 minutes'), sensor"
+)
 SESSIONS = sql(
     "SELECT session_window.end AS event_time, sensor, count(*) AS n "
     "FROM readings GROUP BY session_window(event_time, '30 minutes'), sensor"
@@ -257,29 +253,35 @@ def test_a_session_takes_a_record_at_the_previous_watermark(
     # At the watermark (2h): on time, extends a's session; before it: late, no session for c.
     readings.append([reading(2, "a", 1), reading(2 - US / timedelta(hours=1), "c", 1)])
     assert pipe.run(readings.take()) == []
-    readings.append([], watermark=at(2.5))  # a's session [1:45, 2:30) closes at 2:30
-    assert counts(pipe.run(readings.take())) == [(at(2.5), "a", 2)]
-    assert pipe.watermarks == [at(2), at(2), at(2.5)]
+    # a's session [1:45, 2:30) still takes a record at 2:30 (Spark merges touching
+    # sessions), which is on time at the watermark 2:30: it closes once the watermark is past
+    readings.append([], watermark=at(2.5))
+    assert counts(pipe.run(readings.take())) == []
+    readings.append([reading(2.5, "a", 1)], watermark=at(4))
+    assert counts(pipe.run(readings.take())) == [(at(3), "a", 3)]
+    # Spark evicts in whole milliseconds: a session ending within the millisecond below the
+    # watermark may still close later (watermark.spark_output_margin)
+    assert pipe.watermarks == [at(2) - MS + US, at(2) - MS + US, at(2.5) - MS + US, at(4) - MS + US]
     assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
 def test_a_session_labelled_by_its_start_holds_the_output_watermark_at_the_open_session(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
-    query = sql(
-        "SELECT session_window.start AS event_time, sensor, count(*) AS n "
-        "FROM readings GROUP BY session_window(event_time, '30 minutes'), sensor"
-    )
-    readings, pipe = over_readings(spark_engine, workdir, query)
-    readings.append([reading(1.75, "a", 1), reading(0.5, "c", 1)], watermark=at(2))
-    assert counts(pipe.run(readings.take())) == [(at(0.5), "c", 1)]
-    readings.append([reading(2, "a", 1), reading(2.2, "b", 1)], watermark=at(2.4))
-    assert counts(pipe.run(readings.take())) == []  # a: [1:45, 2:30) still open
-    readings.append([], watermark=at(3))
-    assert counts(pipe.run(readings.take())) == [(at(1.75), "a", 2), (at(2.2), "b", 1)]
+    readings, pipe = over_readings(spark_engine, workdir, SESSIONS_BY_START)
+    emitted = []
+    for records, watermark in [
+        ([reading(1.75, "a", 1), reading(0.5, "c", 1)], at(2)),
+        ([reading(2, "a", 1), reading(2.2, "b", 1)], at(2.4)),  # a: [1:45, 2:30) open
+        ([], at(3)),
+    ]:
+        readings.append(records, watermark=watermark)
+        emitted.append(counts(pipe.run(readings.take())))
+    assert emitted == [[(at(0.5), "c", 1)], [], [(at(1.75), "a", 2), (at(2.2), "b", 1)]]
     # held at the oldest open session's start, then at the watermark once none is open
-    assert pipe.watermarks == [at(1.75), at(1.75), at(3)]
-    assert runner(pipe) == cp.SPARK_STREAMING
+    # (less Spark's margin for sessions ending within the millisecond below it)
+    assert pipe.watermarks == [at(1.75), at(1.75), at(3) - MS + US]
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
 def test_an_outer_join_matches_records_at_the_previous_watermark(

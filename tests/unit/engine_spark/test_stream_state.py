@@ -167,8 +167,9 @@ def test_the_last_batch_watermark_is_lowered_in_the_latest_offsets_only(tmp_path
     """What a restarted query's next batch drops late records by (``streaming.py``)."""
     offsets = tmp_path / "offsets"
     offsets.mkdir()
-    (offsets / "3").write_text('v1\n{"batchWatermarkMs":5,"conf":{}}\n{"logOffset":3}\n')
-    (offsets / "4").write_text('v1\n{"batchWatermarkMs":9,"conf":{}}\n{"logOffset":4}\n')
+    for batch, ms in ((3, 5), (4, 9)):
+        metadata = f'{{"batchWatermarkMs":{ms},"conf":{{}}}}'
+        (offsets / str(batch)).write_text(f'v1\n{metadata}\n{{"logOffset":{batch}}}\n')
     stream_state.lower_last_watermark(tmp_path, 8)
     assert (offsets / "4").read_text() == (
         'v1\n{"batchWatermarkMs":8,"conf":{}}\n{"logOffset":4}\n'
