@@ -1060,6 +1060,7 @@ class DatasetReport(_message.Message):
     TRANSACTIONS_FIELD_NUMBER: _builtins.int
     PROBLEMS_FIELD_NUMBER: _builtins.int
     REPLAYED_FIELD_NUMBER: _builtins.int
+    ABSENT_INPUTS_FIELD_NUMBER: _builtins.int
     dataset: _builtins.str
     kind: _builtins.str
     head: _builtins.str
@@ -1071,6 +1072,12 @@ class DatasetReport(_message.Message):
     def problems(self) -> _containers.RepeatedCompositeFieldContainer[Global___Problem]:
         """Every problem found, in chain order."""
 
+    @_builtins.property
+    def absent_inputs(self) -> _containers.RepeatedCompositeFieldContainer[Global___AbsentInput]:
+        """Inputs the chain declares that the workspace does not hold: their links were not checked
+        and nothing was replayed (the report is incomplete).
+        """
+
     def __init__(
         self,
         *,
@@ -1081,14 +1088,39 @@ class DatasetReport(_message.Message):
         transactions: _abc.Iterable[Global___VerifiedTransaction] | None = ...,
         problems: _abc.Iterable[Global___Problem] | None = ...,
         replayed: _builtins.bool = ...,
+        absent_inputs: _abc.Iterable[Global___AbsentInput] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["blocks", b"blocks", "dataset", b"dataset", "head", b"head", "kind", b"kind", "problems", b"problems", "replayed", b"replayed", "transactions", b"transactions"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["absent_inputs", b"absent_inputs", "blocks", b"blocks", "dataset", b"dataset", "head", b"head", "kind", b"kind", "problems", b"problems", "replayed", b"replayed", "transactions", b"transactions"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DatasetReport: _TypeAlias = DatasetReport  # noqa: Y015
+
+@_typing.final
+class AbsentInput(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALIAS_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    alias: _builtins.str
+    """The name the query reads it by."""
+    id: _builtins.str
+    """Its did:odf."""
+    def __init__(
+        self,
+        *,
+        alias: _builtins.str = ...,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alias", b"alias", "id", b"id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AbsentInput: _TypeAlias = AbsentInput  # noqa: Y015
 
 @_typing.final
 class AddRequest(_message.Message):
