@@ -48,14 +48,14 @@ class TokenInterceptor(ServerInterceptor):
         if hmac.compare_digest(given_bytes, self._expected):
             return continuation(details)
         log.warning("request.unauthenticated", method=method)
-        return _refuse(continuation(details), self._message)
+        return refuse(continuation(details), grpc.StatusCode.UNAUTHENTICATED, self._message)
 
 
-def _refuse(handler: _Handler | None, message: str) -> _Handler:
-    """A handler of the same shape as ``handler`` that aborts with UNAUTHENTICATED."""
+def refuse(handler: _Handler | None, code: grpc.StatusCode, message: str) -> _Handler:
+    """A handler of the same shape as ``handler`` that aborts with ``code``."""
 
     def deny(request: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        context.abort(code, message)
 
     if handler is not None and handler.request_streaming and handler.response_streaming:
         return grpc.stream_stream_rpc_method_handler(deny)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import importlib.abc
+    from pathlib import Path
 
     import structlog
 
@@ -38,6 +39,7 @@ _LEVELS = {
 _level = WARNING
 """The level ``configure_logging`` set (before it is called: structlog's own default)."""
 _settings: tuple[int, bool] | None = None
+_sink: LogFile | None = None
 
 
 def _stderr_logger(*_args: object) -> structlog.PrintLogger:
@@ -47,11 +49,41 @@ def _stderr_logger(*_args: object) -> structlog.PrintLogger:
     return structlog.PrintLogger(file=sys.stderr)
 
 
-def configure_logging(verbosity: int = 0, *, json: bool = False) -> None:
-    """WARNING by default, INFO with ``-v``, DEBUG with ``-vv``; logs go to stderr."""
-    global _level, _settings
-    _level = {0: WARNING, 1: INFO}.get(verbosity, DEBUG)
+class LogFile:
+    """A copy of every log entry as one JSON line in ``path`` (a daemon's log, read back by
+    ``odf daemon logs``). Bounded: past ``max_bytes`` the file is renamed to ``path.1``
+    (replacing the older one) and a new one begun."""
+
+    def __init__(self, path: Path, max_bytes: int = 16 << 20) -> None:
+        import threading
+
+        self.path, self.max_bytes = path, max_bytes
+        self._lock = threading.Lock()
+
+    def __call__(self, _logger: object, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+        import json
+
+        line = json.dumps(event, default=str, ensure_ascii=True) + "\n"
+        with self._lock:
+            try:
+                if self.path.exists() and self.path.stat().st_size + len(line) > self.max_bytes:
+                    self.path.replace(self.path.with_name(self.path.name + ".1"))
+                with open(self.path, "a", encoding="ascii") as out:
+                    out.write(line)
+            except OSError:  # a full disk must not stop the daemon: stderr still has it
+                pass
+        return event
+
+
+def configure_logging(
+    verbosity: int = 0, *, json: bool = False, floor: int = WARNING, file: LogFile | None = None
+) -> None:
+    """WARNING by default (or ``floor``), INFO with ``-v``, DEBUG with ``-vv``; logs go to
+    stderr, and to ``file`` as JSON lines when given."""
+    global _level, _settings, _sink
+    _level = min(floor, {0: WARNING, 1: INFO}.get(verbosity, DEBUG))
     _settings = (_level, json)
+    _sink = file
     if "structlog" in sys.modules:
         _apply(sys.modules["structlog"])
     elif not any(isinstance(f, _ConfigureOnImport) for f in sys.meta_path):
@@ -74,6 +106,7 @@ def _apply(structlog: ModuleType) -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *([_sink] if _sink is not None else []),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError, ValidationError
-from coordinator.dataset.errors import AlreadyExistsError, DatasetNotFoundError
+from coordinator.dataset.errors import AlreadyExistsError, DatasetNotFoundError, did_you_mean
 from coordinator.tempdirs import remove_tree
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class Workspace:
             raise DatasetNotFoundError(ref)
         path = self._path_of_name(ref)
         if path is None:
-            raise DatasetNotFoundError(ref)
+            raise DatasetNotFoundError(ref, [p.name for p in self.dataset_dirs()])
         return path
 
     def create_dataset(
@@ -248,7 +248,10 @@ class Workspace:
         try:
             ds = self.open_dataset(ref)
         except DatasetNotFoundError:
-            raise ValidationError(f"input dataset {ref!r} not found in the workspace") from None
+            known = [p.name for p in self.dataset_dirs()]
+            raise ValidationError(
+                f"input dataset {ref!r} not found in the workspace{did_you_mean(ref, known)}"
+            ) from None
         return ds.id, ds.alias
 
     @contextmanager

@@ -10,19 +10,31 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from urllib.parse import quote
 
 from common.odf.dataset_refs import DatasetName
 from common.odf.errors import NotFoundError, OdfError, ValidationError
-from coordinator.dataset import Dataset
+from common.odf.events import Seed
+from common.odf.identity import DatasetID
+from coordinator.dataset import AlreadyExistsError, Dataset
 from coordinator.dataset.provenance import record_detached, record_trusted, source_commands
 from coordinator.dataset.writer_locks import LOCKS_DIR, WriterLocks
 from coordinator.sharing.errors import RemoteError
 from coordinator.sharing.remote_refs import SMART_SCHEMES, RemoteLocation, looks_remote, resolve
 from coordinator.sharing.repos import RepoRegistry, forget_pull, read_remotes, remember
 from coordinator.sharing.smart_push_messages import TOKEN_HINT
-from coordinator.sharing.transfer import Options, Outcome, SyncResult, open_source, sync
+from coordinator.sharing.transfer import (
+    Options,
+    Outcome,
+    Plan,
+    SyncResult,
+    open_source,
+    sync,
+)
 from coordinator.sharing.transport_file import FileSource
 from coordinator.tempdirs import remove_tree
 from coordinator.workspace import Workspace
@@ -60,24 +72,97 @@ class Sharing:
             raise ValidationError(
                 f"{ref!r}: its last segment is not a dataset name; give one with --as NAME"
             )
+        return self._pull_location(resolved.location, str(name), options)
+
+    def _pull_location(
+        self,
+        location: RemoteLocation,
+        name: str,
+        options: Options,
+        expected: DatasetID | None = None,
+    ) -> Transferred:
+        """Clone ``location`` as ``name`` or update it; ``expected``: the id the dataset must
+        have (checked before a clone is adopted, so a wrong one leaves nothing behind)."""
         try:
-            existing = self.workspace.open_dataset(str(name))
+            existing = self.workspace.open_dataset(name)
         except NotFoundError:
             existing = None
-        source = open_source(resolved.location, options)
+        source = open_source(location, options)
         try:
             if existing is not None:
                 with self.writers.hold([existing], "pull"):
                     result = sync(existing, source, existing.alias, options)
-                remember(existing.layout, pull=resolved.location)
-                return Transferred(existing.alias, resolved.location, result)
+                remember(existing.layout, pull=location)
+                return Transferred(existing.alias, location, result)
             with self.workspace.preparing_dataset() as prepared:
-                result = sync(Dataset(prepared, alias=str(name)), source, str(name), options)
-                remember(Dataset(prepared).layout, pull=resolved.location)
-                ds = self.workspace.adopt_dataset(prepared, str(name))
-            return Transferred(ds.alias, resolved.location, result, cloned=True)
+                check = partial(self._check_clone, location, expected)
+                result = sync(Dataset(prepared, alias=name), source, name, options, check)
+                remember(Dataset(prepared).layout, pull=location)
+                ds = self.workspace.adopt_dataset(prepared, name)
+            return Transferred(ds.alias, location, result, cloned=True)
         finally:
             source.close()
+
+    def _check_clone(
+        self, location: RemoteLocation, expected: DatasetID | None, planned: Plan
+    ) -> None:
+        """Before anything is downloaded: the remote is the dataset ``expected`` (when
+        given), and no dataset of the workspace has its id already."""
+        first = planned.new_blocks[0].block.event if planned.new_blocks else None
+        if not isinstance(first, Seed):
+            return  # the chain checks refuse it
+        found = first.dataset_id
+        if expected is not None and found != expected:
+            raise OdfError(
+                f"{location} is dataset {found.to_did()}, not the input {expected.to_did()} it"
+                " was expected to be: nothing cloned"
+            )
+        try:
+            existing = self.workspace.open_dataset(found.to_did())
+        except NotFoundError:
+            return
+        raise AlreadyExistsError(
+            f"dataset {existing.alias!r} is already this dataset ({found.to_did()}): update it"
+            f" with `odf pull {existing.alias}`; nothing downloaded"
+        )
+
+    def pull_inputs(self, name: str, options: Options) -> Iterator[Transferred]:
+        """The inputs the clone ``name`` reads that the workspace lacks, cloned from the
+        repository it came from (each at the sibling URL named by the alias its query reads
+        it by, and checked to be the dataset the chain names), and their inputs in turn."""
+        from coordinator.transform.graph import input_refs
+
+        todo, seen = [name], set()
+        while todo:
+            ds = self.workspace.open_dataset(todo.pop(0))
+            remote = self.cloned(ds)
+            if remote is None:
+                continue  # not a clone: its inputs are the workspace's own business
+            repository = RemoteLocation(remote.url.rsplit("/", 1)[0])
+            for did, alias in input_refs(ds):
+                if did in seen:
+                    continue
+                seen.add(did)
+                try:
+                    self.workspace.open_dataset(did)
+                    continue  # already here (under any name)
+                except NotFoundError:
+                    pass
+                try:
+                    input_name = str(DatasetName.parse(alias))
+                except ValidationError:
+                    raise ValidationError(
+                        f"input {alias!r} of {ds.alias!r} is not a dataset name: pull it"
+                        f" yourself (`odf pull {repository}/NAME`)"
+                    ) from None
+                done = self._pull_location(
+                    repository.child(quote(input_name)),
+                    input_name,
+                    options,
+                    expected=DatasetID.from_did(did),
+                )
+                yield done
+                todo.append(done.dataset)
 
     def pull_cloned(self, name: str, options: Options) -> Transferred:
         """``odf pull NAME`` of a dataset pulled from a remote: update it from there."""

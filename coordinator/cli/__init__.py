@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "block": ("block",),
     "data": ("data",),
     "workspace": ("init", "add", "list", "ls", "delete", "rm", "reset", "compact", "rename", "mv"),
+    "new": ("new",),
     "inspect": ("log", "tail", "inspect"),
     "ingest": ("ingest", "set-watermark"),
     "pull": ("pull",),
@@ -97,8 +98,35 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def hoist_global_flags(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the global flags moved before the command, so that ``odf pull X -q``
+    means ``odf -q pull X`` (no command has options of these names); ``--`` ends the search."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [a for a in argv[:end] if a in _GLOBAL_FLAGS]
+    rest = [a for a in argv[:end] if a not in _GLOBAL_FLAGS]
+    return [*flags, *rest, *argv[end:]]
+
+
+def unknown_command(argv: Sequence[str]) -> str | None:
+    """The error line for a mistyped command (with the closest commands), else ``None``."""
+    command = _command_of(argv)
+    known = [c for commands in COMMANDS.values() for c in commands]
+    if command is None or command.startswith("-") or command in known:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(command, known, n=2, cutoff=0.6)
+    hint = "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+    from coordinator.cli.terminal_text import visible
+
+    return f"odf: error: unknown command {visible(repr(command))}{hint} (see odf --help)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = hoist_global_flags(sys.argv[1:] if argv is None else argv)
+    if "_ARGCOMPLETE" not in os.environ and (line := unknown_command(argv)) is not None:
+        print(line, file=sys.stderr)
+        return 2
     parser = build_parser(argv)
     if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (odf completion SHELL)
         import argcomplete

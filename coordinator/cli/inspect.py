@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coordinator.app import listing
@@ -15,12 +16,13 @@ from coordinator.cli.output import (
     render_rows,
     table_rows,
 )
+from coordinator.cli.terminal_text import visible
 from coordinator.dataset.describe import describe_event
 
 if TYPE_CHECKING:
     from common.odf.fragments import ExecuteTransformInput
     from coordinator.app import Application
-    from coordinator.transform.lineage import Lineage
+    from coordinator.transform.lineage import Lineage, Node
 
 LOG_COLUMNS = ("seq", "hash", "system_time", "event", "details")
 SCHEMA_COLUMNS = ("name", "type", "nullable")
@@ -41,7 +43,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("log", help="show the metadata blocks of a dataset, newest first")
     p.add_argument("name", metavar="NAME", help="dataset name or id")
     p.add_argument("-n", "--limit", type=_positive, help="show at most this many blocks")
-    add_output_format_argument(p, (OutputFormat.TABLE, OutputFormat.JSON, OutputFormat.YAML))
+    add_output_format_argument(
+        p, (OutputFormat.TABLE, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.CSV)
+    )
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_log)
 
@@ -55,6 +59,16 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("inspect", help="inspect a dataset")
     inspect = p.add_subparsers(dest="what", metavar="WHAT", required=True)
+    p = inspect.add_parser(
+        "info",
+        help="what a dataset is: id, kind, description, keywords, license, attachments"
+        " (Markdown rendered on a terminal)",
+    )
+    p.add_argument("name", metavar="NAME", help="dataset name or id")
+    add_output_format_argument(p, (OutputFormat.TABLE, OutputFormat.JSON))
+    add_daemon_argument(p)
+    p.set_defaults(handler=cmd_inspect_info)
+
     p = inspect.add_parser("schema", help="the data schema from SetDataSchema")
     p.add_argument("name", metavar="NAME", help="dataset name or id")
     add_output_format_argument(p)
@@ -128,6 +142,91 @@ def cmd_log(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- inspect info ------------------------------------------------------------------------------
+
+
+def cmd_inspect_info(args: argparse.Namespace) -> int:
+    ws, daemon = workspace_or_daemon(args)
+    blocks = daemon.log(args.name, None) if daemon else listing.log(ws, args.name, None)
+    info = dataset_info(args.name, blocks)
+    if args.output_format == OutputFormat.JSON.value:
+        render_document(info, OutputFormat.JSON)
+        return 0
+    sys.stdout.write(info_text(info, markdown=sys.stdout.isatty()))
+    return 0
+
+
+def dataset_info(name: str, blocks: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
+    """The latest SetInfo, SetLicense and SetAttachments of a chain (blocks newest first)."""
+    from common.odf.events import Seed, SetAttachments, SetInfo, SetLicense
+
+    info: dict[str, Any] = {"name": name, "id": None, "kind": None}
+    latest: dict[type, Any] = {}
+    for _, block in blocks:
+        latest.setdefault(type(block.event), block.event)
+    seed = latest.get(Seed)
+    if seed is not None:
+        info["id"] = seed.dataset_id.to_did()
+        info["kind"] = seed.dataset_kind.value
+    described = latest.get(SetInfo)
+    info["description"] = described.description if described else None
+    info["keywords"] = list(described.keywords or ()) if described else []
+    license_ = latest.get(SetLicense)
+    info["license"] = (
+        {
+            "shortName": license_.short_name,
+            "name": license_.name,
+            "spdxId": license_.spdx_id,
+            "websiteUrl": license_.website_url,
+        }
+        if license_
+        else None
+    )
+    attached = latest.get(SetAttachments)
+    info["attachments"] = (
+        [{"path": a.path, "content": a.content} for a in attached.attachments.items]
+        if attached
+        else []
+    )
+    return info
+
+
+def info_text(info: dict[str, Any], *, markdown: bool) -> str:
+    """``odf inspect info`` for people; attachments as Markdown rendered for a terminal."""
+    lines = [f"{key}: {visible(str(info[key]) if info[key] else '-')}" for key in _INFO_KEYS]
+    lines.append(f"keywords: {visible(', '.join(info['keywords'])) or '-'}")
+    lic = info["license"]
+    if lic:
+        spdx = f", SPDX {lic['spdxId']}" if lic["spdxId"] else ""
+        lines.append(
+            f"license: {visible(lic['shortName'])} ({visible(lic['name'])}{visible(spdx)},"
+            f" {visible(lic['websiteUrl'])})"
+        )
+    else:
+        lines.append("license: -")
+    attachments = info["attachments"]
+    lines.append(f"attachments: {len(attachments) or '-'}")
+    text = "".join(f"{line}\n" for line in lines)
+    for a in attachments:
+        text += f"\n--- {visible(a['path'])} ({len(a['content'].encode()):,} bytes)\n"
+        text += _markdown(a["content"]) if markdown else visible(a["content"], lines=True) + "\n"
+    return text
+
+
+_INFO_KEYS = ("name", "id", "kind", "description")
+
+
+def _markdown(text: str) -> str:
+    """Markdown rendered for this terminal (control characters of the source escaped)."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console(force_terminal=True)
+    with console.capture() as captured:
+        console.print(Markdown(visible(text, lines=True)))
+    return captured.get()
+
+
 # --- tail --------------------------------------------------------------------------------------
 
 
@@ -156,7 +255,7 @@ def cmd_inspect_lineage(args: argparse.Namespace) -> int:
         case "json":
             render_document(
                 {
-                    "nodes": [{"name": n.name, "kind": n.kind} for n in lineage.nodes],
+                    "nodes": [_node_document(n) for n in lineage.nodes],
                     "edges": [{"input": e.source, "dataset": e.target} for e in lineage.edges],
                 },
                 OutputFormat.JSON,
@@ -177,7 +276,7 @@ def lineage_tree(lineage: Lineage, focus: str | None) -> str:
     def walk(
         name: str, step: Any, prefix: str, last: bool, top: bool, seen: frozenset[str]
     ) -> None:
-        label = f"{name} ({lineage.kind(name)})"
+        label = visible(_node_label(lineage, name))
         lines.append(label if top else f"{prefix}{'└── ' if last else '├── '}{label}")
         below = sorted(step(name))
         inner = prefix if top else prefix + ("    " if last else "│   ")
@@ -196,6 +295,23 @@ def lineage_tree(lineage: Lineage, focus: str | None) -> str:
     lines.append("downstream (dependents):")
     walk(name, lineage.downstream, "", True, True, frozenset({name}))
     return "".join(f"{line}\n" for line in lines)
+
+
+def _node_label(lineage: Lineage, name: str) -> str:
+    node = lineage.node(name)
+    if node is None or node.kind == "external":
+        return f"{name} (not in this workspace)"
+    clone = f", clone of {node.clone_of}" if node.clone_of else ""
+    return f"{name} ({node.kind}{clone})"
+
+
+def _node_document(n: Node) -> dict[str, Any]:
+    document: dict[str, Any] = {"name": n.name, "kind": n.kind}
+    if n.clone_of is not None:
+        document["cloneOf"] = n.clone_of
+    if n.dataset_id is not None:
+        document["id"] = n.dataset_id
+    return document
 
 
 def lineage_dot(lineage: Lineage) -> str:

@@ -49,7 +49,14 @@ def register(subparsers: Any) -> None:
         "-r",
         "--recursive",
         action="store_true",
-        help="also pull the datasets the named ones depend on (inputs first)",
+        help="also pull the datasets the named ones depend on (inputs first); for a clone or"
+        " a URL, also clone its missing inputs (as --with-inputs)",
+    )
+    p.add_argument(
+        "--with-inputs",
+        action="store_true",
+        help="for a URL or a clone: also clone the inputs it reads that this workspace lacks,"
+        " from the same repository (recursively)",
     )
     p.add_argument(
         "--system-time",

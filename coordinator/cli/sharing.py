@@ -241,6 +241,7 @@ def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:
 
     sharing = Sharing(ws, writer_locks(args, ws))
     failures = 0
+    with_inputs = getattr(args, "with_inputs", False) or getattr(args, "recursive", False)
     with terminal_progress(args) as progress:
         options = _options(args, progress)
         jobs = [(n, True) for n in remote] + [(n, False) for n in cloned]
@@ -250,13 +251,17 @@ def remote_pulls(args: argparse.Namespace) -> tuple[list[str], bool, int]:
                     done = sharing.pull_remote(name, options, as_name=args.as_name)
                 else:
                     done = sharing.pull_cloned(name, options)
+                print(describe(done, "cloned from" if done.cloned else "pulled from"))
+                if with_inputs:
+                    for found in sharing.pull_inputs(done.dataset, options):
+                        print(describe(found, "cloned from" if found.cloned else "pulled from"))
             except OdfError as e:
                 if args.fail_fast:
                     raise
-                print(f"error: {name}: {visible(str(e))}", file=sys.stderr)
+                text = str(e) if str(e).startswith(name) else f"{name}: {e}"  # the URL once
+                print(f"error: {visible(text)}", file=sys.stderr)
                 failures += 1
                 continue
-            print(describe(done, "cloned from" if done.cloned else "pulled from"))
     rest = [d.alias for d in datasets] if args.all else local
     return [n for n in rest if _key(ws, n) not in {c.lower() for c in cloned}], False, failures
 

@@ -4,6 +4,11 @@ Prints one row per transaction (data block) with the outcome of its integrity ch
 its replay, plus a row for every other problem (``refs/head``, non-data blocks). Any problem
 is also printed on stderr, naming the dataset, the block and what differs, and the command
 exits with status 1.
+
+A derivative whose inputs are not in the workspace (a clone pulled without them) is checked
+as far as it can be (hashes, links, rules, files) but not replayed: the report says which
+inputs are absent and how to get them, and the command exits with status 3
+(``INCOMPLETE_EXIT``) when nothing else was found.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from coordinator.cli.terminal_text import visible
 from coordinator.verify.errors import VerificationFailed
 from coordinator.verify.replay import ReplayResult
 from coordinator.verify.report import DatasetReport, Problem, TransactionResult
+
+INCOMPLETE_EXIT = 3
+"""Exit status of a verification that found no problem but could not check everything."""
 
 COLUMNS = ("dataset", "block", "hash", "event", "offsets", "integrity", "replay", "detail")
 
@@ -75,11 +83,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for r in failed:
         for problem in r.problems:
             print(visible(f"mismatch: {r.dataset}: {problem}"), file=sys.stderr)
+    incomplete = [r for r in reports if not r.complete]
+    for r in incomplete:
+        print(visible(absent_inputs_hint(r)), file=sys.stderr)
     if failed:
         count = sum(len(r.problems) for r in failed)
         names = ", ".join(r.dataset for r in failed)
         raise VerificationFailed(f"verification failed: {count} problem(s) in {names}")
-    return 0
+    return INCOMPLETE_EXIT if incomplete else 0
+
+
+def absent_inputs_hint(report: DatasetReport) -> str:
+    """Which inputs are absent and how to get them (from the clone's remote when known)."""
+    absent = ", ".join(f"{a.alias} ({a.dataset_id})" for a in report.absent_inputs)
+    remote = _clone_remote(report.dataset)
+    if remote is not None:
+        how = f"`odf pull {remote} --with-inputs` clones them from where {report.dataset} came"
+    else:
+        how = "pull or add them (`odf pull REPO/NAME`), then verify again"
+    return (
+        f"incomplete: {report.dataset}: inputs not in this workspace: {absent}; their links"
+        f" were not checked and no transaction was replayed; {how}"
+    )
+
+
+def _clone_remote(name: str) -> str | None:
+    from coordinator.dataset.provenance import provenance
+    from coordinator.workspace import Workspace
+
+    try:
+        return provenance(Workspace.find().open_dataset(name).layout).clone_of
+    except Exception:  # a hint only: the report stands without it
+        return None
 
 
 def _progress(dataset: str, result: ReplayResult) -> None:
@@ -136,6 +171,12 @@ def summary_line(report: DatasetReport) -> str:
     what = f"{report.blocks} blocks, {len(report.transactions)} transactions, {replayed} replayed"
     engines = sorted({t.engine for t in report.transactions if t.engine})
     with_engines = f", with engine {'; '.join(engines)}" if engines else ""
+    if report.ok and not report.complete:
+        absent = len(report.absent_inputs)
+        return (
+            f"{report.dataset}: INCOMPLETE ({what}): {absent} input{'s' if absent != 1 else ''}"
+            " not in this workspace, nothing replayed"
+        )
     if report.ok:
         return f"{report.dataset}: ok ({what}){with_engines}"
     return f"{report.dataset}: FAILED, {len(report.problems)} problem(s) ({what}){with_engines}"
@@ -147,6 +188,8 @@ def report_document(report: DatasetReport) -> dict[str, Any]:
         "kind": report.kind,
         "head": report.head,
         "ok": report.ok,
+        "complete": report.complete,
+        "absentInputs": [{"alias": a.alias, "id": a.dataset_id} for a in report.absent_inputs],
         "blocks": report.blocks,
         "replayed": report.replayed,
         "transactions": [

@@ -86,6 +86,10 @@ class DaemonClient:
     def close(self) -> None:
         self.channel.close()
 
+    def status(self) -> Any:
+        """The daemon's ``StatusResponse`` (its queue, schedules, engines, running calls)."""
+        return self._unary(self.stub.Status, pb.StatusRequest())
+
     # --- datasets --------------------------------------------------------------------------------
 
     def summary(self, name: str) -> DatasetSummary:

@@ -31,6 +31,7 @@ from coordinator.app import (
 from coordinator.app import TransactionCommitted as Committed
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.verify.report import (
+    AbsentInput,
     BlockRef,
     Check,
     DatasetReport,
@@ -392,6 +393,7 @@ def report(r: DatasetReport) -> pb.VerifyEvent:
                 for p in r.problems
             ],
             replayed=r.replayed,
+            absent_inputs=[pb.AbsentInput(alias=a.alias, id=a.dataset_id) for a in r.absent_inputs],
         )
     )
 
@@ -425,4 +427,5 @@ def from_report(m: pb.DatasetReport) -> DatasetReport:
         transactions=tuple(transactions),
         problems=problems,
         replayed=m.replayed,
+        absent_inputs=tuple(AbsentInput(a.alias, a.id) for a in m.absent_inputs),
     )

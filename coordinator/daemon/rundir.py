@@ -4,7 +4,8 @@
   same workspace is refused, and a ``daemon.json`` left by a killed daemon is known to be stale;
 - ``daemon.json``: pid, gRPC and HTTP addresses, start time; written once the servers listen,
   removed on shutdown;
-- ``token``: the bearer token every call must carry (mode 0600), new for every start.
+- ``token``: the start-up bearer token (scope admin, mode 0600), new for every start;
+- ``daemon.log``: the daemon's log, one JSON entry a line (``odf daemon logs``), bounded.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ RUN_DIR = "run"
 INFO_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
 TOKEN_FILE = "token"
+LOG_FILE = "daemon.log"
 
 
 class DaemonRunningError(OdfError):
@@ -73,6 +75,11 @@ class RunDir:
 
     def __init__(self, odf_dir: Path) -> None:
         self.path = odf_dir / RUN_DIR
+
+    @property
+    def log_path(self) -> Path:
+        """The daemon's log, one JSON entry per line (``odf daemon logs``)."""
+        return self.path / LOG_FILE
 
     @property
     def info_path(self) -> Path:

@@ -137,6 +137,8 @@ class Scheduler:
         self._thread = threading.Thread(target=self._run, name="odf-scheduler", daemon=True)
         self.busy: str | None = None
         """The dataset being pulled now."""
+        self.last_runs: dict[str, tuple[datetime, str]] = {}
+        """Per dataset, when its last pull by the scheduler ended and how."""
 
     def _checked(self, schedules: Iterable[Schedule]) -> list[Schedule]:
         """The schedules, each naming an existing dataset."""
@@ -168,6 +170,10 @@ class Scheduler:
     def notify(self, dataset: str) -> None:
         """A dataset's head moved (a commit of the daemon): look at once, not at the next tick."""
         self._wake.set()
+
+    def schedules(self) -> list[tuple[Schedule, datetime]]:
+        """Each schedule with the time of its next run."""
+        return [(t.schedule, datetime.fromtimestamp(t.due, UTC)) for t in self.timers]
 
     @property
     def pending(self) -> list[str]:
@@ -254,16 +260,22 @@ class Scheduler:
 
     def _pull(self, name: str) -> None:
         self.busy = name
+        started = time.monotonic()
+        log.info("scheduler.pulling", dataset=name)
         try:
             with self.locks.hold([name], "scheduled pull"), self.metrics.timed("scheduled"):
                 committed = 0
                 for event in self.app.pull([name], fail_fast=True):
                     committed += self._count(event)
-            log.info("scheduler.pulled", dataset=name, commits=committed)
+            seconds = round(time.monotonic() - started, 3)
+            log.info("scheduler.pulled", dataset=name, commits=committed, seconds=seconds)
+            outcome = f"ok ({committed} commit{'' if committed == 1 else 's'})"
         except Exception as e:  # logged and counted; queued again when its inputs move
             log.warning("scheduler.pull_failed", dataset=name, error=str(e))
+            outcome = f"failed: {' '.join(str(e).split())[:300]}"
         finally:
             self.busy = None
+        self.last_runs[name] = (datetime.now(UTC), outcome)
         if self._stop.is_set():
             return  # interrupted by shutdown: stays queued, resumed on restart
         with self._lock:

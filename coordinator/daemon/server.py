@@ -37,13 +37,14 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from common.grpc_auth import TokenInterceptor
 from common.logs import get_logger
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.config import DaemonConfig, parse_host_port
 from coordinator.daemon import metrics as metrics_module
 from coordinator.daemon import smart_pull
+from coordinator.daemon.access import Authority, Scope, ScopedTokenInterceptor, TokenStore
+from coordinator.daemon.activity import Activity, ActivityInterceptor
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.grpc_generated import coordinator_pb2, coordinator_pb2_grpc
 from coordinator.daemon.http_listener import (
@@ -57,6 +58,7 @@ from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
 from coordinator.daemon.smart_push import PushServer
+from coordinator.daemon.status import daemon_status
 from coordinator.dataset.writer_locks import DAEMON
 from coordinator.sharing.serving import open_object, parse_request_path
 
@@ -112,13 +114,21 @@ class Daemon:
     ) -> None:
         """Serve until ``stop`` is set; ``on_serving`` is told where, once both servers listen."""
         with self.rundir.hold():
-            token = self.rundir.new_token()
+            authority = Authority(self.rundir.new_token(), TokenStore(self.app.ws.odf_dir))
             scheduler = Scheduler(self.app, self.locks, self.metrics, self.rundir.path)
+            activity = Activity()
             server = grpc.server(
                 ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="odf-daemon"),
-                interceptors=[TokenInterceptor(token, what="daemon")],
+                interceptors=[ScopedTokenInterceptor(authority), ActivityInterceptor(activity)],
             )
-            service = CoordinatorService(self.app, self.locks, self.metrics, scheduler.notify)
+            started = datetime.now(UTC)
+            service = CoordinatorService(
+                self.app,
+                self.locks,
+                self.metrics,
+                scheduler.notify,
+                lambda: daemon_status(started, scheduler, self.app.pool, activity),
+            )
             coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server)
             health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
             reflection.enable_server_reflection(
@@ -127,7 +137,7 @@ class Daemon:
             address = self._bind_grpc(server)
             pushes = PushServer(
                 self.app.ws,
-                token,
+                authority,
                 self.rundir.path,
                 self._hold_for_push,
                 scheduler.notify,
@@ -145,7 +155,7 @@ class Daemon:
                     pid=os.getpid(),
                     address=address,
                     http_address=_join(str(http.server_address[0]), http.server_address[1]),
-                    started=datetime.now(UTC),
+                    started=started,
                     tls_cert=str(self.tls.cert.resolve()) if self.tls else None,
                 )
                 self.rundir.write_info(info)
@@ -213,9 +223,9 @@ class Daemon:
                 elif pushes.is_push(self):
                     pushes.serve(self)
                 elif smart_pull.is_pull(self):
-                    may_read = not token_for_reads or pushes.authorized(self)
+                    may_read = not token_for_reads or pushes.authorized(self, Scope.READ)
                     smart_pull.serve_pull(self, workspace, may_read)
-                elif token_for_reads and not pushes.authorized(self):
+                elif token_for_reads and not pushes.authorized(self, Scope.READ):
                     self.close_connection = True
                     self.send_response(401)
                     self.send_header("WWW-Authenticate", "Bearer")

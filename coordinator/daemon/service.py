@@ -50,12 +50,24 @@ _UPLOAD_PREFIX = ".upload-"
 
 class CoordinatorService(pb_grpc.CoordinatorServicer):
     def __init__(
-        self, app: Application, locks: DatasetLocks, metrics: Metrics, on_commit: OnCommit
+        self,
+        app: Application,
+        locks: DatasetLocks,
+        metrics: Metrics,
+        on_commit: OnCommit,
+        status: Callable[[], Any] | None = None,
     ) -> None:
         self.app = app
         self.locks = locks
         self.metrics = metrics
         self.on_commit = on_commit
+        self.status = status
+
+    def Status(self, request: Any, context: grpc.ServicerContext) -> Any:
+        status = self.status
+        if status is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "no status in this server")
+        return unary(context, status)
 
     # --- datasets --------------------------------------------------------------------------------
 

@@ -2,19 +2,19 @@
 Smart Transfer Protocol's push flow on the daemon's HTTP address (``sharing.smart_push_server``
 holds the conversation).
 
-Authentication: the handshake must carry ``Authorization: Bearer <the daemon's token>`` (the
-OpenAPI file's ``odf_access_token``; the token of ``.odf/run/token``), or it is refused with 401
-before anything else is looked at. The upload URLs a session hands out are its own
-pre-signed URLs: they name the session by a random 256-bit key, valid while the session lives,
-for the objects it asked for, each once. Uploads are streamed into the session's staging
-directory (``.odf/run/push/<key>``, outside every dataset), checked as they arrive; the body
-must have a ``Content-Length`` (no chunked uploads) and arrive within the listener's body
-deadline. A session's WebSocket idle for the listener's idle timeout ends.
+Authentication: the handshake must carry ``Authorization: Bearer <token>`` (the OpenAPI file's
+``odf_access_token``) of scope ``push`` or ``admin`` (``access``: the start-up token of
+``.odf/run/token``, or one from ``odf daemon token create --scope push``), or it is refused with
+401 (403 for a read-only token) before anything else is looked at. The upload URLs a session
+hands out are its own pre-signed URLs: they name the session by a random 256-bit key, valid
+while the session lives, for the objects it asked for, each once. Uploads are streamed into the
+session's staging directory (``.odf/run/push/<key>``, outside every dataset), checked as they
+arrive; the body must have a ``Content-Length`` (no chunked uploads) and arrive within the
+listener's body deadline. A session's WebSocket idle for the listener's idle timeout ends.
 """
 
 from __future__ import annotations
 
-import hmac
 import re
 import secrets
 import threading
@@ -27,6 +27,7 @@ from typing import Any
 from common.logs import get_logger
 from common.odf.dataset_refs import DatasetName
 from common.odf.errors import OdfError, ValidationError
+from coordinator.daemon.access import Authority, Scope
 from coordinator.daemon.http_listener import BoundedHandler
 from coordinator.daemon.smart_pull import (
     check_version,
@@ -61,13 +62,13 @@ class PushServer:
     def __init__(
         self,
         workspace: Workspace,
-        token: str,
+        authority: Authority,
         run_dir: Path,
         hold: Callable[[str], AbstractContextManager[Any]],
         on_commit: Callable[[str], None],
     ) -> None:
         self.workspace = workspace
-        self.token = token
+        self.authority = authority
         self.stage_root = run_dir / STAGE_DIR
         remove_tree(self.stage_root)  # sessions of a killed daemon
         self.hold = hold
@@ -82,10 +83,9 @@ class PushServer:
             and handler.headers.get("Upgrade", "").lower() == "websocket"
         )
 
-    def authorized(self, handler: BoundedHandler) -> bool:
-        given = handler.headers.get("Authorization", "")
-        expected = f"Bearer {self.token}"
-        return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode())
+    def authorized(self, handler: BoundedHandler, scope: Scope = Scope.PUSH) -> bool:
+        """Whether the request's bearer token has ``scope``."""
+        return self.authority.allows(handler.headers.get("Authorization", ""), scope)
 
     def serve(self, handler: BoundedHandler) -> None:
         """One push session over the WebSocket of this handshake."""
@@ -94,10 +94,12 @@ class PushServer:
             return
         segment, protocol, request = opened
         name = None
-        if not self.authorized(handler):
+        scope = self.authority.scope_of(handler.headers.get("Authorization", ""))
+        if scope is None or scope < Scope.PUSH:
             log.info("push.unauthorized", path=handler.path)
             response = protocol.reject(
-                HTTPStatus.UNAUTHORIZED, "a push needs the daemon's token (Bearer)\n"
+                HTTPStatus.UNAUTHORIZED if scope is None else HTTPStatus.FORBIDDEN,
+                "a push needs a daemon token with scope push (Bearer)\n",
             )
             response.headers["WWW-Authenticate"] = "Bearer"
         else:

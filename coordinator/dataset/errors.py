@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from common.odf.multihash import Multihash
 
@@ -50,9 +52,21 @@ class AlreadyExistsError(OdfError):
 class DatasetNotFoundError(NotFoundError):
     """No dataset in the workspace has this name or id."""
 
-    def __init__(self, ref: str) -> None:
+    def __init__(self, ref: str, known: Sequence[str] = ()) -> None:
+        """``known``: the workspace's dataset names, to suggest the closest ones."""
         self.ref = ref
-        super().__init__(f"dataset {ref!r} not found in the workspace")
+        super().__init__(f"dataset {ref!r} not found in the workspace{did_you_mean(ref, known)}")
+
+
+def did_you_mean(wanted: str, known: Sequence[str]) -> str:
+    """``"; did you mean 'weather'?"`` (or two choices) when a known name is close, else ""."""
+    import difflib  # only on this error path
+
+    by_key = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(wanted.lower(), list(by_key), n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(by_key[c]) for c in close) + "?"
 
 
 class CorruptDatasetError(OdfError):

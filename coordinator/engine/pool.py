@@ -45,6 +45,15 @@ class PoolStats:
     running: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    version: str
+    serving: bool
+    leases: int
+    """Calls using it now."""
+    idle_seconds: float
+
+
 @dataclass(slots=True)
 class _Pooled:
     client: EngineClient
@@ -122,6 +131,21 @@ class EnginePool:
             if pooled is not None:
                 pooled.leases = max(0, pooled.leases - 1)
                 pooled.last_used = time.monotonic()
+
+    def engines(self) -> list[EngineState]:
+        """The engines running now (each asked whether it still serves)."""
+        with self._lock:
+            pooled = list(self._engines.items())
+        now = time.monotonic()
+        return [
+            EngineState(
+                version or "default",
+                p.client.is_serving(),
+                p.leases,
+                0.0 if p.leases else now - p.last_used,
+            )
+            for version, p in pooled
+        ]
 
     def close(self) -> None:
         """Stop every engine (a call still running on one fails: nothing is committed)."""

@@ -148,11 +148,20 @@ def state_at(dataset: Dataset, block: Multihash) -> DatasetState:
     return state_cache.compute(dataset.chain, block)[0]
 
 
-def sync(receiver: Dataset, source: DatasetSource, what: str, options: Options) -> SyncResult:
-    """Bring ``receiver`` to ``source``'s head; see the module docstring."""
+def sync(
+    receiver: Dataset,
+    source: DatasetSource,
+    what: str,
+    options: Options,
+    check: Callable[[Plan], None] | None = None,
+) -> SyncResult:
+    """Bring ``receiver`` to ``source``'s head; see the module docstring. ``check`` sees the
+    plan (the new blocks, checked) before any object is downloaded, and may refuse it."""
     planned = plan(receiver, source, what, options)
     if isinstance(planned, SyncResult):
         return planned
+    if check is not None:
+        check(planned)
     old_head = planned.old_head
     if planned.reset_to is not None and not planned.new_blocks:
         log.info("resetting to the last common block", dataset=what, block=str(planned.reset_to))

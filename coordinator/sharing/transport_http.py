@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import re
 import socket
 import threading
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import requests
 import urllib3
@@ -255,4 +257,29 @@ class _Response:
 
 
 def _reason(e: requests.RequestException) -> str:
-    return " ".join(str(e).split())[:300]
+    """What went wrong, in words (not the exception's repr nested three libraries deep)."""
+    host = urlsplit(e.request.url).netloc if e.request is not None and e.request.url else ""
+    text = " ".join(str(e).split())
+    cause = _ERRNO.search(text)
+    if isinstance(e, requests.exceptions.SSLError):
+        return f"TLS with {host} failed: {_ssl_reason(text)}"
+    if isinstance(e, requests.exceptions.ConnectTimeout):
+        return f"cannot connect to {host}: no answer in time"
+    if isinstance(e, requests.exceptions.Timeout):
+        return f"{host} sent nothing in time"
+    if isinstance(e, requests.exceptions.ConnectionError):
+        if "NameResolutionError" in text or "Name or service not known" in text:
+            return f"cannot connect to {host}: unknown host"
+        if cause is not None:
+            return f"cannot connect to {host}: {cause.group(1).strip().lower()}"
+        if "RemoteDisconnected" in text or "Connection aborted" in text:
+            return f"{host} closed the connection"
+    return text[:300]
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
+
+
+def _ssl_reason(text: str) -> str:
+    found = re.search(r"\[SSL: [A-Z_]+\] ([^(')\]]+)", text)
+    return found.group(1).strip() if found else text[:200]

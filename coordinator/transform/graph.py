@@ -57,6 +57,17 @@ def input_ids(ds: Dataset) -> list[DatasetID]:
     return [DatasetID.from_did(i.dataset_ref) for i in transform.inputs]
 
 
+def input_refs(ds: Dataset) -> list[tuple[str, str]]:
+    """A dataset's inputs as (did:odf, the alias its query reads it by)."""
+    transform = ds.state().transform
+    if transform is None:
+        return []
+    return [
+        (DatasetID.from_did(i.dataset_ref).to_did(), i.alias or i.dataset_ref)
+        for i in transform.inputs
+    ]
+
+
 def dependency_order(
     datasets: Iterable[Dataset], resolve: Resolver, *, recursive: bool
 ) -> list[Dataset]:

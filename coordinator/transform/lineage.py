@@ -11,14 +11,22 @@ from dataclasses import dataclass
 
 from common.odf.errors import OdfError
 from coordinator.dataset import Dataset
-from coordinator.transform.graph import input_ids
+from coordinator.dataset.provenance import provenance
+from coordinator.transform.graph import input_refs
+
+EXTERNAL = "external"
 
 
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
     kind: str
-    """``Root``, ``Derivative``, or ``unknown`` for a dataset that cannot be read."""
+    """``Root``, ``Derivative``, ``unknown`` for a dataset that cannot be read, ``external``
+    for an input that is not in the workspace (named by its alias in the query)."""
+    clone_of: str | None = None
+    """The remote a clone is pulled from."""
+    dataset_id: str | None = None
+    """The did:odf of an external input."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,18 +51,29 @@ class Lineage:
                 names[ds.id.to_did()] = ds.alias
             except (OdfError, OSError):
                 continue
-        nodes, edges = [], []
+        nodes: list[Node] = []
+        edges: list[Edge] = []
+        external: dict[str, Node] = {}
         for ds in datasets:
+            clone_of = provenance(ds.layout).clone_of
             try:
                 kind = ds.state().kind
-                inputs = input_ids(ds)
+                inputs = input_refs(ds)
             except (OdfError, OSError):
-                nodes.append(Node(ds.alias, "unknown"))
+                nodes.append(Node(ds.alias, "unknown", clone_of))
                 continue
-            nodes.append(Node(ds.alias, kind.value if kind else "unknown"))
-            for i in inputs:
-                edges.append(Edge(names.get(i.to_did(), i.to_did()), ds.alias))
-        return cls(tuple(nodes), tuple(edges))
+            nodes.append(Node(ds.alias, kind.value if kind else "unknown", clone_of))
+            for did, alias in inputs:
+                source = names.get(did)
+                if source is None:  # not here: named by the query's alias, unless taken
+                    node = external.get(did)
+                    if node is None:
+                        taken = set(names.values()) | {n.name for n in external.values()}
+                        node = Node(alias if alias not in taken else did, EXTERNAL, None, did)
+                        external[did] = node
+                    source = node.name
+                edges.append(Edge(source, ds.alias))
+        return cls(tuple(nodes) + tuple(external.values()), tuple(edges))
 
     def upstream(self, name: str) -> list[str]:
         return [e.source for e in self.edges if e.target == name]
@@ -76,7 +95,10 @@ class Lineage:
         return [n.name for n in self.nodes if n.name not in targets]
 
     def kind(self, name: str) -> str:
-        return next((n.kind for n in self.nodes if n.name == name), "external")
+        return next((n.kind for n in self.nodes if n.name == name), EXTERNAL)
+
+    def node(self, name: str) -> Node | None:
+        return next((n for n in self.nodes if n.name == name), None)
 
 
 def closure(name: str, step: Callable[[str], list[str]]) -> set[str]:

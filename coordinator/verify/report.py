@@ -44,6 +44,8 @@ class Outcome(enum.Enum):
     """Not run (``--integrity``)."""
     NOT_APPLICABLE = "-"
     """Replay of a root dataset's ``AddData``: there is nothing to re-run."""
+    INPUTS_ABSENT = "inputs absent"
+    """Not replayed: an input of the dataset is not in the workspace."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,16 @@ class TransactionResult:
         return not self.problems
 
 
+@dataclass(frozen=True, slots=True)
+class AbsentInput:
+    """An input the chain declares that is not in the workspace (a clone pulled alone)."""
+
+    alias: str
+    """The name the query reads it by."""
+    dataset_id: str
+    """Its did:odf."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DatasetReport:
     dataset: str
@@ -105,7 +117,14 @@ class DatasetReport:
     """Every problem found, including those of ``transactions``, in chain order."""
     replayed: bool
     """Whether replay was run (not ``--integrity``, derivative dataset)."""
+    absent_inputs: tuple[AbsentInput, ...] = ()
+    """Inputs not in the workspace: their links were not checked, nothing was replayed."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def complete(self) -> bool:
+        """Every check could run (no input was absent)."""
+        return not self.absent_inputs

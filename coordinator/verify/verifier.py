@@ -32,6 +32,7 @@ from coordinator.verify.integrity import IntegrityResult, StoredBlock, sorted_pr
 from coordinator.verify.integrity import verify_integrity as check_integrity
 from coordinator.verify.replay import Replayer, ReplayResult
 from coordinator.verify.report import (
+    AbsentInput,
     Check,
     DatasetReport,
     Outcome,
@@ -72,10 +73,13 @@ class Verifier:
         seed = _seed(integrity)
         kind = seed.dataset_kind if seed else None
         replays: dict[int, ReplayResult] = {}
+        absent: list[AbsentInput] = []
         if kind is DatasetKind.DERIVATIVE:
             inputs = self._inputs(integrity)
-            problems += input_link_problems(integrity.blocks, inputs)
-            if self.engines is not None and integrity.complete:
+            absent = _absent_inputs(integrity, inputs)
+            present = {k: v for k, v in inputs.items() if v != ABSENT}
+            problems += input_link_problems(integrity.blocks, present)
+            if self.engines is not None and integrity.complete and not absent:
                 replays = self._replay(dataset, integrity, inputs, self.engines)
         problems += [p for r in replays.values() for p in _replay_problems(r)]
         problems = sorted_problems(problems)
@@ -86,9 +90,12 @@ class Verifier:
             kind=kind.value if kind else None,
             head=integrity.chain.head,
             blocks=len(integrity.blocks),
-            transactions=tuple(_transactions(integrity.blocks, problems, replays, self.engines)),
+            transactions=tuple(
+                _transactions(integrity.blocks, problems, replays, self.engines, bool(absent))
+            ),
             problems=tuple(problems),
             replayed=bool(replays),
+            absent_inputs=tuple(absent),
         )
 
     def _replay(
@@ -111,17 +118,9 @@ class Verifier:
     def _inputs(self, integrity: IntegrityResult) -> dict[DatasetID, InputHistory | str]:
         """Every input any SetTransform of the chain declares, read (or why not)."""
         found: dict[DatasetID, InputHistory | str] = {}
-        for stored in integrity.blocks:
-            event = stored.block.event
-            if not isinstance(event, SetTransform):
-                continue
-            for entry in event.inputs:
-                try:
-                    dataset_id = DatasetID.from_did(entry.dataset_ref)
-                except OdfError:
-                    continue  # a chain rule problem already
-                if dataset_id not in found:
-                    found[dataset_id] = self._input(dataset_id)
+        for dataset_id, _ in declared_inputs(integrity.blocks):
+            if dataset_id not in found:
+                found[dataset_id] = self._input(dataset_id)
         return found
 
     def _input(self, dataset_id: DatasetID) -> InputHistory | str:
@@ -131,7 +130,7 @@ class Verifier:
         try:
             dataset = self.resolve(dataset_id)
         except DatasetNotFoundError:
-            return "not in the workspace: its links cannot be checked nor its data read"
+            return ABSENT
         except OdfError as e:
             return f"cannot be opened: {e}"
         return load_input_history(dataset)
@@ -172,6 +171,36 @@ def _all_input_ids(ds: Dataset) -> list[DatasetID]:
     return ids
 
 
+ABSENT = "not in the workspace: its links cannot be checked nor its data read"
+"""Why an input's chain is not available when the workspace does not hold it."""
+
+
+def _absent_inputs(
+    integrity: IntegrityResult, inputs: dict[DatasetID, InputHistory | str]
+) -> list[AbsentInput]:
+    """The inputs the chain declares that the workspace does not hold, in declaration order."""
+    absent: dict[DatasetID, AbsentInput] = {}
+    for dataset_id, alias in declared_inputs(integrity.blocks):
+        if inputs.get(dataset_id) == ABSENT and dataset_id not in absent:
+            absent[dataset_id] = AbsentInput(alias, dataset_id.to_did())
+    return list(absent.values())
+
+
+def declared_inputs(blocks: Iterable[StoredBlock]) -> Iterator[tuple[DatasetID, str]]:
+    """Each input every SetTransform of the chain declares (id, alias), in chain order; a
+    reference that is not a did:odf is left to the chain rules."""
+    for stored in blocks:
+        event = stored.block.event
+        if not isinstance(event, SetTransform):
+            continue
+        for entry in event.inputs:
+            try:
+                dataset_id = DatasetID.from_did(entry.dataset_ref)
+            except OdfError:
+                continue
+            yield dataset_id, entry.alias or entry.dataset_ref
+
+
 def _seed(integrity: IntegrityResult) -> Seed | None:
     """The chain's Seed, when the chain could be read back to it."""
     if not integrity.complete or not integrity.blocks:
@@ -198,6 +227,7 @@ def _transactions(
     problems: list[Problem],
     replays: dict[int, ReplayResult],
     engines: EngineSession | None,
+    inputs_absent: bool = False,
 ) -> Iterator[TransactionResult]:
     for stored in blocks:
         event = stored.block.event
@@ -208,6 +238,8 @@ def _transactions(
         replay = replays.get(stored.block.sequence_number)
         if isinstance(event, AddData):
             replay_outcome = Outcome.NOT_APPLICABLE
+        elif replay is None and inputs_absent and engines is not None:
+            replay_outcome = Outcome.INPUTS_ABSENT
         elif replay is None:
             replay_outcome = Outcome.SKIPPED if engines is None else Outcome.NOT_APPLICABLE
         else:

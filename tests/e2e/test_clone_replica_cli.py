@@ -3,13 +3,16 @@ user detaches it and trusts the exact commands its polling source runs."""
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 import pytest
 
+from common.odf.identity import DatasetID
 from coordinator.dataset import Dataset
-from tests.support.cli import fails, ok
-from tests.support.datasets import derivative
+from tests.support.cli import fails, odf, ok
+from tests.support.datasets import derivative, root
 
 pytestmark = pytest.mark.e2e
 
@@ -141,3 +144,82 @@ def test_detached_the_source_runs_only_once_its_commands_are_trusted(
     assert marker.exists()
     marker.unlink()
     assert head(ws, "src") != before
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DatasetID]:
+    """A repository holding a root ``a`` and ``b``, a derivative of it with one transaction;
+    (the repository, a's id)."""
+    base = tmp_path_factory.mktemp("published")
+    ws = base / "publisher"
+    ws.mkdir()
+    ok(ws, "init")
+    (ws / "a.yaml").write_text(root("a", ["event_time TIMESTAMP", "v STRING"], read="NdJson"))
+    (ws / "b.yaml").write_text(derivative("b", "SELECT event_time, upper(v) AS v FROM a", ["a"]))
+    ok(ws, "add", "a.yaml", "b.yaml")
+    (ws / "a.ndjson").write_text('{"event_time": "2024-01-01T00:00:00Z", "v": "x"}\n')
+    ok(ws, "ingest", "a", str(ws / "a.ndjson"))
+    ok(ws, "pull", "b")
+    for name in ("a", "b"):
+        ok(ws, "push", name, "--to", f"file://{base}/repo/{name}")
+    a_id = Dataset(ws / ".odf" / "datasets" / "a").state().id
+    assert a_id is not None
+    return base / "repo", a_id
+
+
+def test_a_derivatives_clone_without_its_inputs_verifies_incomplete_then_pulls_them(
+    tmp_path: Path, published: tuple[Path, DatasetID]
+) -> None:
+    """A clone of a derivative pulled alone: verify checks what it can, names the absent
+    input and how to get it (exit 3); lineage shows the clone and the external input;
+    ``--with-inputs`` clones the input from the same repository, checked to be the one the
+    chain names; then the clone verifies, replayed."""
+    repo, a_id = published
+    ws = tmp_path / "reader"
+    ws.mkdir()
+    ok(ws, "init")
+    ok(ws, "pull", f"file://{repo}/b")
+
+    result = odf(ws, "verify", "b")
+    assert result.returncode == 3, result.stderr
+    assert "b: INCOMPLETE (" in result.stdout
+    assert "1 input not in this workspace" in result.stdout
+    assert "mismatch" not in result.stderr
+    assert result.stderr.strip() == (
+        f"incomplete: b: inputs not in this workspace: a ({a_id.to_did()}); their links"
+        " were not checked and no transaction was replayed;"
+        f" `odf pull file://{repo}/b --with-inputs` clones them from where b came"
+    )
+    tree = ok(ws, "inspect", "lineage")
+    assert tree.splitlines() == [
+        "a (not in this workspace)",
+        f"└── b (Derivative, clone of file://{repo}/b)",
+    ]
+
+    out = ok(ws, "pull", f"file://{repo}/b", "--with-inputs")
+    assert f"a: cloned from file://{repo}/a" in out
+    assert Dataset(ws / ".odf" / "datasets" / "a").state().id == a_id
+    verified = ok(ws, "verify", "b")
+    assert re.search(r"^b: ok \(\d+ blocks, 1 transactions, 1 replayed\)", verified, re.M), verified
+
+
+def test_with_inputs_refuses_a_sibling_that_is_another_dataset(
+    tmp_path: Path, published: tuple[Path, DatasetID]
+) -> None:
+    repo, _ = published
+    other = tmp_path / "other-repo"
+    shutil.copytree(repo / "b", other / "b")
+    impostor = tmp_path / "impostor"
+    impostor.mkdir()
+    ok(impostor, "init")
+    (impostor / "a.yaml").write_text(root("a", ["event_time TIMESTAMP", "v STRING"]))
+    ok(impostor, "add", "a.yaml")
+    ok(impostor, "push", "a", "--to", f"file://{other}/a")
+    ws = tmp_path / "reader"
+    ws.mkdir()
+    ok(ws, "init")
+    error = fails(ws, "pull", f"file://{other}/b", "--with-inputs", only_line=True)
+    assert error.startswith(f"error: file://{other}/b: file://{other}/a is dataset did:odf:")
+    assert error.endswith("it was expected to be: nothing cloned")
+    assert not (ws / ".odf" / "datasets" / "a").exists()
+    assert (ws / ".odf" / "datasets" / "b").exists()  # the clone itself stays

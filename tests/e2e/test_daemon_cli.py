@@ -101,7 +101,9 @@ def test_stop_and_sigterm_shut_down_cleanly(
     ws, process, _ = served
     assert ok(ws, "daemon", "stop") == f"stopped the daemon (pid {process.pid})\n"
     assert process.wait(timeout=30) == 0
-    assert sorted(p.name for p in (ws / ".odf" / "run").iterdir()) == ["daemon.lock"]
+    left = sorted(p.name for p in (ws / ".odf" / "run").iterdir())
+    assert left == ["daemon.lock", "daemon.log"]  # the log stays, for `odf daemon logs`
+    assert "daemon.stopped" in ok(ws, "daemon", "logs", "-n", "1")
     assert "no daemon serves this workspace" in fails_status(ws)
     assert fails_stop(ws)
     # A new daemon starts on the same workspace; SIGTERM stops it as `odf daemon stop` does.

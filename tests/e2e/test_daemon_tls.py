@@ -100,7 +100,8 @@ def test_odf_pull_over_https_trusts_the_ca_file_or_daemon_json(
     assert "cities: cloned from" in out, out
     # in the daemon's own workspace, its certificate and token come from .odf/run: the pull
     # gets through TLS and the token to the chain, refused only as the dataset is there already
-    assert "already has the id" in fails(s.ws, "pull", url, "--as", "copy")
+    error = fails(s.ws, "pull", url, "--as", "copy")
+    assert "is already this dataset" in error and "nothing downloaded" in error
 
 
 def test_a_non_loopback_http_address_needs_tls_or_insecure(tmp_path: Path) -> None:

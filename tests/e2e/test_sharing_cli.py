@@ -157,6 +157,14 @@ def test_push_clone_verify_update_over_file(tmp_path: Path) -> None:
     assert "up to date" in ok(b, "pull", "--all")
     assert "cities: ok" in ok(b, "verify", "cities")
     assert snapshot(b / ".odf/datasets/cities") == snapshot(repo / "cities")
+    # the same dataset under another name: refused once its Seed is read, before any object
+    error = fails(b, "pull", "shared/cities", "--as", "copy", only_line=True)
+    assert error == (
+        f"error: shared/cities: dataset 'cities' is already this dataset"
+        f" ({Dataset(b / '.odf/datasets/cities').state().id.to_did()}): update it with"  # type: ignore[union-attr]
+        " `odf pull cities`; nothing downloaded"
+    )
+    assert not (b / ".odf/datasets/copy").exists()
 
 
 def test_clone_and_update_over_http(

@@ -5,8 +5,11 @@ isort:skip_file
 The coordinator daemon's API (`odf serve`), version 1.
 
 One daemon serves one workspace. Every call but the standard health service must carry
-`authorization: Bearer <token>`, the token the daemon writes to `.odf/run/token` (mode 0600)
-when it starts; a call without it fails with UNAUTHENTICATED.
+`authorization: Bearer <token>`: the token the daemon writes to `.odf/run/token` (mode 0600)
+when it starts (scope admin), or one issued by `odf daemon token create --scope read|push|admin`.
+A call without a valid token fails with UNAUTHENTICATED; one whose token's scope is too
+narrow with PERMISSION_DENIED (read: ListDatasets, DescribeDataset, Log, Tail, Query,
+Verify; push: and Ingest; admin: everything).
 
 Conventions:
 - Datasets are named by their alias in the workspace (or their did:odf id).
@@ -1083,6 +1086,7 @@ class DatasetReport(_message.Message):
     TRANSACTIONS_FIELD_NUMBER: _builtins.int
     PROBLEMS_FIELD_NUMBER: _builtins.int
     REPLAYED_FIELD_NUMBER: _builtins.int
+    ABSENT_INPUTS_FIELD_NUMBER: _builtins.int
     dataset: _builtins.str
     kind: _builtins.str
     head: _builtins.str
@@ -1094,6 +1098,12 @@ class DatasetReport(_message.Message):
     def problems(self) -> _containers.RepeatedCompositeFieldContainer[Global___Problem]:
         """Every problem found, in chain order."""
 
+    @_builtins.property
+    def absent_inputs(self) -> _containers.RepeatedCompositeFieldContainer[Global___AbsentInput]:
+        """Inputs the chain declares that the workspace does not hold: their links were not checked
+        and nothing was replayed (the report is incomplete).
+        """
+
     def __init__(
         self,
         *,
@@ -1104,14 +1114,39 @@ class DatasetReport(_message.Message):
         transactions: _abc.Iterable[Global___VerifiedTransaction] | None = ...,
         problems: _abc.Iterable[Global___Problem] | None = ...,
         replayed: _builtins.bool = ...,
+        absent_inputs: _abc.Iterable[Global___AbsentInput] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["blocks", b"blocks", "dataset", b"dataset", "head", b"head", "kind", b"kind", "problems", b"problems", "replayed", b"replayed", "transactions", b"transactions"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["absent_inputs", b"absent_inputs", "blocks", b"blocks", "dataset", b"dataset", "head", b"head", "kind", b"kind", "problems", b"problems", "replayed", b"replayed", "transactions", b"transactions"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DatasetReport: _TypeAlias = DatasetReport  # noqa: Y015
+
+@_typing.final
+class AbsentInput(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALIAS_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    alias: _builtins.str
+    """The name the query reads it by."""
+    id: _builtins.str
+    """Its did:odf."""
+    def __init__(
+        self,
+        *,
+        alias: _builtins.str = ...,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alias", b"alias", "id", b"id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AbsentInput: _TypeAlias = AbsentInput  # noqa: Y015
 
 @_typing.final
 class AddRequest(_message.Message):
@@ -1419,3 +1454,155 @@ class RenameResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RenameResponse: _TypeAlias = RenameResponse  # noqa: Y015
+
+@_typing.final
+class StatusRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StatusRequest: _TypeAlias = StatusRequest  # noqa: Y015
+
+@_typing.final
+class StatusResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STARTED_FIELD_NUMBER: _builtins.int
+    QUEUED_FIELD_NUMBER: _builtins.int
+    PULLING_FIELD_NUMBER: _builtins.int
+    SCHEDULES_FIELD_NUMBER: _builtins.int
+    ENGINES_FIELD_NUMBER: _builtins.int
+    CALLS_FIELD_NUMBER: _builtins.int
+    pulling: _builtins.str
+    """The dataset the scheduler is pulling now, empty when idle."""
+    @_builtins.property
+    def started(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def queued(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Datasets queued for a pull, in the order they will be considered."""
+
+    @_builtins.property
+    def schedules(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduleStatus]: ...
+    @_builtins.property
+    def engines(self) -> _containers.RepeatedCompositeFieldContainer[Global___EngineStatus]: ...
+    @_builtins.property
+    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___RunningCall]:
+        """The calls running now, by method name."""
+
+    def __init__(
+        self,
+        *,
+        started: _timestamp_pb2.Timestamp | None = ...,
+        queued: _abc.Iterable[_builtins.str] | None = ...,
+        pulling: _builtins.str = ...,
+        schedules: _abc.Iterable[Global___ScheduleStatus] | None = ...,
+        engines: _abc.Iterable[Global___EngineStatus] | None = ...,
+        calls: _abc.Iterable[Global___RunningCall] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["started", b"started"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls", "engines", b"engines", "pulling", b"pulling", "queued", b"queued", "schedules", b"schedules", "started", b"started"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StatusResponse: _TypeAlias = StatusResponse  # noqa: Y015
+
+@_typing.final
+class ScheduleStatus(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DATASET_FIELD_NUMBER: _builtins.int
+    WHEN_FIELD_NUMBER: _builtins.int
+    LAST_RUN_FIELD_NUMBER: _builtins.int
+    LAST_OUTCOME_FIELD_NUMBER: _builtins.int
+    NEXT_RUN_FIELD_NUMBER: _builtins.int
+    dataset: _builtins.str
+    when: _builtins.str
+    """`every 60s` or the cron line."""
+    last_outcome: _builtins.str
+    """`ok (N commits)`, `failed: <reason>`, or empty."""
+    @_builtins.property
+    def last_run(self) -> _timestamp_pb2.Timestamp:
+        """Unset when it has not run since the daemon started."""
+
+    @_builtins.property
+    def next_run(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        dataset: _builtins.str = ...,
+        when: _builtins.str = ...,
+        last_run: _timestamp_pb2.Timestamp | None = ...,
+        last_outcome: _builtins.str = ...,
+        next_run: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["last_run", b"last_run", "next_run", b"next_run"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dataset", b"dataset", "last_outcome", b"last_outcome", "last_run", b"last_run", "next_run", b"next_run", "when", b"when"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScheduleStatus: _TypeAlias = ScheduleStatus  # noqa: Y015
+
+@_typing.final
+class EngineStatus(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    LEASES_FIELD_NUMBER: _builtins.int
+    IDLE_SECONDS_FIELD_NUMBER: _builtins.int
+    version: _builtins.str
+    """The engine image or version; `embedded` for the in-process engine."""
+    state: _builtins.str
+    """`serving` or `dead`."""
+    leases: _builtins.int
+    """Calls using it now."""
+    idle_seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        version: _builtins.str = ...,
+        state: _builtins.str = ...,
+        leases: _builtins.int = ...,
+        idle_seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["idle_seconds", b"idle_seconds", "leases", b"leases", "state", b"state", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EngineStatus: _TypeAlias = EngineStatus  # noqa: Y015
+
+@_typing.final
+class RunningCall(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METHOD_FIELD_NUMBER: _builtins.int
+    DATASET_FIELD_NUMBER: _builtins.int
+    SECONDS_FIELD_NUMBER: _builtins.int
+    method: _builtins.str
+    dataset: _builtins.str
+    seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        method: _builtins.str = ...,
+        dataset: _builtins.str = ...,
+        seconds: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dataset", b"dataset", "method", b"method", "seconds", b"seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunningCall: _TypeAlias = RunningCall  # noqa: Y015

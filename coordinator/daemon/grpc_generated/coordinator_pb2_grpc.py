@@ -110,6 +110,11 @@ class CoordinatorStub:
                 request_serializer=coordinator__pb2.RenameRequest.SerializeToString,
                 response_deserializer=coordinator__pb2.RenameResponse.FromString,
                 _registered_method=True)
+        self.Status = channel.unary_unary(
+                '/odf.coordinator.v1.Coordinator/Status',
+                request_serializer=coordinator__pb2.StatusRequest.SerializeToString,
+                response_deserializer=coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
 
 
 class CoordinatorServicer:
@@ -220,6 +225,13 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Status(self, request, context):
+        """What the daemon is doing: its queue, schedules, engines and running calls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -297,6 +309,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.Rename,
                     request_deserializer=coordinator__pb2.RenameRequest.FromString,
                     response_serializer=coordinator__pb2.RenameResponse.SerializeToString,
+            ),
+            'Status': grpc.unary_unary_rpc_method_handler(
+                    servicer.Status,
+                    request_deserializer=coordinator__pb2.StatusRequest.FromString,
+                    response_serializer=coordinator__pb2.StatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -704,6 +721,33 @@ class Coordinator:
             '/odf.coordinator.v1.Coordinator/Rename',
             coordinator__pb2.RenameRequest.SerializeToString,
             coordinator__pb2.RenameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Status(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/odf.coordinator.v1.Coordinator/Status',
+            coordinator__pb2.StatusRequest.SerializeToString,
+            coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

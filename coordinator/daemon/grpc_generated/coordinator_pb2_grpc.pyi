@@ -5,8 +5,11 @@ isort:skip_file
 The coordinator daemon's API (`odf serve`), version 1.
 
 One daemon serves one workspace. Every call but the standard health service must carry
-`authorization: Bearer <token>`, the token the daemon writes to `.odf/run/token` (mode 0600)
-when it starts; a call without it fails with UNAUTHENTICATED.
+`authorization: Bearer <token>`: the token the daemon writes to `.odf/run/token` (mode 0600)
+when it starts (scope admin), or one issued by `odf daemon token create --scope read|push|admin`.
+A call without a valid token fails with UNAUTHENTICATED; one whose token's scope is too
+narrow with PERMISSION_DENIED (read: ListDatasets, DescribeDataset, Log, Tail, Query,
+Verify; push: and Ingest; admin: everything).
 
 Conventions:
 - Datasets are named by their alias in the workspace (or their did:odf id).
@@ -81,6 +84,8 @@ class CoordinatorStub:
     """Merge a root dataset's small data slices (its chain is rewritten: new block hashes)."""
     Rename: _grpc.UnaryUnaryMultiCallable[_coordinator_pb2.RenameRequest, _coordinator_pb2.RenameResponse]
     """Give a dataset a new name (its id, key and chain stay)."""
+    Status: _grpc.UnaryUnaryMultiCallable[_coordinator_pb2.StatusRequest, _coordinator_pb2.StatusResponse]
+    """What the daemon is doing: its queue, schedules, engines and running calls."""
 
 @_typing.type_check_only
 class CoordinatorAsyncStub(CoordinatorStub):
@@ -115,6 +120,8 @@ class CoordinatorAsyncStub(CoordinatorStub):
     """Merge a root dataset's small data slices (its chain is rewritten: new block hashes)."""
     Rename: _aio.UnaryUnaryMultiCallable[_coordinator_pb2.RenameRequest, _coordinator_pb2.RenameResponse]  # type: ignore[assignment]
     """Give a dataset a new name (its id, key and chain stay)."""
+    Status: _aio.UnaryUnaryMultiCallable[_coordinator_pb2.StatusRequest, _coordinator_pb2.StatusResponse]  # type: ignore[assignment]
+    """What the daemon is doing: its queue, schedules, engines and running calls."""
 
 class CoordinatorServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -236,5 +243,13 @@ class CoordinatorServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_coordinator_pb2.RenameResponse, _abc.Awaitable[_coordinator_pb2.RenameResponse]]:
         """Give a dataset a new name (its id, key and chain stay)."""
+
+    @_abc_1.abstractmethod
+    def Status(
+        self,
+        request: _coordinator_pb2.StatusRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_coordinator_pb2.StatusResponse, _abc.Awaitable[_coordinator_pb2.StatusResponse]]:
+        """What the daemon is doing: its queue, schedules, engines and running calls."""
 
 def add_CoordinatorServicer_to_server(servicer: CoordinatorServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -18,6 +18,7 @@ import requests
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from coordinator.daemon.access import Authority, TokenStore
 from coordinator.daemon.http_listener import BoundedHandler, BoundedHTTPServer, HttpBounds
 from coordinator.daemon.smart_pull import MAX_MESSAGE_BYTES
 from coordinator.daemon.smart_push import PushServer
@@ -55,7 +56,10 @@ class Server:
 def server(tmp_path: Path) -> Iterator[Server]:
     ws = Workspace.init(tmp_path / "server")
     commits: list[str] = []
-    pushes = PushServer(ws, TOKEN, ws.odf_dir / "run", lambda name: nullcontext(), commits.append)
+    authority = Authority(TOKEN, TokenStore(ws.odf_dir))
+    pushes = PushServer(
+        ws, authority, ws.odf_dir / "run", lambda name: nullcontext(), commits.append
+    )
 
     class Handler(BoundedHandler):  # the daemon's dispatch, without its gRPC side
         def do_GET(self) -> None:
