@@ -32,6 +32,7 @@ from tests.integration.engine.test_stateful import (
 pytestmark = [pytest.mark.spark]
 
 US = timedelta(microseconds=1)
+ZERO = timedelta(0)
 MS = timedelta(milliseconds=1)
 
 
@@ -313,20 +314,25 @@ def test_an_outer_join_matches_records_at_the_previous_watermark(
 
 
 @pytest.mark.parametrize(
-    "query",
+    ("query", "used", "margin"),
     [
-        "SELECT event_time, sensor, count(*) AS n FROM readings GROUP BY event_time, sensor",
-        "SELECT DISTINCT event_time, sensor FROM readings",
+        (
+            "SELECT event_time, sensor, count(*) AS n FROM readings GROUP BY event_time, sensor",
+            cp.Runner.SPARK_STREAMING,
+            MS - US,
+        ),
+        ("SELECT DISTINCT event_time, sensor FROM readings", cp.Runner.DISTINCT_ROWS, ZERO),
     ],
     ids=["group-by-event-time", "distinct"],
 )
 def test_a_key_at_the_watermark_stays_open_until_the_watermark_passes_it(
-    spark_engine: SparkEngine, workdir: Path, query: str
+    spark_engine: SparkEngine, workdir: Path, query: str, used: cp.Runner, margin: timedelta
 ) -> None:
     """Keyed by the event time itself: the key at the watermark (2h) is not emitted (a record
-    at 2h is still on time, and it comes); the key a millisecond below is. Spark evicts in
-    whole milliseconds, so the output watermark is the first microsecond after the last
-    whole millisecond below the watermark (``watermark.spark_output_margin``)."""
+    at 2h is still on time, and it comes); the key a millisecond below is. Under Structured
+    Streaming, Spark evicts in whole milliseconds, so the output watermark is the first
+    microsecond after the last whole millisecond below the watermark
+    (``watermark.spark_output_margin``); the DISTINCT runner's is exact."""
     readings, pipe = over_readings(spark_engine, workdir, sql(query))
     readings.append(
         [reading(2, "b", 1), reading(2 - MS / timedelta(hours=1), "a", 1)], watermark=at(2)
@@ -339,8 +345,8 @@ def test_a_key_at_the_watermark_stays_open_until_the_watermark_passes_it(
     assert events(rows, "event_time", "sensor") == [(at(2), "b")]
     if "count" in query:
         assert rows[0]["n"] == 2
-    assert pipe.watermarks == [at(2) - MS + US, at(5) - MS + US]
-    assert runner(pipe) == cp.Runner.SPARK_STREAMING
+    assert pipe.watermarks == [at(2) - margin, at(5) - margin]
+    assert runner(pipe) == used
 
 
 # --- Inputs whose event-time column has another name (issue 34, item 1) -------------------
