@@ -79,7 +79,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.output_format == OutputFormat.JSON.value:
         render_document([report_document(r) for r in reports], OutputFormat.JSON)
     else:
-        render_rows([row for r in reports for row in report_rows(r)], COLUMNS, OutputFormat.TABLE)
+        rows = [row for r in reports for row in report_rows(r)]
+        render_rows(rows, COLUMNS, OutputFormat.TABLE, wide=args.wide)
         for r in reports:
             print(visible(summary_line(r)))
     failed = [r for r in reports if not r.ok]
