@@ -11,7 +11,16 @@ ODF="$ROOT/.venv/bin/odf"
 WS="${DEMO_WORKSPACE:-$ROOT/demo-workspace}"
 EXAMPLE="$ROOT/examples/nycflights"
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Each step says how long the one before it took (the walkthrough's timings, docs/walkthrough.md).
+STARTED=$SECONDS
+LAST=
+step() {
+  if [ -n "$LAST" ]; then
+    printf '   (%d s)\n' "$((SECONDS - LAST))"
+  fi
+  LAST=$SECONDS
+  printf '\n\033[1m== %s\033[0m\n' "$*"
+}
 
 rm -rf "$WS"
 mkdir -p "$WS"
@@ -53,4 +62,4 @@ step "History of a derivative dataset (engine pinned in SetTransform)"
 step "Verify: hashes of every block and file, then replay every transformation"
 "$ODF" verify --recursive nyc.flights.delayed nyc.flights.daily-by-carrier nyc.flights.with-weather
 
-step "Done: the example pipeline is ingested, transformed and verified in $WS"
+step "Done: the example pipeline is ingested, transformed and verified in $WS ($((SECONDS - STARTED)) s in all)"
