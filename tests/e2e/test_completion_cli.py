@@ -81,7 +81,7 @@ def test_dataset_names_aliases_and_keys_complete_in_bash(workspace: Path) -> Non
     assert tab(here, "odf repo delete ") == ["origin"]
     assert tab(here, "odf config get daemon.max") == ["daemon.maxParallel"]
     assert tab(here, "odf config set engine.p") == ["engine.provider"]
-    assert tab(here, "odf inspect ") == ["schema", "lineage", "query", "transactions"]
+    assert tab(here, "odf inspect ") == ["schema", "lineage", "query", "transactions", "info"]
     # What the fast path leaves to argcomplete still completes.
     assert "--num-records" in tab(here, "odf tail --n")
     assert tab(here, "odf tail -o j") == ["json"]
