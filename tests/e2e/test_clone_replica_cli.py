@@ -200,7 +200,7 @@ def test_a_derivatives_clone_without_its_inputs_verifies_incomplete_then_pulls_t
     assert f"a: cloned from file://{repo}/a" in out
     assert Dataset(ws / ".odf" / "datasets" / "a").state().id == a_id
     verified = ok(ws, "verify", "b")
-    assert re.search(r"^b: ok \(\d+ blocks, 1 transactions, 1 replayed\)", verified, re.M), verified
+    assert re.search(r"^b: ok \(\d+ blocks, 1 transaction, 1 replayed\)", verified, re.M), verified
 
 
 def test_with_inputs_refuses_a_sibling_that_is_another_dataset(

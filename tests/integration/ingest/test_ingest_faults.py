@@ -56,13 +56,24 @@ def batch_file(tmp_path: Path, name: str, rows: int = ROWS) -> Path:
 
 
 def ingest(
-    ws: Path, file: Path, *, steps: Path | None = None, stop_at: str | None = None
+    ws: Path,
+    file: Path,
+    *,
+    steps: Path | None = None,
+    stop_at: str | None = None,
+    writer_locks: bool = True,
 ) -> subprocess.Popen[str]:
     """``odf ingest faults FILE``; with ``steps``, through ``odf_driver`` (see its docstring)."""
     odf = (
         ODF
         if steps is None
-        else [*ODF_DRIVER, str(steps), *(["--stop-at", stop_at] if stop_at else []), "--"]
+        else [
+            *ODF_DRIVER,
+            str(steps),
+            *(["--stop-at", stop_at] if stop_at else []),
+            *([] if writer_locks else ["--no-writer-locks"]),
+            "--",
+        ]
     )
     return subprocess.Popen(
         [*odf, "ingest", "faults", str(file)],
@@ -190,14 +201,18 @@ def test_concurrent_ingests_commit_exactly_once_or_report_a_conflict(tmp_path: P
 
 
 def test_an_ingest_that_loses_the_race_retries_and_commits_once(tmp_path: Path) -> None:
-    """Two ingests prepared from the same head: the second to commit hits the conflict,
-    prepares again from the new head and commits; each file is in the dataset once."""
+    """Two ingests prepared from the same head (writers that take no writer lock: the writer
+    locks make odf's own ingests take turns, tests/e2e/test_writers_cli.py): the second to
+    commit hits the conflict, prepares again from the new head and commits; each file is in
+    the dataset once. The compare-and-swap is the last guard."""
     ws, ds = setup(tmp_path)
     procs = {}
     for name in ("first", "second"):
         steps = tmp_path / f"steps-{name}"
         procs[name] = (
-            ingest(ws, batch_file(tmp_path, name), steps=steps, stop_at="locking"),
+            ingest(
+                ws, batch_file(tmp_path, name), steps=steps, stop_at="locking", writer_locks=False
+            ),
             steps,
         )
         wait_until_stopped_at(procs[name][0], steps, "locking")
