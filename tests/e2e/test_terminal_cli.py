@@ -139,18 +139,7 @@ def _count(frame: str) -> re.Match[str] | None:
 def test_the_wait_for_an_engine_has_a_spinner_and_a_phase(tmp_path: Path) -> None:
     """An engine that never answers (a remote one at a closed port) stands for a slow start:
     the pull's line says so until the start times out."""
-    ok(tmp_path, "init")
-    (tmp_path / "r.yaml").write_text(root("cities", ["city STRING", "population BIGINT"]))
-    ok(tmp_path, "add", "r.yaml")
-    (tmp_path / "c.csv").write_text("city,population\nA,1\n")
-    ok(tmp_path, "ingest", "cities", "c.csv")
-    ws = Workspace.find(tmp_path)
-    query = "SELECT event_time, city FROM cities"  # created directly: `odf add` starts an engine
-    for snapshot in load_snapshots(derivative("big", query, ["cities"])):
-        ws.create_dataset(snapshot)
-    (ws.odf_dir / "config.yaml").write_text(
-        "engine:\n  provider: remote\n  address: 127.0.0.1:9\n  startTimeout: 3\n"
-    )
+    _unreachable_engine(tmp_path)
     raw = ANSI.sub("", on_a_terminal(tmp_path, "pull", "big", columns=80))
     frames = [f for f in re.split(r"[\r\n]+", raw) if "pull big" in f]
     waiting = [f for f in frames if "starting engine ..." in f]
@@ -170,19 +159,28 @@ def test_every_command_waiting_for_an_engine_says_so(tmp_path: Path, command: li
     """Not only pull: a query and a derivative's validation wait for an engine too (a replay
     shares ``Application.engines`` with them),
     and show it while it starts (here, until a remote engine at a closed port times out)."""
+    _unreachable_engine(tmp_path)
+    (tmp_path / "d.yaml").write_text(derivative("d", CITIES_QUERY, ["cities"]))
+    raw = ANSI.sub("", on_a_terminal(tmp_path, *command, columns=80))
+    waiting = [f for f in re.split(r"[\r\n]+", raw) if "starting engine ..." in f]
+    assert len(waiting) >= 3, raw
+
+
+CITIES_QUERY = "SELECT event_time, city FROM cities"
+
+
+def _unreachable_engine(tmp_path: Path) -> None:
+    """A workspace with a root ``cities`` (one record) and its derivative ``big`` (created
+    directly: ``odf add`` starts an engine), whose engine is a remote one at a closed port:
+    it stands for a slow start until it times out (3 s)."""
     ok(tmp_path, "init")
     (tmp_path / "r.yaml").write_text(root("cities", ["city STRING", "population BIGINT"]))
     ok(tmp_path, "add", "r.yaml")
     (tmp_path / "c.csv").write_text("city,population\nA,1\n")
     ok(tmp_path, "ingest", "cities", "c.csv")
     ws = Workspace.find(tmp_path)
-    query = "SELECT event_time, city FROM cities"
-    for snapshot in load_snapshots(derivative("big", query, ["cities"])):
+    for snapshot in load_snapshots(derivative("big", CITIES_QUERY, ["cities"])):
         ws.create_dataset(snapshot)
-    (tmp_path / "d.yaml").write_text(derivative("d", query, ["cities"]))
     (ws.odf_dir / "config.yaml").write_text(
         "engine:\n  provider: remote\n  address: 127.0.0.1:9\n  startTimeout: 3\n"
     )
-    raw = ANSI.sub("", on_a_terminal(tmp_path, *command, columns=80))
-    waiting = [f for f in re.split(r"[\r\n]+", raw) if "starting engine ..." in f]
-    assert len(waiting) >= 3, raw
