@@ -152,9 +152,16 @@ class Application:
 
         if self.pool is not None:
             return self.pool.session()
-        session = EngineSession(self.provider, mounts)
-        if self.progress is not None:
-            session.starting = partial(_engine_starting, self.progress)
+        return self._showing_starts(EngineSession(self.provider, mounts))
+
+    def _showing_starts(
+        self, session: EngineSession, progress: Progress | None = None
+    ) -> EngineSession:
+        """``session``, its engines' starts shown on ``progress`` (default: the command's,
+        ``self.progress``) as ``starting engine ...``."""
+        shown = progress if progress is not None else self.progress
+        if shown is not None:
+            session.starting = partial(_engine_starting, shown)
         return session
 
     def keep_engines_warm(self, *, idle_timeout: float) -> EnginePool:
@@ -454,8 +461,7 @@ class Application:
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
-            if progress is not None:
-                engines.starting = partial(_engine_starting, progress)
+            self._showing_starts(engines, progress)
             transformer = Transformer(
                 resolve,
                 engines,
@@ -649,10 +655,7 @@ class Application:
         provider = self.provider
         if self.pool is not None or not isinstance(provider, EmbeddedEngineProvider):
             return self.engines(mounts)
-        session = EngineSession(replace(provider, quick_jit=True), mounts)
-        if self.progress is not None:
-            session.starting = partial(_engine_starting, self.progress)
-        return session
+        return self._showing_starts(EngineSession(replace(provider, quick_jit=True), mounts))
 
 
 def _consumed_block(dependent: Dataset, input_id: DatasetID) -> Multihash | None:

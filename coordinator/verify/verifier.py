@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
+from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform, Seed, SetTransform
 from common.odf.fragments import DatasetKind
@@ -111,7 +112,7 @@ class Verifier:
     def _inputs(self, integrity: IntegrityResult) -> dict[DatasetID, InputHistory | str]:
         """Every input any SetTransform of the chain declares, read (or why not)."""
         found: dict[DatasetID, InputHistory | str] = {}
-        for dataset_id, _ in declared_inputs(integrity.blocks):
+        for dataset_id, _ in declared_inputs(s.block for s in integrity.blocks):
             if dataset_id not in found:
                 found[dataset_id] = self._input(dataset_id)
         return found
@@ -151,17 +152,8 @@ def verification_order(
 
 
 def _all_input_ids(ds: Dataset) -> list[DatasetID]:
-    ids: list[DatasetID] = []
-    for read in walk_chain(ds.layout).blocks:
-        if isinstance(read.block.event, SetTransform):
-            for entry in read.block.event.inputs:
-                try:
-                    dataset_id = DatasetID.from_did(entry.dataset_ref)
-                except OdfError:
-                    continue
-                if dataset_id not in ids:
-                    ids.append(dataset_id)
-    return ids
+    blocks = (read.block for read in walk_chain(ds.layout).blocks)
+    return list(dict.fromkeys(dataset_id for dataset_id, _ in declared_inputs(blocks)))
 
 
 ABSENT = "not in the workspace: its links cannot be checked nor its data read"
@@ -173,17 +165,17 @@ def _absent_inputs(
 ) -> list[AbsentInput]:
     """The inputs the chain declares that the workspace does not hold, in declaration order."""
     absent: dict[DatasetID, AbsentInput] = {}
-    for dataset_id, alias in declared_inputs(integrity.blocks):
+    for dataset_id, alias in declared_inputs(s.block for s in integrity.blocks):
         if inputs.get(dataset_id) == ABSENT and dataset_id not in absent:
             absent[dataset_id] = AbsentInput(alias, dataset_id.to_did())
     return list(absent.values())
 
 
-def declared_inputs(blocks: Iterable[StoredBlock]) -> Iterator[tuple[DatasetID, str]]:
+def declared_inputs(blocks: Iterable[MetadataBlock]) -> Iterator[tuple[DatasetID, str]]:
     """Each input every SetTransform of the chain declares (id, alias), in chain order; a
     reference that is not a did:odf is left to the chain rules."""
-    for stored in blocks:
-        event = stored.block.event
+    for block in blocks:
+        event = block.event
         if not isinstance(event, SetTransform):
             continue
         for entry in event.inputs:
