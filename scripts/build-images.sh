@@ -8,6 +8,7 @@
 #
 # Outputs, under images/<engine-spark|coordinator>/.built/ (not committed):
 #   image   the exact reference, localhost/odf-engine-spark:<inputs hash>
+#   build   "<reference> <SOURCE_DATE_EPOCH> <unix time>" of the last build run (not a cache hit)
 #   digest  the image digest (sha256:...), for pinning transforms to the exact engine
 #   id      the image ID
 #
@@ -117,6 +118,9 @@ build_image() {
   rm -f "$log"
   echo "built $ref in $(($(date +%s) - start)) s"
   record "$ref" "$RECORD_ROOT/$dir/.built"
+  # This build, not a cached image: its reference, SOURCE_DATE_EPOCH and when it finished
+  # (tests/e2e/test_reproducible_image.py compares a build from scratch with it).
+  echo "$ref $SOURCE_DATE_EPOCH $(date +%s)" >"$RECORD_ROOT/$dir/.built/build"
   drop_stale_tags "$repo" "$ref"
 }
 
