@@ -54,8 +54,10 @@ class TokenMiddleware(flight.ServerMiddlewareFactory):  # type: ignore[misc]
 
 
 def _basic_password(encoded: str) -> str:
+    encoded = encoded.strip()
+    encoded += "=" * (-len(encoded) % 4)  # Go's clients leave the padding out
     try:
-        text = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+        text = base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return ""
     return text.partition(":")[2]

@@ -57,6 +57,9 @@ MAX_QUERY_BYTES = 1 << 20
 MAX_PREPARED = 1024
 """Prepared statements kept at once; the oldest is dropped beyond."""
 _TYPE_PREFIX = "type.googleapis.com/"
+REUSE_S = 30.0
+"""A prepared statement executed within this many seconds of being prepared returns the
+result computed then (ADBC and JDBC prepare every statement, then execute it at once)."""
 _SCHEMA_PROBE = "SELECT * FROM (\n{query}\n) LIMIT 0"
 """The query that gives a prepared statement's result schema without computing it."""
 
@@ -97,11 +100,17 @@ class _Results:
         self.expire()
         return handle
 
+    def peek(self, handle: bytes) -> _Result | None:
+        """The result of ``handle`` if it is still there and not being streamed."""
+        with self._lock:
+            result = self._by_handle.get(handle)
+        return None if result is None or result.streaming else result
+
     def start(self, handle: bytes) -> _Result:
         with self._lock:
             result = self._by_handle.get(handle)
             if result is None or result.streaming:
-                raise pa.ArrowKeyError(
+                raise flight.FlightServerError(
                     "no such result (already read, cancelled or expired): run the query again"
                 )
             result.streaming = True
@@ -142,10 +151,14 @@ class _Results:
                 result.files.close()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Prepared:
     query: str
     schema: pa.Schema
+    first: bytes | None
+    """The handle of the result computed when the statement was prepared, for its first
+    execution (within ``REUSE_S``)."""
+    prepared: float = field(default_factory=time.monotonic)
 
 
 def pack(message: Message) -> bytes:
@@ -181,32 +194,35 @@ def unpack(data: bytes, where: str) -> Message:
     try:
         wrapped.ParseFromString(data)
     except DecodeError:
-        raise pa.ArrowInvalid(f"{where}: not a Flight SQL command (google.protobuf.Any)") from None
+        raise flight.FlightServerError(
+            f"{where}: not a Flight SQL command (google.protobuf.Any)"
+        ) from None
     name = wrapped.type_url.removeprefix(_TYPE_PREFIX)
     kind = _COMMANDS.get(name)
     if kind is None:
-        raise pa.ArrowNotImplementedError(f"{where}: {name or 'no command'} is not supported")
+        raise flight.FlightServerError(f"{where}: {name or 'no command'} is not supported")
     message = kind()
     if not wrapped.Unpack(message):
-        raise pa.ArrowInvalid(f"{where}: unreadable {name}")
+        raise flight.FlightServerError(f"{where}: unreadable {name}")
     return message
 
 
 _ERRORS: dict[str, Callable[[str], Exception]] = {
-    "INVALID_ARGUMENT": pa.ArrowInvalid,
-    "NOT_FOUND": pa.ArrowKeyError,
     "UNAVAILABLE": flight.FlightUnavailableError,
     "CANCELLED": flight.FlightCancelledError,
+    "INTERNAL": flight.FlightInternalError,
 }
-"""The Flight error of each gRPC status code an application error has (``calls.status_of``)."""
+"""The Flight error of a gRPC status code an application error has (``calls.status_of``);
+any other is a ``FlightServerError``. Only Flight's own errors reach the client as their
+message alone (pyarrow adds the Python traceback to any other exception)."""
 
 
 def _flight_error(error: BaseException) -> Exception:
     """An application error as the Flight error a client shows (one line)."""
-    make = _ERRORS.get(status_of(error).name)
-    if make is None:
+    code = status_of(error).name
+    if code == "INTERNAL":
         log.error("flight_sql.failed", error=repr(error), exc_info=error)
-        make = flight.FlightServerError
+    make: Callable[[str], Exception] = _ERRORS.get(code, flight.FlightServerError)
     return make(message_of(error))
 
 
@@ -250,10 +266,17 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     ) -> flight.FlightInfo:
         command = self._command(descriptor)
         if isinstance(command, fsql.CommandStatementQuery):
-            return self._execute(descriptor, _query_text(command.query))
+            return self._info(descriptor, *self._run(_query_text(command.query)))
         if isinstance(command, fsql.CommandPreparedStatementQuery):
             prepared = self._prepared_statement(command.prepared_statement_handle)
-            return self._execute(descriptor, prepared.query)
+            first, prepared.first = prepared.first, None
+            if first is not None and time.monotonic() - prepared.prepared < REUSE_S:
+                result = self.results.peek(first)
+                if result is not None:
+                    return self._info(descriptor, first, result)
+            if first is not None:
+                self.results.cancel(first)
+            return self._info(descriptor, *self._run(prepared.query))
         schema = self._metadata_schema(command)
         endpoint = flight.FlightEndpoint(descriptor.command, [])
         return flight.FlightInfo(schema, descriptor, [endpoint], -1, -1)
@@ -270,10 +293,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
 
     def _command(self, descriptor: flight.FlightDescriptor) -> Message:
         if descriptor.descriptor_type != flight.DescriptorType.CMD:
-            raise pa.ArrowInvalid("expected a command descriptor (Flight SQL), not a path")
+            raise flight.FlightServerError("expected a command descriptor (Flight SQL), not a path")
         command = unpack(descriptor.command, "FlightDescriptor.cmd")
         if isinstance(command, fsql.CommandStatementUpdate | fsql.CommandPreparedStatementUpdate):
-            raise pa.ArrowNotImplementedError("this server is read-only: no updates")
+            raise flight.FlightServerError("this server is read-only: no updates")
         return command
 
     def _metadata_schema(self, command: Message) -> pa.Schema:
@@ -295,12 +318,12 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             return catalog.PRIMARY_KEYS_SCHEMA
         if isinstance(command, fsql.CommandGetExportedKeys | fsql.CommandGetImportedKeys):
             return catalog.FOREIGN_KEYS_SCHEMA
-        raise pa.ArrowInvalid(f"{command.DESCRIPTOR.name} is not a metadata command")
+        raise flight.FlightServerError(f"{command.DESCRIPTOR.name} is not a metadata command")
 
     # --- queries -------------------------------------------------------------------------------
 
-    def _execute(self, descriptor: flight.FlightDescriptor, query: str) -> flight.FlightInfo:
-        """Run ``query`` now; its FlightInfo (schema, rows, a ticket for its result)."""
+    def _run(self, query: str) -> tuple[bytes, _Result]:
+        """Run ``query`` now; the handle of its result, and the result."""
         files = ExitStack()
         with self._slot():
             try:
@@ -314,13 +337,18 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             except BaseException:
                 files.close()
                 raise
-        handle = self.results.add(_Result(path, schema, num_records, files))
+        result = _Result(path, schema, num_records, files)
+        log.info("flight_sql.query", rows=num_records, bytes=path.stat().st_size)
+        return self.results.add(result), result
+
+    def _info(
+        self, descriptor: flight.FlightDescriptor, handle: bytes, result: _Result
+    ) -> flight.FlightInfo:
+        """The FlightInfo of a result: its schema, rows, size and a ticket to stream it."""
         ticket = flight.Ticket(pack(fsql.TicketStatementQuery(statement_handle=handle)))
-        size = path.stat().st_size
-        log.info("flight_sql.query", rows=num_records, bytes=size)
-        return flight.FlightInfo(
-            schema, descriptor, [flight.FlightEndpoint(ticket, [])], num_records, size
-        )
+        endpoint = flight.FlightEndpoint(ticket, [])
+        size = result.path.stat().st_size
+        return flight.FlightInfo(result.schema, descriptor, [endpoint], result.num_records, size)
 
     def _probe_schema(self, query: str) -> pa.Schema:
         """The schema of ``query``'s result, from the engine, without computing its rows."""
@@ -407,19 +435,22 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         }
         handler = handlers.get(action.type)
         if handler is None:
-            raise pa.ArrowNotImplementedError(f"action {action.type!r} is not supported")
+            raise flight.FlightServerError(f"action {action.type!r} is not supported")
         body = action.body.to_pybytes() if action.body is not None else b""
         return iter([flight.Result(r) for r in handler(body)])
 
     def _create_prepared(self, body: bytes) -> Iterator[bytes]:
         request = _action_body(body, fsql.ActionCreatePreparedStatementRequest)
         query = _query_text(request.query)
-        schema = self._probe_schema(query)
+        first, result = self._run(query)
+        schema = result.schema
         handle = secrets.token_bytes(16)
         with self._prepared_lock:
-            self._prepared[handle] = _Prepared(query, schema)
+            self._prepared[handle] = _Prepared(query, schema, first)
             while len(self._prepared) > MAX_PREPARED:
-                del self._prepared[next(iter(self._prepared))]
+                dropped = self._prepared.pop(next(iter(self._prepared)))
+                if dropped.first is not None:
+                    self.results.cancel(dropped.first)
         yield pack(
             fsql.ActionCreatePreparedStatementResult(
                 prepared_statement_handle=handle,
@@ -430,7 +461,9 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     def _close_prepared(self, body: bytes) -> Iterator[bytes]:
         request = _action_body(body, fsql.ActionClosePreparedStatementRequest)
         with self._prepared_lock:
-            self._prepared.pop(request.prepared_statement_handle, None)
+            prepared = self._prepared.pop(request.prepared_statement_handle, None)
+        if prepared is not None and prepared.first is not None:
+            self.results.cancel(prepared.first)
         yield from ()
 
     def _prepared_statement(self, handle: bytes) -> _Prepared:
@@ -466,7 +499,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         try:
             info = flight.FlightInfo.deserialize(info_bytes)
         except (pa.ArrowException, TypeError):
-            raise pa.ArrowInvalid("the request's FlightInfo is unreadable") from None
+            raise flight.FlightServerError("the request's FlightInfo is unreadable") from None
         cancelled = False
         for endpoint in info.endpoints:
             try:
@@ -485,7 +518,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
 
 def _query_text(query: str) -> str:
     if len(query.encode("utf-8", "replace")) > MAX_QUERY_BYTES:
-        raise pa.ArrowInvalid(f"the query is longer than {MAX_QUERY_BYTES} bytes")
+        raise flight.FlightServerError(f"the query is longer than {MAX_QUERY_BYTES} bytes")
     return query
 
 
@@ -500,4 +533,4 @@ def _action_body(body: bytes, kind: type[Message]) -> Any:
             return message
         return kind.FromString(body)
     except DecodeError:
-        raise pa.ArrowInvalid(f"unreadable {kind.DESCRIPTOR.name}") from None
+        raise flight.FlightServerError(f"unreadable {kind.DESCRIPTOR.name}") from None

@@ -114,14 +114,16 @@ def views_as_named(ws: Workspace, query: str) -> list[QueryView]:
                 suffixed[part] = (name, when)
     views = query_views(ws, query, {alias: name for alias, (name, _) in suffixed.items()})
     return [
-        replace(v, as_of=block_as_of(v.dataset, suffixed[v.alias][1])) if v.alias in suffixed else v
+        replace(v, as_of=block_as_of(v.dataset, suffixed[v.alias][1], path=v.alias))
+        if v.alias in suffixed
+        else v
         for v in views
     ]
 
 
-def block_as_of(ds: Dataset, when: str) -> Multihash:
+def block_as_of(ds: Dataset, when: str, *, path: str = "--as-of") -> Multihash:
     """The block ``when`` names: a block hash (or a unique prefix of 8 characters or more), or
-    an RFC 3339 time (the newest block recorded at or before it)."""
+    an RFC 3339 time (the newest block recorded at or before it); errors name ``path``."""
     text = when.strip()
     try:
         moment = parse_rfc3339(text)
@@ -132,12 +134,12 @@ def block_as_of(ds: Dataset, when: str) -> Multihash:
             if block.system_time <= moment:
                 return h
         raise ValidationError(
-            f"dataset {ds.alias!r} has no block at or before {moment.isoformat()}", path="--as-of"
+            f"dataset {ds.alias!r} has no block at or before {moment.isoformat()}", path=path
         )
     try:
-        return ds.find_block(text, path="--as-of")
+        return ds.find_block(text, path=path)
     except ValidationError as e:
-        raise ValidationError(f"{e.reason} (nor an RFC 3339 time)", path="--as-of") from None
+        raise ValidationError(f"{e.reason} (nor an RFC 3339 time)", path=path) from None
 
 
 def run_query(
