@@ -57,6 +57,9 @@ MAX_QUERY_BYTES = 1 << 20
 MAX_PREPARED = 1024
 """Prepared statements kept at once; the oldest is dropped beyond."""
 _TYPE_PREFIX = "type.googleapis.com/"
+MAX_BATCH_BYTES = 4 << 20
+"""The largest record batch sent: bigger ones of the engine's file go out in slices (clients
+refuse messages over 16 MiB by default: ADBC, gRPC's Go and Java)."""
 REUSE_S = 30.0
 """A prepared statement executed within this many seconds of being prepared returns the
 result computed then (ADBC and JDBC prepare every statement, then execute it at once)."""
@@ -389,6 +392,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         """The result's record batches, read from its file one at a time."""
         deadline = time.monotonic() + self.timeout
         sent = 0
+        pool = pa.default_memory_pool()
         try:
             with self._slot(), pa.OSFile(str(result.path), "rb") as source:
                 reader = ipc.open_file(source)
@@ -400,9 +404,11 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                             f"the result took longer than {self.timeout:g} s to read"
                             " (daemon.flightSqlCallTimeout)"
                         )
-                    batch = reader.get_batch(i)
-                    sent += batch.num_rows
-                    yield batch
+                    for piece in _slices(reader.get_batch(i)):
+                        sent += piece.num_rows
+                        yield piece
+                    del piece
+                    pool.release_unused()  # the batch's memory back to the system at once
         finally:
             self.results.finish(handle)
             log.info("flight_sql.streamed", rows=sent)
@@ -514,6 +520,17 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         """Stop serving; results not yet streamed are removed."""
         self.shutdown()
         self.results.close()
+
+
+def _slices(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """``batch`` in zero-copy slices of at most about ``MAX_BATCH_BYTES``."""
+    size = batch.nbytes
+    if size <= MAX_BATCH_BYTES or batch.num_rows <= 1:
+        yield batch
+        return
+    rows = max(1, batch.num_rows * MAX_BATCH_BYTES // size)
+    for start in range(0, batch.num_rows, rows):
+        yield batch.slice(start, rows)
 
 
 def _query_text(query: str) -> str:
