@@ -137,7 +137,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(
         f"running: pid {info.pid}, gRPC {info.address}, HTTP {info.http_address},"
-        f" since {human_time(info.started)}"
+        + (f" Flight SQL {info.flight_sql_address}," if info.flight_sql_address else "")
+        + f" since {human_time(info.started)}"
     )
     token = rundir.read_token()
     if token is None:
