@@ -427,6 +427,12 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             return catalog.table_types_table()
         return schema.empty_table()  # keys: datasets have none
 
+    def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+        raise flight.FlightServerError("this server is read-only: no uploads, no updates")
+
+    def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+        raise flight.FlightServerError("this server is read-only: no exchanges")
+
     # --- actions -------------------------------------------------------------------------------
 
     def list_actions(self, context: Any) -> list[tuple[str, str]]:

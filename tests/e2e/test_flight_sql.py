@@ -7,7 +7,6 @@ there, so it starts no engine).
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import time
@@ -381,11 +380,3 @@ def test_tls_is_served_and_plain_text_refused(tls_daemon: tuple[Served, Path]) -
     with pytest.raises(flight.FlightUnauthenticatedError, match=NEEDED):
         trusted.get_flight_info(describe, flight.FlightCallOptions(timeout=10))
     assert trusted.get_flight_info(describe, flight.FlightCallOptions(headers=headers))
-
-
-def test_basic_auth_header_is_decoded_like_go_sends_it() -> None:
-    from coordinator.daemon.flight_auth import _basic_password
-
-    unpadded = base64.b64encode(b"me:pw").decode().rstrip("=")
-    assert _basic_password(unpadded) == "pw"
-    assert _basic_password("%%%") == ""
