@@ -1,6 +1,6 @@
 """What the Flight SQL server says about itself and the workspace: the tables of the metadata
 commands (``CommandGetSqlInfo``, ``CommandGetCatalogs``, ``CommandGetDbSchemas``,
-``CommandGetTables``, ``CommandGetTableTypes`` and the key commands, empty here).
+``CommandGetTables``, ``CommandGetTableTypes``, ``CommandGetPrimaryKeys``: none here).
 
 The workspace is one catalog (``odf``) with one schema (``datasets``); each dataset is a
 ``TABLE`` under its name. Queries name datasets bare (``SELECT * FROM weather``): the
@@ -48,23 +48,6 @@ PRIMARY_KEYS_SCHEMA = pa.schema(
         pa.field("column_name", pa.utf8(), nullable=False),
         pa.field("key_name", pa.utf8()),
         pa.field("key_sequence", pa.int32(), nullable=False),
-    ]
-)
-_KEY_SIDE = [
-    ("catalog_name", True),
-    ("db_schema_name", True),
-    ("table_name", False),
-    ("column_name", False),
-]
-FOREIGN_KEYS_SCHEMA = pa.schema(
-    [pa.field(f"pk_{n}", pa.utf8(), nullable=null) for n, null in _KEY_SIDE]
-    + [pa.field(f"fk_{n}", pa.utf8(), nullable=null) for n, null in _KEY_SIDE]
-    + [
-        pa.field("key_sequence", pa.int32(), nullable=False),
-        pa.field("fk_key_name", pa.utf8()),
-        pa.field("pk_key_name", pa.utf8()),
-        pa.field("update_rule", pa.uint8(), nullable=False),
-        pa.field("delete_rule", pa.uint8(), nullable=False),
     ]
 )
 

@@ -183,10 +183,6 @@ _COMMANDS: dict[str, type[Message]] = {
         fsql.CommandGetTables,
         fsql.CommandGetTableTypes,
         fsql.CommandGetPrimaryKeys,
-        fsql.CommandGetExportedKeys,
-        fsql.CommandGetImportedKeys,
-        fsql.CommandStatementUpdate,
-        fsql.CommandPreparedStatementUpdate,
     )
 }
 
@@ -202,6 +198,8 @@ def unpack(data: bytes, where: str) -> Message:
         ) from None
     name = wrapped.type_url.removeprefix(_TYPE_PREFIX)
     kind = _COMMANDS.get(name)
+    if kind is None and name.endswith("Update"):
+        raise flight.FlightServerError("this server is read-only: no updates")
     if kind is None:
         raise flight.FlightServerError(f"{where}: {name or 'no command'} is not supported")
     message = kind()
@@ -297,10 +295,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     def _command(self, descriptor: flight.FlightDescriptor) -> Message:
         if descriptor.descriptor_type != flight.DescriptorType.CMD:
             raise flight.FlightServerError("expected a command descriptor (Flight SQL), not a path")
-        command = unpack(descriptor.command, "FlightDescriptor.cmd")
-        if isinstance(command, fsql.CommandStatementUpdate | fsql.CommandPreparedStatementUpdate):
-            raise flight.FlightServerError("this server is read-only: no updates")
-        return command
+        return unpack(descriptor.command, "FlightDescriptor.cmd")
 
     def _metadata_schema(self, command: Message) -> pa.Schema:
         if isinstance(command, fsql.CommandGetSqlInfo):
@@ -319,8 +314,6 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             return catalog.TABLE_TYPES_SCHEMA
         if isinstance(command, fsql.CommandGetPrimaryKeys):
             return catalog.PRIMARY_KEYS_SCHEMA
-        if isinstance(command, fsql.CommandGetExportedKeys | fsql.CommandGetImportedKeys):
-            return catalog.FOREIGN_KEYS_SCHEMA
         raise flight.FlightServerError(f"{command.DESCRIPTOR.name} is not a metadata command")
 
     # --- queries -------------------------------------------------------------------------------
@@ -425,7 +418,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             return catalog.tables_table(self.app.ws, command)
         if isinstance(command, fsql.CommandGetTableTypes):
             return catalog.table_types_table()
-        return schema.empty_table()  # keys: datasets have none
+        return schema.empty_table()  # primary keys: datasets declare none
 
     def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
         raise flight.FlightServerError("this server is read-only: no uploads, no updates")

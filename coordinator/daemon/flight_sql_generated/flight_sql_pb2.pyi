@@ -285,70 +285,6 @@ class CommandGetPrimaryKeys(_message.Message):
 Global___CommandGetPrimaryKeys: _TypeAlias = CommandGetPrimaryKeys  # noqa: Y015
 
 @_typing.final
-class CommandGetExportedKeys(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    CATALOG_FIELD_NUMBER: _builtins.int
-    DB_SCHEMA_FIELD_NUMBER: _builtins.int
-    TABLE_FIELD_NUMBER: _builtins.int
-    catalog: _builtins.str
-    db_schema: _builtins.str
-    table: _builtins.str
-    def __init__(
-        self,
-        *,
-        catalog: _builtins.str | None = ...,
-        db_schema: _builtins.str | None = ...,
-        table: _builtins.str = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_catalog", b"_catalog", "_db_schema", b"_db_schema", "catalog", b"catalog", "db_schema", b"db_schema"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_catalog", b"_catalog", "_db_schema", b"_db_schema", "catalog", b"catalog", "db_schema", b"db_schema", "table", b"table"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__catalog: _TypeAlias = _typing.Literal["catalog"]  # noqa: Y015
-    _WhichOneofArgType__catalog: _TypeAlias = _typing.Literal["_catalog", b"_catalog"]  # noqa: Y015
-    _WhichOneofReturnType__db_schema: _TypeAlias = _typing.Literal["db_schema"]  # noqa: Y015
-    _WhichOneofArgType__db_schema: _TypeAlias = _typing.Literal["_db_schema", b"_db_schema"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__catalog) -> _WhichOneofReturnType__catalog | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__db_schema) -> _WhichOneofReturnType__db_schema | None: ...
-
-Global___CommandGetExportedKeys: _TypeAlias = CommandGetExportedKeys  # noqa: Y015
-
-@_typing.final
-class CommandGetImportedKeys(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    CATALOG_FIELD_NUMBER: _builtins.int
-    DB_SCHEMA_FIELD_NUMBER: _builtins.int
-    TABLE_FIELD_NUMBER: _builtins.int
-    catalog: _builtins.str
-    db_schema: _builtins.str
-    table: _builtins.str
-    def __init__(
-        self,
-        *,
-        catalog: _builtins.str | None = ...,
-        db_schema: _builtins.str | None = ...,
-        table: _builtins.str = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_catalog", b"_catalog", "_db_schema", b"_db_schema", "catalog", b"catalog", "db_schema", b"db_schema"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_catalog", b"_catalog", "_db_schema", b"_db_schema", "catalog", b"catalog", "db_schema", b"db_schema", "table", b"table"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__catalog: _TypeAlias = _typing.Literal["catalog"]  # noqa: Y015
-    _WhichOneofArgType__catalog: _TypeAlias = _typing.Literal["_catalog", b"_catalog"]  # noqa: Y015
-    _WhichOneofReturnType__db_schema: _TypeAlias = _typing.Literal["db_schema"]  # noqa: Y015
-    _WhichOneofArgType__db_schema: _TypeAlias = _typing.Literal["_db_schema", b"_db_schema"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__catalog) -> _WhichOneofReturnType__catalog | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__db_schema) -> _WhichOneofReturnType__db_schema | None: ...
-
-Global___CommandGetImportedKeys: _TypeAlias = CommandGetImportedKeys  # noqa: Y015
-
-@_typing.final
 class CommandStatementQuery(_message.Message):
     """--- queries -------------------------------------------------------------------------------"""
 
@@ -411,49 +347,6 @@ class CommandPreparedStatementQuery(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CommandPreparedStatementQuery: _TypeAlias = CommandPreparedStatementQuery  # noqa: Y015
-
-@_typing.final
-class CommandStatementUpdate(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    QUERY_FIELD_NUMBER: _builtins.int
-    TRANSACTION_ID_FIELD_NUMBER: _builtins.int
-    query: _builtins.str
-    transaction_id: _builtins.bytes
-    def __init__(
-        self,
-        *,
-        query: _builtins.str = ...,
-        transaction_id: _builtins.bytes | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_transaction_id", b"_transaction_id", "transaction_id", b"transaction_id"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_transaction_id", b"_transaction_id", "query", b"query", "transaction_id", b"transaction_id"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__transaction_id: _TypeAlias = _typing.Literal["transaction_id"]  # noqa: Y015
-    _WhichOneofArgType__transaction_id: _TypeAlias = _typing.Literal["_transaction_id", b"_transaction_id"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__transaction_id) -> _WhichOneofReturnType__transaction_id | None: ...
-
-Global___CommandStatementUpdate: _TypeAlias = CommandStatementUpdate  # noqa: Y015
-
-@_typing.final
-class CommandPreparedStatementUpdate(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    PREPARED_STATEMENT_HANDLE_FIELD_NUMBER: _builtins.int
-    prepared_statement_handle: _builtins.bytes
-    def __init__(
-        self,
-        *,
-        prepared_statement_handle: _builtins.bytes = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["prepared_statement_handle", b"prepared_statement_handle"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___CommandPreparedStatementUpdate: _TypeAlias = CommandPreparedStatementUpdate  # noqa: Y015
 
 @_typing.final
 class ActionCreatePreparedStatementRequest(_message.Message):

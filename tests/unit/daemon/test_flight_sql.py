@@ -79,18 +79,20 @@ def test_refusals(server: FlightSqlServer) -> None:
     busy = pytest.raises(flight.FlightUnavailableError, match="busy: 1 Flight SQL")
     with server._slot(), busy:  # the only slot taken: a query is refused at once, not queued
         call(server, fsql.CommandStatementQuery(query="SELECT 1"))
-    with pytest.raises(flight.FlightError, match=r"read-only"):
-        call(server, fsql.CommandStatementUpdate(query="DELETE FROM x"))
-    unknown = any_pb2.Any(type_url="type.googleapis.com/some.Other", value=b"")
-    with pytest.raises(flight.FlightError, match=r"some\.Other is not supported"):
-        client.get_flight_info(
-            flight.FlightDescriptor.for_command(unknown.SerializeToString()), options
-        )
+    for name, refusal in (
+        ("arrow.flight.protocol.sql.CommandStatementUpdate", "read-only: no updates"),
+        ("some.Other", r"some\.Other is not supported"),
+    ):
+        unknown = any_pb2.Any(type_url=f"type.googleapis.com/{name}", value=b"")
+        with pytest.raises(flight.FlightError, match=refusal):
+            client.get_flight_info(
+                flight.FlightDescriptor.for_command(unknown.SerializeToString()), options
+            )
     with pytest.raises(flight.FlightError, match="expected a command descriptor"):
         client.get_flight_info(flight.FlightDescriptor.for_path("x"), options)
     with pytest.raises(flight.FlightError, match="read-only: no uploads"):
         writer, _ = client.do_put(
-            flight.FlightDescriptor.for_command(pack(fsql.CommandStatementUpdate(query="x"))),
+            flight.FlightDescriptor.for_command(pack(fsql.CommandStatementQuery(query="x"))),
             pa.schema([("a", pa.int64())]),
             options,
         )
