@@ -19,7 +19,9 @@ command itself.
 Bounds: loopback unless TLS (or ``--insecure``), as the daemon's other listeners; every call
 needs a token (``flight_auth``); a statement's SQL is at most ``MAX_QUERY_BYTES``; at most
 ``flightSqlMaxCalls`` queries and result streams at once (more are refused, UNAVAILABLE); a
-query or a stream longer than ``flightSqlCallTimeout`` seconds is stopped (DEADLINE_EXCEEDED);
+stream longer than ``flightSqlCallTimeout`` seconds is stopped (DEADLINE_EXCEEDED), a result
+left unread as long is removed; a query whose client gives up while the engine runs it has
+its result dropped when the engine is done;
 writes (``DoPut``, updates, transactions) are refused (the server is read-only).
 """
 
@@ -267,7 +269,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     ) -> flight.FlightInfo:
         command = self._command(descriptor)
         if isinstance(command, fsql.CommandStatementQuery):
-            return self._info(descriptor, *self._run(_query_text(command.query)))
+            return self._info(descriptor, *self._run(_query_text(command.query), context))
         if isinstance(command, fsql.CommandPreparedStatementQuery):
             prepared = self._prepared_statement(command.prepared_statement_handle)
             first, prepared.first = prepared.first, None
@@ -277,7 +279,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                     return self._info(descriptor, first, result)
             if first is not None:
                 self.results.cancel(first)
-            return self._info(descriptor, *self._run(prepared.query))
+            return self._info(descriptor, *self._run(prepared.query, context))
         schema = self._metadata_schema(command)
         endpoint = flight.FlightEndpoint(descriptor.command, [])
         return flight.FlightInfo(schema, descriptor, [endpoint], -1, -1)
@@ -318,8 +320,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
 
     # --- queries -------------------------------------------------------------------------------
 
-    def _run(self, query: str) -> tuple[bytes, _Result]:
-        """Run ``query`` now; the handle of its result, and the result."""
+    def _run(self, query: str, context: Any) -> tuple[bytes, _Result]:
+        """Run ``query`` now; the handle of its result, and the result. The engine's run is
+        not interrupted, but if the client gave up meanwhile (cancelled, or its deadline
+        passed) the result is dropped at once."""
         files = ExitStack()
         with self._slot():
             try:
@@ -333,6 +337,9 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             except BaseException:
                 files.close()
                 raise
+        if context.is_cancelled():
+            files.close()
+            raise flight.FlightCancelledError("the client cancelled the query")
         result = _Result(path, schema, num_records, files)
         log.info("flight_sql.query", rows=num_records, bytes=path.stat().st_size)
         return self.results.add(result), result
@@ -432,7 +439,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         return list(ACTIONS.items())
 
     def do_action(self, context: Any, action: flight.Action) -> Iterator[flight.Result]:
-        handlers: dict[str, Callable[[bytes], Iterator[bytes]]] = {
+        handlers: dict[str, Callable[[Any, bytes], Iterator[bytes]]] = {
             "CreatePreparedStatement": self._create_prepared,
             "ClosePreparedStatement": self._close_prepared,
             "CancelFlightInfo": self._cancel_flight_info,
@@ -442,12 +449,12 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         if handler is None:
             raise flight.FlightServerError(f"action {action.type!r} is not supported")
         body = action.body.to_pybytes() if action.body is not None else b""
-        return iter([flight.Result(r) for r in handler(body)])
+        return iter([flight.Result(r) for r in handler(context, body)])
 
-    def _create_prepared(self, body: bytes) -> Iterator[bytes]:
+    def _create_prepared(self, context: Any, body: bytes) -> Iterator[bytes]:
         request = _action_body(body, fsql.ActionCreatePreparedStatementRequest)
         query = _query_text(request.query)
-        first, result = self._run(query)
+        first, result = self._run(query, context)
         schema = result.schema
         handle = secrets.token_bytes(16)
         with self._prepared_lock:
@@ -463,7 +470,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             )
         )
 
-    def _close_prepared(self, body: bytes) -> Iterator[bytes]:
+    def _close_prepared(self, context: Any, body: bytes) -> Iterator[bytes]:
         request = _action_body(body, fsql.ActionClosePreparedStatementRequest)
         with self._prepared_lock:
             prepared = self._prepared.pop(request.prepared_statement_handle, None)
@@ -478,7 +485,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             raise _flight_error(NotFoundError("no such prepared statement (closed or dropped)"))
         return prepared
 
-    def _cancel_flight_info(self, body: bytes) -> Iterator[bytes]:
+    def _cancel_flight_info(self, context: Any, body: bytes) -> Iterator[bytes]:
         request = fsql.CancelFlightInfoRequest.FromString(body)
         status = (
             fsql.CANCEL_STATUS_CANCELLED
@@ -487,7 +494,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         )
         yield fsql.CancelFlightInfoResult(status=status).SerializeToString()
 
-    def _cancel_query(self, body: bytes) -> Iterator[bytes]:
+    def _cancel_query(self, context: Any, body: bytes) -> Iterator[bytes]:
         request = _action_body(body, fsql.ActionCancelQueryRequest)
         done = self._cancel(request.info)
         result = fsql.ActionCancelQueryResult.CancelResult
