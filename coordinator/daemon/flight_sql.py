@@ -522,10 +522,16 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                 cancelled |= self.results.cancel(command.statement_handle)
         return cancelled
 
-    def close(self) -> None:
-        """Stop serving; results not yet streamed are removed."""
-        self.shutdown()
+    def close(self, grace: float) -> None:
+        """Stop serving: results are cancelled (streams stop at their next batch, unread
+        ones are removed), then the calls still running get ``grace`` seconds to end."""
         self.results.close()
+        stopping = threading.Thread(target=self.shutdown, name="odf-flight-sql-stop", daemon=True)
+        stopping.start()
+        stopping.join(grace)
+        if stopping.is_alive():
+            log.warning("flight_sql.calls_left_running", grace_s=grace)
+        self.results.close()  # any result a query finished meanwhile
 
 
 def _slices(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:

@@ -183,7 +183,7 @@ class Daemon:
                     log.warning("daemon.scheduled_pull_cancelled", dataset=scheduler.busy)
                 stopping.wait()
                 if flight_sql is not None:
-                    flight_sql.close()
+                    flight_sql.close(self.grace)
                 pool.close()
                 http.shutdown()
                 http_thread.join()

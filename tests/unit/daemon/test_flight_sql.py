@@ -56,7 +56,7 @@ def server(tmp_path) -> Iterator[FlightSqlServer]:  # type: ignore[no-untyped-de
     try:
         yield s
     finally:
-        s.close()
+        s.close(10)
 
 
 def call(server: FlightSqlServer, message: object, token: str = TOKEN) -> flight.FlightInfo:
