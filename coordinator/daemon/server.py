@@ -6,7 +6,8 @@ standard health service and reflection over gRPC, and ``/healthz`` and ``/metric
 (Prometheus) over HTTP, with the workspace's datasets there too (the Simple Transfer
 Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``; the Smart Transfer
 Protocol's pull, ``smart_pull``, and its push authenticated with the token, ``smart_push``,
-committed under the same dataset locks as the gRPC calls); it writes ``daemon.json``
+committed under the same dataset locks as the gRPC calls) and the web UI (``/ui/``,
+``coordinator.ui``, with its own login); it writes ``daemon.json``
 with the addresses actually bound, starts the scheduler, reports SERVING, and blocks until
 ``stop`` is set (``odf serve`` sets it on SIGTERM and SIGINT). Then it takes no more work
 (NOT_SERVING, the scheduler stops picking), lets running calls and the running scheduled pull
@@ -59,8 +60,10 @@ from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
 from coordinator.daemon.smart_push import PushServer
 from coordinator.daemon.status import daemon_status
+from coordinator.daemon.ui_operations import DaemonOperations
 from coordinator.dataset.writer_locks import DAEMON
 from coordinator.sharing.serving import open_object, parse_request_path
+from coordinator.ui.server import WebUi
 
 log = get_logger(__name__)
 
@@ -122,11 +125,16 @@ class Daemon:
                 interceptors=[ScopedTokenInterceptor(authority), ActivityInterceptor(activity)],
             )
             started = datetime.now(UTC)
+
+            def committed(dataset: str) -> None:
+                scheduler.notify(dataset)
+                web.hub.committed(dataset)
+
             service = CoordinatorService(
                 self.app,
                 self.locks,
                 self.metrics,
-                scheduler.notify,
+                committed,
                 lambda: daemon_status(started, scheduler, self.app.pool, activity),
             )
             coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server)
@@ -140,9 +148,11 @@ class Daemon:
                 authority,
                 self.rundir.path,
                 self._hold_for_push,
-                scheduler.notify,
+                committed,
             )
-            http = self._http_server(pushes)
+            operations = DaemonOperations(self.app, self.locks, self.metrics, service)
+            web = WebUi(self.app, operations, authority.scope_of, secure=self.tls is not None)
+            http = self._http_server(pushes, web)
             pool = self.app.keep_engines_warm(
                 idle_timeout=self.app.config.daemon.engine_idle_timeout
             )
@@ -179,6 +189,7 @@ class Daemon:
                 http.shutdown()
                 http_thread.join()
                 http.server_close()
+                web.stop()
                 log.info("daemon.stopped")
 
     @contextmanager
@@ -208,7 +219,7 @@ class Daemon:
             raise DaemonBindError(f"cannot listen on {self.address} (in use?)")
         return _join(self.grpc_host, port)
 
-    def _http_server(self, pushes: PushServer) -> BoundedHTTPServer:
+    def _http_server(self, pushes: PushServer, web: WebUi) -> BoundedHTTPServer:
         serving = self.serving
         metrics = self.metrics
         workspace = self.app.ws
@@ -220,6 +231,8 @@ class Daemon:
                 if self.path == "/healthz":
                     ok = serving.is_set()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
+                elif web.serves(self.path) and parse_request_path(self.path) is None:
+                    web.handle(self)  # the web UI: its own login, whatever the config says
                 elif pushes.is_push(self):
                     pushes.serve(self)
                 elif smart_pull.is_pull(self):
@@ -237,6 +250,12 @@ class Daemon:
                     self._send(200, metrics.render(), metrics_module.CONTENT_TYPE)
                 else:
                     self._send_object()
+
+            def do_POST(self) -> None:
+                if web.serves(self.path):
+                    web.handle(self)
+                else:
+                    self.send_error(404, "not found")
 
             def do_PUT(self) -> None:
                 if pushes.is_upload(self.path):
