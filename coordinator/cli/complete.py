@@ -96,6 +96,7 @@ GRAMMAR: dict[tuple[str, ...], Shape] = {
     ("completion",): _shape(OTHER),
     ("serve",): _shape(valued="--address --http-address --log-format --tls-cert --tls-key"),
     ("daemon",): _shape(),
+    ("ui",): _shape(),
     ("daemon", "status"): _shape(),
     ("daemon", "stop"): _shape(),
     ("daemon", "logs"): _shape(valued="-n --lines"),

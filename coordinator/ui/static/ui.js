@@ -32,6 +32,7 @@ document.getElementById("logout")?.addEventListener("click", async () => {
 // --- live updates --------------------------------------------------------------------------
 
 const jobs = new Map(); // job id -> the .job element showing it
+const early = new Map(); // job id -> its events that came before the POST starting it returned
 
 function setFields(scope, summary) {
   for (const field of ["records", "blocks", "size", "head", "updated", "watermark"]) {
@@ -72,7 +73,11 @@ async function onCommit(data) {
 
 function onJob(data) {
   const box = jobs.get(data.job);
-  if (!box) return;
+  if (!box) {
+    if (!early.has(data.job)) early.set(data.job, []);
+    early.get(data.job).push(data);
+    return;
+  }
   const bar = box.querySelector("progress");
   if (data.bytes !== undefined && bar) {
     if (data.total) { bar.max = data.total; bar.value = Math.min(data.bytes, data.total); }
@@ -120,6 +125,8 @@ for (const button of document.querySelectorAll("button[data-action]")) {
       return;
     }
     jobs.set(started.job, box);
+    for (const data of early.get(started.job) ?? []) onJob(data);
+    early.delete(started.job);
   });
 }
 
