@@ -116,7 +116,9 @@ def _warm_up(served: Served) -> None:
     page = _request(base + "/ui/", headers={"Cookie": session}).read().decode()
     csrf = page.split('name="csrf-token" content="')[1].split('"')[0]
     headers = {"Cookie": session, "Origin": base, "X-CSRF-Token": csrf}
-    _request(base + "/ui/api/query", data=b'{"sql": "SELECT 1 AS one"}', headers=headers)
+    _request(
+        base + "/ui/api/query", data=b'{"sql": "SELECT 1 AS one"}', headers=headers, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +167,11 @@ def page(browser: object, base: str, served: Served) -> Iterator[object]:
 
 
 def _request(
-    url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None
+    url: str,
+    *,
+    data: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30,
 ) -> HTTPResponse:
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: object, **kwargs: object) -> None:
@@ -174,7 +180,7 @@ def _request(
     opener = urllib.request.build_opener(NoRedirect)
     request = urllib.request.Request(url, data=data, headers=headers or {})
     try:
-        return opener.open(request, timeout=30)  # type: ignore[no-any-return]
+        return opener.open(request, timeout=timeout)  # type: ignore[no-any-return]
     except urllib.error.HTTPError as e:
         return e  # type: ignore[return-value]
 
@@ -318,9 +324,8 @@ def test_a_live_update_after_an_ingest(page: object, served: Served, base: str) 
     before = int(cell.inner_text())
     (served.ws / "more.csv").write_text("id,v\n7,p\n8,q\n9,r\n")
     ok(served.ws, "ingest", "a", "more.csv")
-    p.wait_for_function(
-        f"document.querySelector('tr[data-dataset=\"a\"] [data-field=\"records\"]').textContent === '{before + 3}'"
-    )
+    records = 'document.querySelector(\'tr[data-dataset="a"] [data-field="records"]\')'
+    p.wait_for_function(f"{records}.textContent === '{before + 3}'")
     assert p.evaluate("window.__still_here") is True  # no reload
 
 
