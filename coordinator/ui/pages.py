@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from common.humanize import human_time, human_value
+from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import TransformSql
 from coordinator.ui.html import Html, escape, join, render
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from common.odf.block import MetadataBlock
     from common.odf.multihash import Multihash
     from coordinator.app import Application, DatasetSummary
+    from coordinator.dataset import Dataset
+    from coordinator.transform.lineage import Lineage
 
 LIST_PAGE = 50
 HISTORY_PAGE = 50
@@ -481,7 +484,7 @@ def table_html(table: pa.Table, *, css: str = "data") -> Html:
 
 def data_tab(app: Application, name: str, page_no: int, as_of: str) -> Html:
     ds = app.dataset(name)
-    start = ds.find_block(as_of, path="as_of") if as_of else None
+    start = block_ref(ds, as_of, path="as_of") if as_of else None
     skip = (page_no - 1) * DATA_PAGE
     table = app.tail(name, DATA_PAGE, skip=skip, as_of=start)
     base = dataset_url(name)
@@ -510,13 +513,27 @@ def data_tab(app: Application, name: str, page_no: int, as_of: str) -> Html:
     )
 
 
+def block_ref(ds: Dataset, text: str, *, path: str) -> Multihash:
+    """The block ``text`` names: a whole hash of a stored block at once (the pager's links),
+    else a unique prefix of one of the chain (``Dataset.find_block``)."""
+    from common.odf.multihash import Multihash
+
+    try:
+        whole = Multihash.from_multibase(text)
+    except (OdfError, ValueError):
+        whole = None
+    if whole is not None and ds.layout.block_path(whole).is_file():
+        return whole
+    return ds.find_block(text, path=path)
+
+
 def history_tab(app: Application, name: str, start: str, first: int) -> Html:
     """The chain from block ``start`` (default: the head), ``HISTORY_PAGE`` blocks a page."""
     from common.serde.yaml_codec import dump_yaml
     from common.serde.yaml_plain import to_plain
 
     ds = app.dataset(name)
-    at = ds.find_block(start, path="from") if start else None
+    at = block_ref(ds, start, path="from") if start else None
     blocks: list[tuple[Multihash, MetadataBlock]] = list(
         islice(ds.iter_blocks(at), HISTORY_PAGE + 1)
     )
@@ -589,8 +606,7 @@ def _block_files(event: Any) -> Html:
     )
 
 
-def lineage_tab(app: Application, name: str) -> Html:
-    lineage = app.lineage(name)
+def lineage_tab(app: Application, lineage: Lineage, name: str) -> Html:
     present = {n.name for n in lineage.nodes if n.kind != "external"}
     svg = lineage_svg(
         [(n.name, n.kind) for n in lineage.nodes],

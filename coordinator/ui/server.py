@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from coordinator.app import Application, DatasetSummary
     from coordinator.query import QueryResult
+    from coordinator.transform.lineage import Lineage
 
 log = get_logger(__name__)
 
@@ -105,6 +106,7 @@ class WebUi:
         self.hub = Hub(self._heads)
         self.verified: dict[str, pages.Verified] = {}
         self.scheme = "https" if secure else "http"
+        self._lineage_cache: tuple[tuple[tuple[str, str], ...], Lineage] | None = None
         self._static = {
             name: resources.files("coordinator.ui").joinpath("static", name).read_bytes()
             for name in STATIC
@@ -239,7 +241,7 @@ class WebUi:
             elif tab == "history":
                 content = pages.history_tab(self.app, name, query.get("from", "").strip(), 0)
             elif tab == "lineage":
-                content = pages.lineage_tab(self.app, name)
+                content = pages.lineage_tab(self.app, self._lineage().around(name), name)
             else:
                 content = pages.overview(self.app, name)
         except OdfError as e:
@@ -247,6 +249,16 @@ class WebUi:
         return join(
             [head, render('<section class="tab" id="tab-$t">$c</section>', t=tab, c=content)]
         )
+
+    def _lineage(self) -> Lineage:
+        """The workspace's lineage, read again only when a dataset's head moved (or one was
+        added, renamed or deleted)."""
+        heads = tuple(sorted(self._heads().items()))
+        cached = self._lineage_cache
+        if cached is None or cached[0] != heads:
+            cached = (heads, self.app.lineage())
+            self._lineage_cache = cached
+        return cached[1]
 
     def _catalog(self) -> list[tuple[str, list[str]]]:
         catalog = []
