@@ -27,21 +27,14 @@ MAX_REPLY = 64 << 10
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "ui",
-        help="open the web UI of this workspace's daemon (started if none runs)",
-    )
-    p.add_argument(
-        "--no-browser",
-        action="store_true",
-        help="print the one-time login link instead of opening a browser",
-    )
+    p = subparsers.add_parser("ui", help="open the web UI (a daemon is started if none runs)")
+    no_browser = "print the one-time login link instead of opening a browser"
+    p.add_argument("--no-browser", action="store_true", help=no_browser)
     p.set_defaults(handler=cmd_ui)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    app = Application.open()
-    rundir = RunDir(app.ws.odf_dir)
+    rundir = RunDir((app := Application.open()).ws.odf_dir)
     info = rundir.read_info() or _start_daemon(rundir, app.ws.root)
     token = rundir.read_token()
     if token is None:

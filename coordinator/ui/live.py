@@ -90,10 +90,12 @@ class Hub:
         with self._guard:
             self._subscribers.discard(subscription)
 
-    def publish(self, event: Event) -> None:
+    def _listening(self) -> list[Subscription]:
         with self._guard:
-            subscribers = list(self._subscribers)
-        for subscription in subscribers:
+            return list(self._subscribers)
+
+    def publish(self, event: Event) -> None:
+        for subscription in self._listening():
             subscription.offer(event)
 
     def committed(self, dataset: str) -> None:
@@ -112,9 +114,7 @@ class Hub:
         while not self._stopped.is_set():
             self._wake.wait(SCAN_S)
             self._wake.clear()
-            with self._guard:
-                listening = bool(self._subscribers)
-            if not listening:
+            if not self._listening():
                 self._seen = None
                 continue
             try:
