@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ok
+from tests.support.cli import odf, ok
 from tests.support.daemon import Served, serving
-from tests.support.datasets import derivative, root
+from tests.support.datasets import derivative, polled, root
 from tests.support.workspace import add, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e
@@ -91,8 +91,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             {"kind": "SetInfo", "description": HOSTILE_TEXT + "\x1b[2J", "keywords": [HOSTILE_TEXT]}
         ],
     )
+    (ws / "inbox").mkdir()
     add(
         ws,
+        polled("p", str(ws / "inbox" / "*.csv"), ["city STRING", "population BIGINT"]),
         _snapshot_a(),
         derivative("b", "SELECT event_time, id, upper(v) AS v FROM a", ["a"]),
         hostile,
@@ -249,7 +251,7 @@ def test_refusals_without_a_token_and_the_security_headers(base: str, served: Se
 def test_login_the_list_and_a_dataset_tabs(page: object, base: str, shots: Path) -> None:
     p = page
     rows = p.locator("table.datasets tbody tr")
-    assert rows.count() == 3
+    assert rows.count() == 4
     assert p.locator('tr[data-dataset="a"] [data-field="records"]').inner_text() == "2"
     p.screenshot(path=str(shots / "list.png"), full_page=True)
     p.fill("input[name=q]", "hos")
@@ -329,6 +331,21 @@ def test_a_live_update_after_an_ingest(page: object, served: Served, base: str) 
     assert p.evaluate("window.__still_here") is True  # no reload
 
 
+def test_a_pull_with_progress_and_the_page_updated(page: object, served: Served, base: str) -> None:
+    p = page
+    (served.ws / "inbox" / "one.csv").write_text("city,population\nA,1\nB,2\n")
+    p.goto(base + "/ui/datasets/p")
+    p.wait_for_selector("#live.on")
+    assert p.locator('.dataset-head [data-field="records"]').inner_text() == "0"
+    p.click("button[data-action=pull]")
+    p.wait_for_selector(".job[data-done]")
+    lines = p.locator(".job-lines li").all_inner_texts()
+    assert p.locator(".job").get_attribute("data-done") == "ok", lines
+    assert lines[0] == "pulling p ..." and "p: 2 records ingested" in lines
+    records = "document.querySelector('.dataset-head [data-field=\"records\"]')"
+    p.wait_for_function(f"{records}.textContent === '2'")
+
+
 def test_verify_with_progress(page: object, base: str, shots: Path) -> None:
     p = page
     p.goto(base + "/ui/datasets/a")
@@ -366,3 +383,28 @@ def test_a_sql_query_and_its_csv_download(page: object, base: str, shots: Path) 
     p.click("#sql-form button[type=submit]")
     p.wait_for_selector("#sql-error:not([hidden])")
     assert "nope" in p.locator("#sql-error").inner_text()
+
+
+def test_odf_ui_starts_a_daemon_and_gives_a_one_time_link(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path / "ws")
+    (ws / ".odf" / "config.yaml").write_text(
+        "daemon:\n  address: 127.0.0.1:0\n  httpAddress: 127.0.0.1:0\n"
+    )
+    result = odf(ws, "ui", "--no-browser")
+    try:
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == "starting a daemon for this workspace ...\n"
+        link = result.stdout.strip()
+        info = json.loads((ws / ".odf" / "run" / "daemon.json").read_text())
+        assert link.startswith(f"http://{info['httpAddress']}/ui/login/")
+        first = _request(link)
+        assert first.status == 303 and "HttpOnly" in first.headers["Set-Cookie"]
+        assert _request(link).status == 401  # once
+        # a daemon runs now: it is used; no browser could be opened: the link is printed
+        again = odf(ws, "ui", env={"BROWSER": "false"})
+        assert again.returncode == 0, again.stderr
+        assert again.stderr.startswith("no browser could be opened")
+        assert again.stdout.strip().startswith(f"http://{info['httpAddress']}/ui/login/")
+        assert again.stdout.strip() != link
+    finally:
+        ok(ws, "daemon", "stop")
