@@ -367,7 +367,12 @@ def test_a_sql_query_and_its_csv_download(page: object, base: str, shots: Path) 
         warm.join(300)
     p.click("header >> text=SQL")
     p.wait_for_url(base + "/ui/sql")
-    p.fill("#sql", "SELECT id, v FROM hostile ORDER BY id")
+    p.fill("#sql", "")
+    p.locator("#sql").press_sequentially("SELECT id, v FROM hos")
+    assert p.locator("#sql-suggest li").all_inner_texts() == ["hostile"]
+    p.locator("#sql").press("Tab")
+    p.locator("#sql").press_sequentially(" ORDER BY id")
+    assert p.input_value("#sql") == "SELECT id, v FROM hostile ORDER BY id"
     p.click("#sql-form button[type=submit]")
     p.wait_for_selector("#sql-result table", timeout=120_000)
     assert p.locator("#sql-result td").nth(1).inner_text() == "<script>window.__pwned = 3</script>"

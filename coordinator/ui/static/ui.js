@@ -152,6 +152,48 @@ if (form) {
       refreshLinks();
     });
   }
+  // completion of dataset and column names: Tab or Enter takes the chosen one
+  const suggest = document.getElementById("sql-suggest");
+  const names = [...new Set([...document.querySelectorAll("button.insert")].map((b) => b.dataset.text))];
+  let chosen = 0;
+  const wordBefore = () => /[A-Za-z0-9_.]+$/.exec(text.value.slice(0, text.selectionStart))?.[0] ?? "";
+  const hide = () => { suggest.hidden = true; suggest.replaceChildren(); };
+  const take = (name) => {
+    const at = text.selectionStart;
+    text.setRangeText(name, at - wordBefore().length, at, "end");
+    hide();
+    refreshLinks();
+  };
+  const show = () => {
+    const word = wordBefore().toLowerCase();
+    const found = word ? names.filter((n) => n.toLowerCase().startsWith(word) && n.toLowerCase() !== word).slice(0, 8) : [];
+    if (found.length === 0) { hide(); return; }
+    chosen = Math.min(chosen, found.length - 1);
+    suggest.replaceChildren(...found.map((n, i) => {
+      const item = el("li", n, i === chosen ? "chosen" : "");
+      item.setAttribute("role", "option");
+      item.addEventListener("mousedown", (e) => { e.preventDefault(); take(n); });
+      return item;
+    }));
+    suggest.hidden = false;
+  };
+  text.addEventListener("input", () => { chosen = 0; show(); });
+  text.addEventListener("blur", hide);
+  text.addEventListener("keydown", (e) => {
+    if (suggest.hidden) return;
+    const items = [...suggest.children];
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      chosen = (chosen + (e.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;
+      show();
+    } else if ((e.key === "Tab" || e.key === "Enter") && !e.ctrlKey && !e.metaKey) {
+      e.preventDefault();
+      take(items[chosen].textContent);
+    } else if (e.key === "Escape") {
+      hide();
+    }
+  });
+
   async function run() {
     const status = document.getElementById("sql-status");
     const error = document.getElementById("sql-error");
