@@ -19,13 +19,18 @@ class Html(str):
     __slots__ = ()
 
 
+def visible(text: str) -> str:
+    """``text`` with its control characters (but tab and line breaks) as ``\\xNN``."""
+    return text.translate(_CONTROL)
+
+
 def escape(value: object) -> Html:
     """``value`` as HTML text: ``Html`` as it is, anything else escaped (quotes too), with
     control characters made visible."""
     if isinstance(value, Html):
         return value
     text = "" if value is None else str(value)
-    return Html(html.escape(text.translate(_CONTROL), quote=True))
+    return Html(html.escape(visible(text), quote=True))
 
 
 def render(template: str, **values: object) -> Html:

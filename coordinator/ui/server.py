@@ -28,7 +28,7 @@ from common.humanize import human_value
 from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError
 from coordinator.ui import pages
-from coordinator.ui.html import Html, join, render
+from coordinator.ui.html import Html, join, render, visible
 from coordinator.ui.live import HEARTBEAT_S, Event, Hub
 from coordinator.ui.sessions import Session, Sessions, csrf_ok, same_origin
 
@@ -302,7 +302,7 @@ class WebUi:
             return _query_error(str(e))
         table = result.table.slice((page_no - 1) * SQL_PAGE, SQL_PAGE)
         return {
-            "columns": table.column_names,
+            "columns": [visible(c) for c in table.column_names],
             "rows": _rows(table),
             "total": result.num_records,
             "page": page_no,
@@ -421,6 +421,8 @@ class WebUi:
     # --- live events -----------------------------------------------------------------------------
 
     def _events(self, handler: BaseHTTPRequestHandler) -> None:
+        """The event stream, for as long as the page listens and its session lasts."""
+        cookie = handler.headers.get("Cookie")
         subscription = self.hub.subscribe()
         try:
             handler.close_connection = True
@@ -431,7 +433,7 @@ class WebUi:
             handler.end_headers()
             handler.wfile.write(b"retry: 2000\n\n")
             handler.wfile.flush()
-            while True:
+            while self.sessions.find(cookie) is not None:
                 event = subscription.next(HEARTBEAT_S)
                 handler.wfile.write(event.encoded() if event else b": keep-alive\n\n")
                 handler.wfile.flush()
@@ -577,7 +579,7 @@ def _int(text: str | None, default: int) -> int:
 
 def _rows(table: pa.Table) -> list[list[str]]:
     columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    return [[human_value(c[r]) for c in columns] for r in range(table.num_rows)]
+    return [[visible(human_value(c[r])) for c in columns] for r in range(table.num_rows)]
 
 
 def _query_error(message: str) -> dict[str, Any]:

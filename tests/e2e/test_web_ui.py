@@ -378,6 +378,7 @@ def test_a_sql_query_and_its_csv_download(page: object, base: str, shots: Path) 
     assert p.locator("#sql-result td").nth(1).inner_text() == "<script>window.__pwned = 3</script>"
     assert p.evaluate("window.__pwned") is None
     assert p.locator("#sql-status").inner_text().startswith("3 rows")
+    assert p.locator("#sql-result td").nth(5).inner_text() == "bell\\x07 escape\\x1b[31m red"
     p.screenshot(path=str(shots / "sql.png"), full_page=True)
     with p.expect_download() as download:
         p.click("#download-csv")
