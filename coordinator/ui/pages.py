@@ -527,34 +527,16 @@ def block_ref(ds: Dataset, text: str, *, path: str) -> Multihash:
     return ds.find_block(text, path=path)
 
 
-def history_tab(app: Application, name: str, start: str, first: int) -> Html:
-    """The chain from block ``start`` (default: the head), ``HISTORY_PAGE`` blocks a page."""
-    from common.serde.yaml_codec import dump_yaml
-    from common.serde.yaml_plain import to_plain
-
+def history_tab(app: Application, name: str, start: str) -> Html:
+    """The chain from block ``start`` (default: the head), ``HISTORY_PAGE`` blocks a page;
+    from the head, new blocks are added on top as they are committed (``ui.js``)."""
     ds = app.dataset(name)
     at = block_ref(ds, start, path="from") if start else None
     blocks: list[tuple[Multihash, MetadataBlock]] = list(
         islice(ds.iter_blocks(at), HISTORY_PAGE + 1)
     )
     more = blocks[HISTORY_PAGE][0] if len(blocks) > HISTORY_PAGE else None
-    items = []
-    for h, block in blocks[:HISTORY_PAGE]:
-        event = block.event
-        items.append(
-            render(
-                '<article class="block"><header><span class="seq">#$seq</span>'
-                " <strong>$kind</strong> <time>$time</time></header>"
-                '<p class="hash">block $hash</p>$files<details><summary>event</summary>'
-                '<pre class="yaml">$yaml</pre></details></article>',
-                seq=block.sequence_number,
-                kind=type(event).__name__,
-                time=time_text(block.system_time),
-                hash=h.to_multibase(),
-                files=_block_files(event),
-                yaml=dump_yaml(to_plain(event)),
-            )
-        )
+    items = [_block_html(block_facts(h, b)) for h, b in blocks[:HISTORY_PAGE]]
     base = dataset_url(name)
     nav = [render('<a href="$u">newest</a>', u=link(base, tab="history"))] if start else []
     if more is not None:
@@ -564,45 +546,84 @@ def history_tab(app: Application, name: str, start: str, first: int) -> Html:
                 u=link(base, tab="history", **{"from": more.to_multibase()}),
             )
         )
+    top = blocks[0][0].to_multibase() if blocks and not start else ""
     return render(
-        '<div class="history" data-live="history">$i</div><nav class="pager">$n</nav>',
+        '<div class="history" data-live="history" data-top="$top">$i</div>'
+        '<nav class="pager">$n</nav>',
+        top=top,
         i=join(items),
         n=join(nav, " "),
     )
 
 
-def _block_files(event: Any) -> Html:
-    if not isinstance(event, AddData | ExecuteTransform):
-        return Html("")
-    rows = []
-    if event.new_data is not None:
-        d = event.new_data
-        rows.append(
-            render(
-                '<tr><td>data</td><td>$size</td><td>$off</td><td class="hash">$logical</td>'
-                '<td class="hash">$physical</td></tr>',
-                size=size_text(d.size),
-                off=f"{d.offset_interval.start}..{d.offset_interval.end}",
-                logical=d.logical_hash.to_multibase(),
-                physical=d.physical_hash.to_multibase(),
+def newer_blocks(app: Application, name: str, after: str) -> list[dict[str, Any]]:
+    """The facts of the blocks above ``after`` (at most a page), newest first."""
+    found = []
+    for h, block in islice(app.dataset(name).iter_blocks(), HISTORY_PAGE):
+        if h.to_multibase() == after:
+            break
+        found.append(block_facts(h, block))
+    return found
+
+
+def block_facts(h: Multihash, block: MetadataBlock) -> dict[str, Any]:
+    """What the history shows of one block (the page's HTML and the live JSON alike)."""
+    from common.serde.yaml_codec import dump_yaml
+    from common.serde.yaml_plain import to_plain
+
+    event = block.event
+    files = []
+    if isinstance(event, AddData | ExecuteTransform):
+        if event.new_data is not None:
+            d = event.new_data
+            files.append(
+                [
+                    "data",
+                    size_text(d.size),
+                    f"{d.offset_interval.start}..{d.offset_interval.end}",
+                    d.logical_hash.to_multibase(),
+                    d.physical_hash.to_multibase(),
+                ]
             )
+        if event.new_checkpoint is not None:
+            c = event.new_checkpoint
+            checkpoint = ["checkpoint", size_text(c.size), "", "", c.physical_hash.to_multibase()]
+            files.append(checkpoint)
+    return {
+        "seq": block.sequence_number,
+        "kind": type(event).__name__,
+        "time": time_text(block.system_time),
+        "hash": h.to_multibase(),
+        "files": files,
+        "yaml": dump_yaml(to_plain(event)),
+    }
+
+
+FILE_COLUMNS = ("file", "size", "offsets", "logical hash", "physical hash")
+
+
+def _block_html(facts: dict[str, Any]) -> Html:
+    files = Html("")
+    if facts["files"]:
+        files = render(
+            '<table class="files"><thead><tr>$h</tr></thead><tbody>$r</tbody></table>',
+            h=join(render("<th>$c</th>", c=c) for c in FILE_COLUMNS),
+            r=join(
+                render("<tr>$c</tr>", c=join(render("<td>$v</td>", v=v) for v in row))
+                for row in facts["files"]
+            ),
         )
-    if event.new_checkpoint is not None:
-        c = event.new_checkpoint
-        rows.append(
-            render(
-                "<tr><td>checkpoint</td><td>$size</td><td></td><td></td>"
-                '<td class="hash">$physical</td></tr>',
-                size=size_text(c.size),
-                physical=c.physical_hash.to_multibase(),
-            )
-        )
-    if not rows:
-        return Html("")
     return render(
-        '<table class="files"><thead><tr><th>file</th><th>size</th><th>offsets</th>'
-        "<th>logical hash</th><th>physical hash</th></tr></thead><tbody>$r</tbody></table>",
-        r=join(rows),
+        '<article class="block"><header><span class="seq">#$seq</span>'
+        " <strong>$kind</strong> <time>$time</time></header>"
+        '<p class="hash">block $hash</p>$files<details><summary>event</summary>'
+        '<pre class="yaml">$yaml</pre></details></article>',
+        seq=facts["seq"],
+        kind=facts["kind"],
+        time=facts["time"],
+        hash=facts["hash"],
+        files=files,
+        yaml=facts["yaml"],
     )
 
 

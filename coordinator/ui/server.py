@@ -189,6 +189,11 @@ class WebUi:
         if route == "/ui/events":
             self._events(handler)
             return
+        if route.startswith("/ui/api/datasets/") and route.endswith("/blocks"):
+            name = unquote(route.removeprefix("/ui/api/datasets/").removesuffix("/blocks"))
+            blocks = pages.newer_blocks(self.app, self._summary(name).name, query.get("after", ""))
+            self._send_json(handler, {"blocks": blocks})
+            return
         if route.startswith("/ui/api/datasets/") and route.endswith("/summary"):
             name = unquote(route.removeprefix("/ui/api/datasets/").removesuffix("/summary"))
             self._send_json(handler, self._summary_json(self._summary(name)))
@@ -239,7 +244,7 @@ class WebUi:
                     self.app, name, _int(query.get("page"), 1), query.get("as_of", "").strip()
                 )
             elif tab == "history":
-                content = pages.history_tab(self.app, name, query.get("from", "").strip(), 0)
+                content = pages.history_tab(self.app, name, query.get("from", "").strip())
             elif tab == "lineage":
                 content = pages.lineage_tab(self.app, self._lineage().around(name), name)
             else:

@@ -320,15 +320,25 @@ def test_hostile_strings_are_shown_inert(page: object, base: str, shots: Path) -
 
 def test_a_live_update_after_an_ingest(page: object, served: Served, base: str) -> None:
     p = page
-    p.wait_for_selector("#live.on")
-    p.evaluate("window.__still_here = true")
+    history = p.context.new_page()
+    history.goto(base + "/ui/datasets/a?tab=history")
+    for shown in (p, history):
+        shown.wait_for_selector("#live.on")
+        shown.evaluate("window.__still_here = true")
     cell = p.locator('tr[data-dataset="a"] [data-field="records"]')
     before = int(cell.inner_text())
+    top = int(history.locator("article.block .seq").first.inner_text().removeprefix("#"))
     (served.ws / "more.csv").write_text("id,v\n7,p\n8,q\n9,r\n")
     ok(served.ws, "ingest", "a", "more.csv")
     records = 'document.querySelector(\'tr[data-dataset="a"] [data-field="records"]\')'
     p.wait_for_function(f"{records}.textContent === '{before + 3}'")
-    assert p.evaluate("window.__still_here") is True  # no reload
+    history.wait_for_selector("article.block.new")
+    new = history.locator("article.block").first
+    assert new.locator(".seq").inner_text() == f"#{top + 1}"
+    assert new.locator("strong").inner_text() == "AddData"
+    assert "logical hash" in new.locator("table.files").inner_text()
+    for shown in (p, history):
+        assert shown.evaluate("window.__still_here") is True  # no reload
 
 
 def test_a_pull_with_progress_and_the_page_updated(page: object, served: Served, base: str) -> None:

@@ -59,8 +59,10 @@ async function onCommit(data) {
   if (!response.ok) return;
   const summary = await response.json();
   for (const scope of scopes) setFields(scope, summary);
+  const history = document.querySelector('[data-live="history"][data-top]:not([data-top=""])');
+  if (history) await addBlocks(history, data.dataset);
   const notice = document.getElementById("stale");
-  if (document.querySelector('[data-live="history"], #tab-data') && !notice) {
+  if (document.querySelector("#tab-data") && !notice) {
     const bar = el("p", "New blocks were committed: ", "notice");
     bar.id = "stale";
     const again = el("a", "show them");
@@ -69,6 +71,36 @@ async function onCommit(data) {
     document.querySelector("section.tab")?.prepend(bar);
   }
   document.body.dataset.commits = String(Number(document.body.dataset.commits ?? 0) + 1);
+}
+
+// new blocks on top of a history shown from the head, built with textContent only
+async function addBlocks(history, dataset) {
+  const url = `/ui/api/datasets/${encodeURIComponent(dataset)}/blocks?${new URLSearchParams({ after: history.dataset.top })}`;
+  const response = await fetch(url, { credentials: "same-origin" });
+  if (!response.ok) return;
+  const { blocks } = await response.json();
+  for (const block of [...blocks].reverse()) {
+    const article = el("article", null, "block new");
+    const header = el("header");
+    header.append(el("span", `#${block.seq}`, "seq"), " ", el("strong", block.kind), " ", el("time", block.time));
+    article.append(header, el("p", `block ${block.hash}`, "hash"));
+    if (block.files.length) {
+      const table = el("table", null, "files");
+      const head = table.createTHead().insertRow();
+      for (const c of ["file", "size", "offsets", "logical hash", "physical hash"]) head.append(el("th", c));
+      const body = table.createTBody();
+      for (const row of block.files) {
+        const tr = body.insertRow();
+        for (const v of row) tr.append(el("td", v));
+      }
+      article.append(table);
+    }
+    const details = el("details");
+    details.append(el("summary", "event"), el("pre", block.yaml, "yaml"));
+    article.append(details);
+    history.prepend(article);
+  }
+  if (blocks.length) history.dataset.top = blocks[0].hash;
 }
 
 function onJob(data) {
