@@ -485,6 +485,7 @@ def table_html(table: pa.Table, *, css: str = "data") -> Html:
 def data_tab(app: Application, name: str, page_no: int, as_of: str) -> Html:
     ds = app.dataset(name)
     start = block_ref(ds, as_of, path="as_of") if as_of else None
+    page_no = max(page_no, 1)
     skip = (page_no - 1) * DATA_PAGE
     table = app.tail(name, DATA_PAGE, skip=skip, as_of=start)
     base = dataset_url(name)

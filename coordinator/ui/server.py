@@ -142,6 +142,10 @@ class WebUi:
                 self._authenticated(handler, method, route, query, api)
         except Reply as r:
             self._refuse(handler, r.status, str(r), api)
+        except NotFoundError as e:
+            self._refuse(handler, HTTPStatus.NOT_FOUND, str(e), api)
+        except OdfError as e:  # a bad name, block or query parameter
+            self._refuse(handler, HTTPStatus.BAD_REQUEST, str(e), api)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
