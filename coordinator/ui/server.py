@@ -63,7 +63,11 @@ SECURITY_HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-_POSITION = re.compile(r"line (\d+)(?:, pos |:)(\d+)", re.IGNORECASE)
+_POSITION = re.compile(r"line (\d+)(?:,? pos |:)(\d+)", re.IGNORECASE)
+"""Where an engine's error message places the problem: ``line 1, pos 7`` (Spark's parser),
+``line 1 pos 7`` (its analyzer), ``line 1:7``."""
+_NAMED = re.compile(r"(?:name|table or view) `([^`]+)` cannot be (?:resolved|found)")
+"""An error about one identifier (Spark's unresolved column or table)."""
 
 Say = Callable[[str], None]
 """Told one line of a job's progress."""
@@ -308,7 +312,7 @@ class WebUi:
         try:
             result = self.operations.query(sql, SQL_PAGE * page_no)
         except OdfError as e:
-            return _query_error(str(e))
+            return query_error(str(e), sql)
         table = result.table.slice((page_no - 1) * SQL_PAGE, SQL_PAGE)
         return {
             "columns": [visible(c) for c in table.column_names],
@@ -591,11 +595,22 @@ def _rows(table: pa.Table) -> list[list[str]]:
     return [[visible(human_value(c[r])) for c in columns] for r in range(table.num_rows)]
 
 
-def _query_error(message: str) -> dict[str, Any]:
-    found = _POSITION.search(message)
+def query_error(message: str, sql: str) -> dict[str, Any]:
+    """An error of ``sql`` for the console: its message, and where it is (``line``, 1-based,
+    and ``column``, 0-based) when the message says, or names an identifier found in ``sql``."""
     error: dict[str, Any] = {"error": message}
+    found = _POSITION.search(message)
     if found:
         error["line"], error["column"] = int(found.group(1)), int(found.group(2))
+        return error
+    named = _NAMED.search(message)
+    if named:
+        name = named.group(1).rsplit(".", 1)[-1]
+        at = re.search(rf"(?<![\w`]){re.escape(name)}(?![\w`])", sql, re.IGNORECASE)
+        if at is not None:
+            before = sql[: at.start()]
+            error["line"] = before.count("\n") + 1
+            error["column"] = at.start() - (before.rfind("\n") + 1)
     return error
 
 

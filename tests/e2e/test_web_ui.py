@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from http.client import HTTPResponse
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.support.cli import odf, ok
@@ -395,10 +396,15 @@ def test_a_sql_query_and_its_csv_download(page: object, base: str, shots: Path) 
     text = Path(download.value.path()).read_text()
     assert text.splitlines()[0] == '"id","v"'
     assert len(text.splitlines()) == 4
+    with p.expect_download() as download:
+        p.click("#download-parquet")
+    table = pq.read_table(download.value.path())
+    assert table.column("v").to_pylist()[0] == "<script>window.__pwned = 3</script>"
     p.fill("#sql", "SELECT nope FROM hostile")
     p.click("#sql-form button[type=submit]")
     p.wait_for_selector("#sql-error:not([hidden])")
-    assert "nope" in p.locator("#sql-error").inner_text()
+    error = p.locator("#sql-error").inner_text()
+    assert "nope" in error and "^ line 1, column 8" in error, error
 
 
 def test_odf_ui_starts_a_daemon_and_gives_a_one_time_link(tmp_path: Path) -> None:

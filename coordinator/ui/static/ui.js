@@ -240,7 +240,7 @@ if (form) {
       error.append(el("span", value.error));
       if (value.line) {
         const line = text.value.split("\n")[value.line - 1] ?? "";
-        error.append(el("span", `\n${line}\n${" ".repeat(Math.max(0, value.column))}^ line ${value.line}, column ${value.column}`, "where"));
+        error.append(el("span", `\n${line}\n${" ".repeat(Math.max(0, value.column))}^ line ${value.line}, column ${value.column + 1}`, "where"));
       }
       result.replaceChildren();
       document.getElementById("sql-pager").hidden = true;

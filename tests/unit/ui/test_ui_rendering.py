@@ -9,6 +9,7 @@ from coordinator.ui.html import Html, escape, join, render
 from coordinator.ui.lineage_svg import layered, lineage_svg
 from coordinator.ui.markdown import render_markdown
 from coordinator.ui.pages import highlight_sql, size_text
+from coordinator.ui.server import query_error
 from coordinator.ui.sessions import Sessions, csrf_ok, same_origin
 
 HOSTILE = "<script>alert(1)</script>\"'&\x1b[31m\x07"
@@ -117,3 +118,21 @@ def test_cross_site_requests_are_refused(
     origin: str | None, referer: str | None, host: str | None, scheme: str
 ) -> None:
     assert not same_origin(origin, referer, host, scheme)
+
+
+@pytest.mark.parametrize(
+    ("message", "where"),
+    [
+        ("[PARSE_SYNTAX_ERROR] Syntax error at or near 'FORM'.(line 1, pos 9)", (1, 9)),
+        ("[X] nope; line 2 pos 7;", (2, 7)),
+        ("mismatched input at line 3:4", (3, 4)),
+        ("[UNRESOLVED_COLUMN] ... with name `nope` cannot be resolved. Did you mean", (2, 12)),
+        ("[TABLE_OR_VIEW_NOT_FOUND] The table or view `nowhere` cannot be found.", (3, 5)),
+        ("dataset 'x' not found", None),
+    ],
+)
+def test_query_errors_carry_their_position(message: str, where: tuple[int, int] | None) -> None:
+    sql = "SELECT id,\n  nope_not, nope\nFROM nowhere"
+    error = query_error(message, sql)
+    assert error["error"] == message
+    assert (error["line"], error["column"]) == where if where else "line" not in error
