@@ -95,7 +95,8 @@ def page(title: str, body: Html, *, csrf: str | None, scope: str | None = None) 
     if csrf is not None:
         header = render(
             '<header><a class="brand" href="/ui/">ODF</a><nav><a href="/ui/">Datasets</a>'
-            ' <a href="/ui/sql">SQL</a></nav><span class="who">$scope</span>'
+            ' <a href="/ui/lineage">Lineage</a> <a href="/ui/sql">SQL</a></nav>'
+            '<span class="who">$scope</span>'
             '<button type="button" id="logout">Log out</button>'
             '<span id="live" class="live" title="live updates">\u25cf</span></header>',
             scope=scope or "",
@@ -628,12 +629,14 @@ def _block_html(facts: dict[str, Any]) -> Html:
     )
 
 
-def lineage_tab(app: Application, lineage: Lineage, name: str) -> Html:
+def lineage_graph(lineage: Lineage, current: str | None) -> Html:
+    """The graph of ``lineage`` (a dataset's, with ``current`` marked, or the workspace's);
+    each dataset of the workspace links to its own lineage."""
     present = {n.name for n in lineage.nodes if n.kind != "external"}
     svg = lineage_svg(
         [(n.name, n.kind) for n in lineage.nodes],
         [(e.source, e.target) for e in lineage.edges],
-        current=app.dataset(name).alias,
+        current=current,
         link=lambda n: link(dataset_url(n), tab="lineage") if n in present else None,
     )
     return render(

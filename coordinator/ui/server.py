@@ -225,6 +225,9 @@ class WebUi:
             tab = query.get("tab", "overview")
             body = self._dataset_page(name, tab if tab in pages.TABS else "overview", query, scope)
             self._send_page(handler, pages.page(name, body, csrf=csrf, scope=scope_label))
+        elif route == "/ui/lineage":
+            body = join([Html("<h1>Lineage</h1>"), pages.lineage_graph(self._lineage(), None)])
+            self._send_page(handler, pages.page("Lineage", body, csrf=csrf, scope=scope_label))
         elif route == "/ui/sql":
             catalog = self._catalog()
             body = pages.sql_page(catalog, query.get("sql", ""))
@@ -254,7 +257,7 @@ class WebUi:
             elif tab == "history":
                 content = pages.history_tab(self.app, name, query.get("from", "").strip())
             elif tab == "lineage":
-                content = pages.lineage_tab(self.app, self._lineage().around(name), name)
+                content = pages.lineage_graph(self._lineage().around(name), name)
             else:
                 content = pages.overview(self.app, name)
         except OdfError as e:

@@ -296,6 +296,11 @@ def test_lineage_click_through(page: object, base: str, shots: Path) -> None:
     p.click('svg.lineage g.node[data-name="a"]')
     p.wait_for_url(base + "/ui/datasets/a?tab=lineage")
     assert p.locator("svg.lineage g.current").get_attribute("data-name") == "a"
+    p.click("header >> text=Lineage")  # the workspace's
+    p.wait_for_url(base + "/ui/lineage")
+    assert p.locator("svg.lineage g.node").count() == 4
+    assert p.locator("svg.lineage path.edge").count() == 1
+    p.screenshot(path=str(shots / "lineage-workspace.png"), full_page=True)
     p.goto(base + "/ui/datasets/b")
     assert "upper" in p.locator("pre.sql").inner_text()
     assert p.locator("pre.sql .kw").first.inner_text() == "SELECT"
