@@ -48,6 +48,8 @@ MAX_BODY = 1 << 20
 SQL_PAGE = 100
 MAX_QUERY_PAGES = 100
 MAX_DOWNLOAD_ROWS = 1_000_000
+MAX_JOBS = 4
+"""Pulls and verifications started from the UI running at once."""
 STATIC = {"ui.js": "text/javascript; charset=utf-8", "ui.css": "text/css; charset=utf-8"}
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -110,6 +112,7 @@ class WebUi:
         self.hub = Hub(self._heads)
         self.verified: dict[str, pages.Verified] = {}
         self.scheme = "https" if secure else "http"
+        self._job_slots = threading.BoundedSemaphore(MAX_JOBS)
         self._lineage_cache: tuple[tuple[tuple[str, str], ...], Lineage] | None = None
         self._static = {
             name: resources.files("coordinator.ui").joinpath("static", name).read_bytes()
@@ -356,6 +359,19 @@ class WebUi:
 
     # --- jobs ------------------------------------------------------------------------------------
 
+    def _run_job(self, job: str, run: Callable[[], None]) -> None:
+        """``run`` on its own thread, at most ``MAX_JOBS`` at once (else 429)."""
+        if not self._job_slots.acquire(blocking=False):
+            raise Reply(HTTPStatus.TOO_MANY_REQUESTS, f"{MAX_JOBS} jobs run already: wait")
+
+        def bounded() -> None:
+            try:
+                run()
+            finally:
+                self._job_slots.release()
+
+        threading.Thread(target=bounded, name=f"odf-ui-{job}", daemon=True).start()
+
     def _start_verify(self, name: str) -> str:
         summary = self._summary(name)
         job = self.hub.new_job()
@@ -407,7 +423,7 @@ class WebUi:
                 )
             )
 
-        threading.Thread(target=run, name=f"odf-ui-{job}", daemon=True).start()
+        self._run_job(job, run)
         return job
 
     def _start_pull(self, name: str) -> str:
@@ -431,7 +447,7 @@ class WebUi:
                 )
             )
 
-        threading.Thread(target=run, name=f"odf-ui-{job}", daemon=True).start()
+        self._run_job(job, run)
         return job
 
     # --- live events -----------------------------------------------------------------------------
