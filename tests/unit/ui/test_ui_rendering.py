@@ -3,14 +3,22 @@ layout, sessions, one-time links and the cross-site checks."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+from http import HTTPStatus
+from pathlib import Path
+
 import pytest
 
+from coordinator.app import Application
 from coordinator.ui.html import Html, escape, join, render
 from coordinator.ui.lineage_svg import layered, lineage_svg
 from coordinator.ui.markdown import render_markdown
 from coordinator.ui.pages import highlight_sql, size_text
-from coordinator.ui.server import query_error
+from coordinator.ui.server import MAX_JOBS, Reply, WebUi, query_error
 from coordinator.ui.sessions import Sessions, csrf_ok, same_origin
+from coordinator.workspace import Workspace
 
 HOSTILE = "<script>alert(1)</script>\"'&\x1b[31m\x07"
 
@@ -136,3 +144,24 @@ def test_query_errors_carry_their_position(message: str, where: tuple[int, int] 
     error = query_error(message, sql)
     assert error["error"] == message
     assert (error["line"], error["column"]) == where if where else "line" not in error
+
+
+def test_jobs_are_bounded(tmp_path: Path) -> None:
+    ui = WebUi(Application(Workspace.init(tmp_path)), None, TOKENS.get, secure=False)  # type: ignore[arg-type]
+    release = threading.Event()
+    ran = []
+    try:
+        for i in range(MAX_JOBS):
+            ui._run_job(f"job-{i}", release.wait)
+        with pytest.raises(Reply) as refused:
+            ui._run_job("one-too-many", lambda: ran.append(1))
+        assert refused.value.status == HTTPStatus.TOO_MANY_REQUESTS and not ran
+    finally:
+        release.set()
+    deadline = time.monotonic() + 10
+    while not ran:  # the slots come back as the jobs end
+        with contextlib.suppress(Reply):
+            ui._run_job("later", lambda: ran.append(1))
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    ui.stop()
