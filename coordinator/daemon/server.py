@@ -6,8 +6,7 @@ standard health service and reflection over gRPC, and ``/healthz`` and ``/metric
 (Prometheus) over HTTP, with the workspace's datasets there too (the Simple Transfer
 Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``; the Smart Transfer
 Protocol's pull, ``smart_pull``, and its push authenticated with the token, ``smart_push``,
-committed under the same dataset locks as the gRPC calls) and the web UI (``/ui/``,
-``coordinator.ui``, with its own login); it writes ``daemon.json``
+committed under the same dataset locks as the gRPC calls); it writes ``daemon.json``
 with the addresses actually bound, starts the scheduler, reports SERVING, and blocks until
 ``stop`` is set (``odf serve`` sets it on SIGTERM and SIGINT). Then it takes no more work
 (NOT_SERVING, the scheduler stops picking), lets running calls and the running scheduled pull
@@ -19,6 +18,9 @@ Exposure: loopback by default. Binding any other address needs TLS, or an explic
 and HTTPS on the HTTP address). ``daemon.requireTokenForReads`` makes every HTTP request but
 ``/healthz`` carry the token (``Authorization: Bearer``); a push always needs it. The HTTP
 listener's connections are bounded in number and time (``http_listener``).
+
+The HTTP address also serves the web UI (``/ui/``, the root redirecting there;
+``coordinator.ui``, with its own login), told of every commit the daemon makes.
 """
 
 from __future__ import annotations
