@@ -54,7 +54,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 def _start_daemon(rundir: RunDir, root: os.PathLike[str]) -> DaemonInfo:
     """``odf serve`` in the background (its own session: it outlives this command)."""
-    print("starting a daemon for this workspace ...", file=sys.stderr)
+    print("starting a daemon for this workspace (`odf daemon stop` stops it) ...", file=sys.stderr)
     process = subprocess.Popen(
         [sys.executable, "-m", "coordinator", "serve", "--log-format", "json"],
         cwd=root,
@@ -71,7 +71,7 @@ def _start_daemon(rundir: RunDir, root: os.PathLike[str]) -> DaemonInfo:
         code = process.poll()
         if code is not None:
             raise OdfError(
-                f"the daemon exited with code {code} before serving; see `odf daemon logs`"
+                f"the daemon exited with code {code} before serving (`odf serve` shows why)"
             )
         time.sleep(0.1)
     raise OdfError(f"the daemon did not serve within {START_TIMEOUT_S:.0f} s (pid {process.pid})")

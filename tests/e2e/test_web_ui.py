@@ -414,13 +414,18 @@ def test_a_sql_query_and_its_csv_download(page: object, base: str, shots: Path) 
 
 def test_odf_ui_starts_a_daemon_and_gives_a_one_time_link(tmp_path: Path) -> None:
     ws = new_workspace(tmp_path / "ws")
-    (ws / ".odf" / "config.yaml").write_text(
-        "daemon:\n  address: 127.0.0.1:0\n  httpAddress: 127.0.0.1:0\n"
-    )
+    config = ws / ".odf" / "config.yaml"
+    config.write_text("daemon:\n  address: 127.0.0.1:0\n  httpAddress: 0.0.0.0:0\n")
+    failed = odf(ws, "ui", "--no-browser")  # a daemon that cannot start: said in one line
+    assert failed.returncode == 1 and not failed.stdout
+    assert failed.stderr.splitlines()[-1].startswith(
+        "error: the daemon exited with code 1 before serving"
+    ), failed.stderr
+    config.write_text("daemon:\n  address: 127.0.0.1:0\n  httpAddress: 127.0.0.1:0\n")
     result = odf(ws, "ui", "--no-browser")
     try:
         assert result.returncode == 0, result.stderr
-        assert result.stderr == "starting a daemon for this workspace ...\n"
+        assert result.stderr.startswith("starting a daemon for this workspace")
         link = result.stdout.strip()
         info = json.loads((ws / ".odf" / "run" / "daemon.json").read_text())
         assert link.startswith(f"http://{info['httpAddress']}/ui/login/")
