@@ -7,7 +7,8 @@ file of that size, minutes: an explicit flag), block encoding and appends at 100
 100,000 blocks, a whole transaction against DataFusion (100k, 1M, 5M records), the
 coordinator's overhead around a 1M-record transaction (in process and through ``odf pull``),
 a one-shot ``odf sql`` against the former start with a warm-up, the engine's idle and peak
-memory. Then prints one table: figure, ours, baseline, ratio, target, OK/MISSED; each ratio
+memory, the daemon under a soak, the web UI's page times (200 datasets, 5,000 blocks).
+Then prints one table: figure, ours, baseline, ratio, target, OK/MISSED; each ratio
 is against a baseline measured in the same run. Exits 1 when any target is missed or a
 benchmark fails (the whole table is printed first).
 
@@ -64,6 +65,7 @@ BENCHES = (
     Bench("memory", "bench_memory.py", ("--rows", "1000000")),
     Bench("soak", "bench_soak.py", ("--seconds", "20")),
     Bench("flight_sql", "bench_flight_sql.py", ("--rows", "200000", "--runs", "1")),
+    Bench("ui", "bench_ui.py", ("--datasets", "20", "--blocks", "500", "--repeats", "3")),
 )
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System packages a fresh machine needs: a Java 17+ runtime for Spark, and the Mosquitto MQTT
-# broker the MQTT source's tests run against.
+# System packages a fresh machine needs: a Java 17+ runtime for Spark, the Mosquitto MQTT
+# broker the MQTT source's tests run against, and Chromium with its driver (the web UI's
+# browser tests drive Debian's build; no browser is ever downloaded by a test tool).
 # (Container tooling is installed by scripts/build-images.sh, only where tests need it.)
 set -euo pipefail
 
@@ -20,6 +21,13 @@ if command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; then
 else
   echo "installing the Mosquitto MQTT broker (for the MQTT source's tests)"
   apt_install mosquitto
+fi
+
+if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
+  echo "chromium present"
+else
+  echo "installing Chromium and its driver (for the web UI's browser tests)"
+  apt_install chromium chromium-driver
 fi
 
 java_major() {

@@ -361,10 +361,11 @@ class Application:
 
         return export_to_stream(self.dataset(name), fmt, stream)
 
-    def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
+    def tail(self, name: str, n: int, *, skip: int = 0, as_of: Multihash | None = None) -> pa.Table:
+        """The latest ``n`` records after the latest ``skip``; ``as_of``: at that block."""
         from coordinator.query.tail import tail_records
 
-        return tail_records(self.dataset(name), n, skip=skip)
+        return tail_records(self.dataset(name), n, skip=skip, as_of=as_of)
 
     def schema(self, name: str) -> pa.Schema:
         ds = self.dataset(name)

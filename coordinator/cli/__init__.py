@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "config": ("config",),
     "completion": ("completion",),
     "daemon": ("serve", "daemon"),
+    "ui": ("ui",),
     "engine_test": ("engine",),
 }
 """Each command module (``coordinator.cli.<module>``, in help order) and the commands (with

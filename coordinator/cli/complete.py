@@ -98,6 +98,7 @@ GRAMMAR: dict[tuple[str, ...], Shape] = {
         valued="--address --http-address --flight-sql-address --log-format --tls-cert --tls-key"
     ),
     ("daemon",): _shape(),
+    ("ui",): _shape(),
     ("daemon", "status"): _shape(),
     ("daemon", "stop"): _shape(),
     ("daemon", "logs"): _shape(valued="-n --lines"),

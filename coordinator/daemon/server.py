@@ -19,6 +19,9 @@ Exposure: loopback by default. Binding any other address needs TLS, or an explic
 and HTTPS on the HTTP address). ``daemon.requireTokenForReads`` makes every HTTP request but
 ``/healthz`` carry the token (``Authorization: Bearer``); a push always needs it. The HTTP
 listener's connections are bounded in number and time (``http_listener``).
+
+The HTTP address also serves the web UI (``/ui/``, the root redirecting there;
+``coordinator.ui``, with its own login), told of every commit the daemon makes.
 """
 
 from __future__ import annotations
@@ -62,8 +65,10 @@ from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
 from coordinator.daemon.smart_push import PushServer
 from coordinator.daemon.status import daemon_status
+from coordinator.daemon.ui_operations import DaemonOperations
 from coordinator.dataset.writer_locks import DAEMON
 from coordinator.sharing.serving import open_object, parse_request_path
+from coordinator.ui.server import WebUi
 
 log = get_logger(__name__)
 
@@ -127,11 +132,16 @@ class Daemon:
                 interceptors=[ScopedTokenInterceptor(authority), ActivityInterceptor(activity)],
             )
             started = datetime.now(UTC)
+
+            def committed(dataset: str) -> None:
+                scheduler.notify(dataset)
+                web.hub.committed(dataset)
+
             service = CoordinatorService(
                 self.app,
                 self.locks,
                 self.metrics,
-                scheduler.notify,
+                committed,
                 lambda: daemon_status(started, scheduler, self.app.pool, activity),
             )
             coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server)
@@ -145,9 +155,11 @@ class Daemon:
                 authority,
                 self.rundir.path,
                 self._hold_for_push,
-                scheduler.notify,
+                committed,
             )
-            http = self._http_server(pushes)
+            operations = DaemonOperations(self.app, self.locks, self.metrics, service)
+            web = WebUi(self.app, operations, authority.scope_of, secure=self.tls is not None)
+            http = self._http_server(pushes, web)
             flight_sql = self._flight_sql_server(authority)
             pool = self.app.keep_engines_warm(
                 idle_timeout=self.app.config.daemon.engine_idle_timeout
@@ -188,6 +200,7 @@ class Daemon:
                 http.shutdown()
                 http_thread.join()
                 http.server_close()
+                web.stop()
                 log.info("daemon.stopped")
 
     @contextmanager
@@ -238,7 +251,7 @@ class Daemon:
         server.address = _join(host, server.port)
         return server
 
-    def _http_server(self, pushes: PushServer) -> BoundedHTTPServer:
+    def _http_server(self, pushes: PushServer, web: WebUi) -> BoundedHTTPServer:
         serving = self.serving
         metrics = self.metrics
         workspace = self.app.ws
@@ -250,6 +263,8 @@ class Daemon:
                 if self.path == "/healthz":
                     ok = serving.is_set()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"not serving\n")
+                elif web.serves(self.path) and parse_request_path(self.path) is None:
+                    web.handle(self)  # the web UI: its own login, whatever the config says
                 elif pushes.is_push(self):
                     pushes.serve(self)
                 elif smart_pull.is_pull(self):
@@ -267,6 +282,12 @@ class Daemon:
                     self._send(200, metrics.render(), metrics_module.CONTENT_TYPE)
                 else:
                     self._send_object()
+
+            def do_POST(self) -> None:
+                if web.serves(self.path):
+                    web.handle(self)
+                else:
+                    self.send_error(404, "not found")
 
             def do_PUT(self) -> None:
                 if pushes.is_upload(self.path):

@@ -7,17 +7,19 @@ import pyarrow.parquet as pq
 
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import DataSlice
+from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 
 
-def tail_records(ds: Dataset, n: int, *, skip: int = 0) -> pa.Table:
-    """The latest ``n`` records (after skipping the latest ``skip``), oldest first."""
+def tail_records(ds: Dataset, n: int, *, skip: int = 0, as_of: Multihash | None = None) -> pa.Table:
+    """The latest ``n`` records (after skipping the latest ``skip``), oldest first; ``as_of``:
+    as the dataset was at that block (default: its head)."""
     state = ds.state()
     offset_column = state.vocab.offset_column
     wanted = n + skip
     slices: list[DataSlice] = []
     covered = 0
-    for _, block in ds.iter_blocks():
+    for _, block in ds.iter_blocks(as_of):
         if covered >= wanted:
             break
         event = block.event

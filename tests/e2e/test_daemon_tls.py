@@ -108,3 +108,32 @@ def test_a_non_loopback_http_address_needs_tls_or_insecure(tmp_path: Path) -> No
     ws = Workspace.init(tmp_path / "ws").root
     line = fails(ws, "serve", "--address", "127.0.0.1:0", "--http-address", "0.0.0.0:0")
     assert line.startswith("error: --http-address: 0.0.0.0 is not a loopback address"), line
+
+
+def test_the_web_ui_over_https_sets_a_secure_cookie(served: tuple[Served, Path]) -> None:
+    s, cert = served
+    base = f"https://{s.info['httpAddress']}"
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    context = ssl.create_default_context(cafile=str(cert))
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), NoRedirect)
+
+    def status_and_cookie(url: str, data: bytes | None = None) -> tuple[int, str]:
+        request = urllib.request.Request(url, data=data, headers={"Origin": base})
+        try:
+            with opener.open(request, timeout=10) as r:
+                return r.status, r.headers.get("Set-Cookie", "")
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Set-Cookie", "")
+
+    status, cookie = status_and_cookie(base + "/ui/login", f"token={s.token}".encode())
+    assert status == 303
+    assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    # `odf ui` trusts the daemon through daemon.json's certificate
+    link = ok(s.ws, "ui", "--no-browser").strip()
+    assert link.startswith(base + "/ui/login/")
+    status, cookie = status_and_cookie(link)
+    assert status == 303 and "Secure" in cookie

@@ -106,6 +106,8 @@ def test_tail_reads_the_latest_records_across_slices(tmp_path: Path) -> None:
     assert tail_records(ds, 3, skip=2).column("offset").to_pylist() == [4, 5, 6]
     assert tail_records(ds, 100).num_rows == 9
     assert tail_records(ds, 5, skip=100).num_rows == 0
+    second = [h for h, _ in ds.iter_blocks()][1]  # the head's parent: 7 records then
+    assert tail_records(ds, 5, as_of=second).column("offset").to_pylist() == [2, 3, 4, 5, 6]
 
 
 def _two_slices(tmp_path: Path) -> tuple[Dataset, Multihash, Path]:
