@@ -104,12 +104,13 @@ class Server:
         )
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
-        reply, _ = self.session.handle(json.dumps(message))
+        reply = self.session.handle(json.dumps(message)).reply
         assert "errorDetails" not in reply, reply
         return reply
 
     def refused(self, message: dict[str, Any]) -> str:
-        reply, done = self.session.handle(json.dumps(message))
+        turn = self.session.handle(json.dumps(message))
+        reply, done = turn.reply, turn.done
         self.session.close()
         assert done and "errorDetails" in reply, reply
         details = reply["errorDetails"]
@@ -179,7 +180,8 @@ def test_a_push_creates_the_dataset_and_uploads_only_what_is_asked(
         server.upload(src, s)
     with pytest.raises(UploadRefusedError, match="uploaded already"):
         server.upload(src, strategies[0])
-    reply, done = server.session.handle("{}")  # DatasetPushComplete
+    turn = server.session.handle("{}")  # DatasetPushComplete
+    reply, done = turn.reply, turn.done
     assert (reply, done) == ({}, True)
     server.session.close()
     pushed = server.dataset()
