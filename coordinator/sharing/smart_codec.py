@@ -33,6 +33,17 @@ class Dialect(Enum):
     REFERENCE = "reference"
 
 
+AUTO = "auto"
+DIALECTS = (AUTO, Dialect.REFERENCE.value, Dialect.SPEC.value)
+"""What a client may be told to speak."""
+
+
+def first_dialect(choice: str) -> Dialect:
+    """The dialect a client opens with: ``auto`` tries the reference's (kamu's servers answer
+    nothing else; ours answer both)."""
+    return Dialect.REFERENCE if choice == AUTO else Dialect(choice)
+
+
 class Phase(Enum):
     """Where in a session a message or an error belongs (the reference names it in errors)."""
 

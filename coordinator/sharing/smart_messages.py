@@ -55,8 +55,12 @@ def decode(text: str | bytes, where: str) -> dict[str, Any]:
     if "errorDetails" in message:
         details = message["errorDetails"]
         description = details.get("description") if isinstance(details, dict) else details
-        raise RejectedContentError(f"{where}: the server refused: {description}")
+        raise SpecRefusalError(f"{where}: the server refused: {description}")
     return message
+
+
+class SpecRefusalError(RejectedContentError):
+    """A ``DatasetError`` (the spec's refusal) from the peer."""
 
 
 def error(code: str, description: str) -> dict[str, Any]:
