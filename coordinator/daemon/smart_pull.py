@@ -103,9 +103,15 @@ def check_version(handler: BoundedHandler, protocol: ServerProtocol) -> Response
     """The refusal of a protocol version other than ours, if the client asked for one."""
     version = handler.headers.get(msg.VERSION_HEADER)
     if version is not None and version != msg.VERSION:
-        why = f"unsupported protocol version {version!r} (this server: {msg.VERSION})\n"
-        return protocol.reject(HTTPStatus.BAD_REQUEST, why)
+        response = protocol.reject(HTTPStatus.BAD_REQUEST, INCOMPATIBLE)
+        del response.headers["Content-Type"]
+        response.headers["Content-Type"] = "application/json"
+        return response
     return None
+
+
+INCOMPATIBLE = '{"message":"Incompatible client version"}'
+"""The body of a refused version: the reference's (its clients show it), in both dialects."""
 
 
 def send_response(handler: BoundedHandler, protocol: ServerProtocol, response: Response) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
-from websockets.exceptions import InvalidStatus, WebSocketException
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
 from common.logs import get_logger
@@ -51,7 +51,7 @@ from coordinator.sharing.smart_codec import (
 from coordinator.sharing.smart_push_messages import TOKEN_HINT
 from coordinator.sharing.transfer import Options, Outcome, SyncResult, walk
 from coordinator.sharing.transport_http import TIMEOUT, HttpSource
-from coordinator.sharing.transport_smart import remote_error, transfer_headers
+from coordinator.sharing.transport_smart import closed_refusal, remote_error, transfer_headers
 from coordinator.sharing.trust import Trust
 from coordinator.sharing.validation import objects_of
 
@@ -174,7 +174,7 @@ class _Session:
                     _upload_all(self.dataset, uploaded, targets, options, self.plain, talk.keep_up)
                     done = speaking.uploads_done()
                     if done is not None:
-                        talk.keep_up(0)
+                        talk.keep_up(len(uploaded))
                         ws.send(msg.encode(done))
                 # DatasetPushComplete -> DatasetPushCompleteConfirmed: the server commits once
                 # the daemon's work on the dataset (a transform, an ingest) is done
@@ -242,8 +242,11 @@ class _Conversation:
     ) -> dict[str, Any]:
         """Send one message; the server's answer (its refusal raised)."""
         self.ws.send(msg.encode(message))
-        reply = msg.decode(self.ws.recv(timeout=timeout), self.where)
-        return self.speaking.answer(reply, phase, self.where)
+        try:
+            text = self.ws.recv(timeout=timeout)
+        except ConnectionClosed as e:
+            raise closed_refusal(e, self.speaking, phase, self.where) from None
+        return self.speaking.answer(msg.decode(text, self.where), phase, self.where)
 
     def keep_up(self, uploaded: int) -> None:
         """While uploads run: answer the server's progress requests (the reference's; any

@@ -33,6 +33,7 @@ from coordinator.sharing.objects import Destination, ObjectKind, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
 from coordinator.sharing.smart_codec import (
     AUTO,
+    Codec,
     Dialect,
     ObjectFile,
     Phase,
@@ -79,7 +80,7 @@ class SmartSource:
                 proxy=None,
             ) as ws:
                 self._send(ws, speaking.pull_request(PullRequest()))  # the whole chain
-                reply = self._recv(ws, where)
+                reply = self._recv(ws, where, speaking, Phase.PULL_REQUEST)
                 if self.dialect == AUTO and "sizeEstimation" in reply:
                     speaking = codec(Dialect.SPEC)  # a server that answers only the spec's
                 self.spoken = speaking.dialect
@@ -87,14 +88,16 @@ class SmartSource:
                 body = speaking.answer(reply, Phase.PULL_REQUEST, where)
                 speaking.read_pull_response(body, where)
                 self._send(ws, {})  # DatasetPullMetadataRequest
-                body = speaking.answer(self._recv(ws, where), Phase.PULL_METADATA, where)
+                phase = Phase.PULL_METADATA
+                body = speaking.answer(self._recv(ws, where, speaking, phase), phase, where)
                 self.blocks = speaking.read_metadata(body, where, self.limits)
                 if not self.blocks:
                     return None
                 files = self._objects()
                 if files:
                     self._send(ws, speaking.object_files(files, Phase.PULL_OBJECTS))
-                    body = speaking.answer(self._recv(ws, where), Phase.PULL_OBJECTS, where)
+                    phase = Phase.PULL_OBJECTS
+                    body = speaking.answer(self._recv(ws, where, speaking, phase), phase, where)
                     self._read_urls(
                         speaking.read_strategies(body, Phase.PULL_OBJECTS, where), where
                     )
@@ -132,8 +135,12 @@ class SmartSource:
     def _send(self, ws: Any, message: dict[str, Any]) -> None:
         ws.send(msg.encode(message))
 
-    def _recv(self, ws: Any, where: str) -> dict[str, Any]:
-        return msg.decode(ws.recv(timeout=TIMEOUT[1]), where)
+    def _recv(self, ws: Any, where: str, speaking: Codec, phase: Phase) -> dict[str, Any]:
+        try:
+            text = ws.recv(timeout=TIMEOUT[1])
+        except ConnectionClosed as e:
+            raise closed_refusal(e, speaking, phase, where) from None
+        return msg.decode(text, where)
 
     def _objects(self) -> list[ObjectFile]:
         found: dict[tuple[ObjectKind, Multihash], int] = {}
@@ -167,6 +174,21 @@ class SmartSource:
             f"{where}: download URL {url!r} leaves the server's origin"
             f" {origin(self.http.location.url)} (allow it with --allow-origin {origin(url)})"
         )
+
+
+def closed_refusal(
+    closed: ConnectionClosed, speaking: Codec, phase: Phase, where: str
+) -> Exception:
+    """The server closed instead of answering: its refusal when the close frame carries one
+    (the reference's internal errors: code 1011, the ``Err`` as JSON), else the closing."""
+    frame = closed.rcvd
+    if frame is not None and frame.code == 1011 and frame.reason:
+        try:
+            speaking.answer(msg.decode(frame.reason, where), phase, where)
+        except RejectedContentError as e:
+            return e
+        return RejectedContentError(f"{where}: the server closed: {frame.reason[:200]!r}")
+    return closed
 
 
 def transfer_headers(target: TransferUrl, server: str) -> dict[str, str]:

@@ -6,11 +6,8 @@ uploads are refused with the dataset unchanged and the session's staging removed
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterator
-from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,78 +15,22 @@ import requests
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from coordinator.daemon.access import Authority, TokenStore
-from coordinator.daemon.http_listener import BoundedHandler, BoundedHTTPServer, HttpBounds
 from coordinator.daemon.smart_pull import MAX_MESSAGE_BYTES
-from coordinator.daemon.smart_push import PushServer
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing import smart_push_messages as push_msg
 from coordinator.sharing.errors import RemoteError
 from coordinator.sharing.objects import ObjectKind
-from coordinator.sharing.remote_refs import RemoteLocation
-from coordinator.sharing.serving import open_object, parse_request_path
 from coordinator.sharing.smart_push_client import push_smart
 from coordinator.sharing.transfer import Options, Outcome
 from coordinator.workspace import Workspace
-from tests.support.http_serving import running
+from tests.support.smart_listener import TOKEN, Server, smart_listener
 from tests.unit.sharing.test_transfer import append_slices, files_of, source_dataset
-
-TOKEN = "the-daemon-token"
-
-
-@dataclass
-class Server:
-    ws: Workspace
-    address: str
-    pushes: PushServer
-    commits: list[str]
-
-    @property
-    def location(self) -> RemoteLocation:
-        return RemoteLocation(f"odf+http://{self.address}/cities")
-
-    def staging(self) -> list[Path]:
-        root = self.pushes.stage_root
-        return list(root.iterdir()) if root.is_dir() else []
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    ws = Workspace.init(tmp_path / "server")
-    commits: list[str] = []
-    authority = Authority(TOKEN, TokenStore(ws.odf_dir))
-    pushes = PushServer(
-        ws, authority, ws.odf_dir / "run", lambda name: nullcontext(), commits.append
-    )
-
-    class Handler(BoundedHandler):  # the daemon's dispatch, without its gRPC side
-        def do_GET(self) -> None:
-            request = parse_request_path(self.path)
-            found = open_object(ws, request) if request is not None else None
-            if pushes.is_push(self):
-                pushes.serve(self)
-            elif found is not None:  # the Simple Transfer Protocol's reads
-                fd, size = found
-                with os.fdopen(fd, "rb") as file:
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(size))
-                    self.end_headers()
-                    self.wfile.write(file.read())
-            else:
-                self.send_error(404)
-
-        def do_PUT(self) -> None:
-            if pushes.is_upload(self.path):
-                pushes.upload(self)
-            else:
-                self.send_error(404)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    http = BoundedHTTPServer(("127.0.0.1", 0), Handler, HttpBounds(), None, lambda why: None)
-    with running(http) as port:
-        yield Server(ws, f"127.0.0.1:{port}", pushes, commits)
+    with smart_listener(Workspace.init(tmp_path / "server")) as found:
+        yield found
 
 
 def test_the_client_pushes_a_new_dataset_then_only_what_is_new(
