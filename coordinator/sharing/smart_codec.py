@@ -18,11 +18,13 @@ hostile-input code in both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
 from common.odf.multihash import Multihash
+from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import ObjectKind
 from coordinator.sharing.smart_push_messages import PushRequest, SizeEstimation
@@ -45,16 +47,17 @@ def first_dialect(choice: str) -> Dialect:
 
 
 class Phase(Enum):
-    """Where in a session a message or an error belongs (the reference names it in errors)."""
+    """Where in a session a message or an error belongs; its value is how the reference
+    names it in its errors (``{"Pull": "InitialRequest"}``)."""
 
-    PULL_REQUEST = "pull-request"
-    PULL_METADATA = "pull-metadata"
-    PULL_OBJECTS = "pull-objects"
-    PUSH_REQUEST = "push-request"
-    PUSH_METADATA = "push-metadata"
-    PUSH_OBJECTS = "push-objects"
-    PUSH_PROGRESS = "push-progress"
-    PUSH_COMPLETE = "push-complete"
+    PULL_REQUEST = ("Pull", "InitialRequest")
+    PULL_METADATA = ("Pull", "MetadataRequest")
+    PULL_OBJECTS = ("Pull", "ObjectsRequest")
+    PUSH_REQUEST = ("Push", "InitialRequest")
+    PUSH_METADATA = ("Push", "MetadataRequest")
+    PUSH_OBJECTS = ("Push", "ObjectsRequest")
+    PUSH_PROGRESS = ("Push", "ObjectsUploadProgress")
+    PUSH_COMPLETE = ("Push", "CompleteRequest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +73,14 @@ class PullRequest:
 class ObjectFile:
     kind: ObjectKind
     physical_hash: Multihash
-    size: int | None = None
-    """The reference sends it; the spec does not."""
+    size: int = 0
+    """The reference sends it; the spec does not (0)."""
 
 
 @dataclass(frozen=True, slots=True)
 class TransferUrl:
+    """Where a server asks an object to be downloaded from or uploaded to."""
+
     url: str
     headers: tuple[tuple[str, str], ...] = ()
     """Headers to send with the transfer (the reference's ``headers``)."""
@@ -136,12 +141,12 @@ class Codec(Protocol):
     def read_pull_request(self, message: dict[str, Any], where: str) -> PullRequest: ...
     def pull_response(self, size: SizeEstimation) -> dict[str, Any]: ...
     def read_pull_response(self, body: dict[str, Any], where: str) -> SizeEstimation: ...
-    def metadata(self, blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]:
-        """The pull's metadata answer (``DatasetMetadataPullResponse``)."""
+    def metadata(self, blocks: list[tuple[Multihash, bytes]], phase: Phase) -> dict[str, Any]:
+        """The metadata batch of ``phase`` (the pull's answer, the push's request)."""
         ...
 
     def read_metadata(
-        self, body: dict[str, Any], where: str, limits: Limits
+        self, message: dict[str, Any], phase: Phase, where: str, limits: Limits
     ) -> dict[Multihash, bytes]: ...
 
     # --- both ------------------------------------------------------------------------------
@@ -160,10 +165,6 @@ class Codec(Protocol):
     def read_push_request(
         self, message: dict[str, Any], where: str, limits: Limits
     ) -> PushRequest: ...
-    def push_metadata(self, blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]: ...
-    def read_push_metadata(
-        self, message: dict[str, Any], where: str, limits: Limits
-    ) -> dict[Multihash, bytes]: ...
     def read_push_step(self, message: dict[str, Any], where: str, limit: int) -> PushStep: ...
     def uploads_done(self) -> dict[str, Any] | None:
         """What a client says once its uploads are over (``None``: nothing)."""
@@ -217,3 +218,70 @@ def refused(codec_: Codec | None, refusal: Refusal) -> Turn:
     text, reason = speaking.refusal(refusal)
     code = 1011 if speaking.dialect is Dialect.REFERENCE else 1000
     return Turn(text, True, code, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyFields:
+    """How a dialect names the parts of an objects transfer answer."""
+
+    entries: str
+    file: str
+    push: str
+    upload: str
+    pull: str
+    download: str
+    skip_has_target: bool
+    """Whether a skipped upload still names its (null) target."""
+
+
+def write_strategies(
+    strategies: list[Strategy],
+    phase: Phase,
+    fields: StrategyFields,
+    file_json: Callable[[ObjectFile], dict[str, Any]],
+    url_json: Callable[[TransferUrl], dict[str, Any]],
+) -> dict[str, Any]:
+    """An objects transfer answer (pull: downloads; push: uploads or skips)."""
+    entries = []
+    for s in strategies:
+        entry: dict[str, Any] = {fields.file: file_json(s.file)}
+        if phase is Phase.PUSH_OBJECTS:
+            entry[fields.push] = "SkipUpload" if s.target is None else "HttpUpload"
+            if s.target is not None:
+                entry[fields.upload] = url_json(s.target)
+            elif fields.skip_has_target:
+                entry[fields.upload] = None
+        else:
+            assert s.target is not None
+            entry[fields.pull] = "HttpDownload"
+            entry[fields.download] = url_json(s.target)
+        entries.append(entry)
+    return {fields.entries: entries}
+
+
+def read_strategies(
+    body: dict[str, Any],
+    phase: Phase,
+    where: str,
+    fields: StrategyFields,
+    read_file: Callable[[object], ObjectFile],
+    read_url: Callable[[object], TransferUrl],
+) -> list[Strategy]:
+    """The strategies of a server's objects transfer answer, read as hostile input."""
+    entries = body.get(fields.entries)
+    if not isinstance(entries, list):
+        raise RejectedContentError(f"{where}: expected an objects transfer response")
+    push = phase is Phase.PUSH_OBJECTS
+    found = []
+    for s in entries:
+        if not isinstance(s, dict):
+            raise RejectedContentError(f"{where}: a malformed transfer strategy")
+        file = read_file(s.get(fields.file))
+        strategy = s.get(fields.push if push else fields.pull)
+        if push and strategy == "SkipUpload":
+            found.append(Strategy(file, None))
+            continue
+        if strategy != ("HttpUpload" if push else "HttpDownload"):
+            raise RejectedContentError(f"{where}: unsupported transfer strategy {strategy!r}")
+        found.append(Strategy(file, read_url(s.get(fields.upload if push else fields.download))))
+    return found

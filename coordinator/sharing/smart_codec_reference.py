@@ -37,30 +37,40 @@ from coordinator.sharing.smart_codec import (
     PushStep,
     Refusal,
     Strategy,
+    StrategyFields,
     TransferUrl,
+    read_strategies,
+    write_strategies,
 )
 from coordinator.sharing.smart_codec_spec import check_url
 from coordinator.sharing.smart_push_messages import PushRequest, SizeEstimation
 
 RAW = "raw"
 _PLAN_FIELDS = ("num_blocks", "num_objects", "bytes_in_raw_blocks", "bytes_in_raw_objects")
+_PLAN_ORDER = (
+    "num_blocks",
+    "num_objects",
+    "num_records",
+    "bytes_in_raw_blocks",
+    "bytes_in_raw_objects",
+)
+"""The fields of the reference's ``TransferPlan`` in its order (``SizeEstimation``'s names)."""
 _FILE_FIELDS = ("object_files", "object_type", "physical_hash", "size")
 _RESULT_PHASES = {Phase.PULL_REQUEST, Phase.PUSH_REQUEST, Phase.PUSH_METADATA, Phase.PUSH_OBJECTS}
 """Phases whose answer is a ``Result`` (``Ok``/``Err``)."""
 _SILENT_PHASES = {Phase.PUSH_PROGRESS, Phase.PUSH_COMPLETE}
 """Phases where a refusal as a text message could be read as success (an empty struct
 parses from any object): the refusal is only the close frame's reason, in plain text."""
-_PHASE_NAMES = {
-    Phase.PULL_REQUEST: {"Pull": "InitialRequest"},
-    Phase.PULL_METADATA: {"Pull": "MetadataRequest"},
-    Phase.PULL_OBJECTS: {"Pull": "ObjectsRequest"},
-    Phase.PUSH_REQUEST: {"Push": "InitialRequest"},
-    Phase.PUSH_METADATA: {"Push": "MetadataRequest"},
-    Phase.PUSH_OBJECTS: {"Push": "ObjectsRequest"},
-    Phase.PUSH_PROGRESS: {"Push": "ObjectsUploadProgress"},
-    Phase.PUSH_COMPLETE: {"Push": "CompleteRequest"},
-}
-_PUSH_PHASES = (Phase.PUSH_OBJECTS,)
+_BATCH_FIELD = {Phase.PULL_METADATA: "blocks", Phase.PUSH_METADATA: "new_blocks"}
+_STRATEGY = StrategyFields(
+    "object_transfer_strategies",
+    "object_file",
+    "push_strategy",
+    "upload_to",
+    "pull_strategy",
+    "download_from",
+    skip_has_target=True,
+)
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}")
 _FORBIDDEN_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer"}
@@ -85,7 +95,7 @@ class ReferenceCodec:
             return {"Err": {"InvalidInterval": refusal.details}}, reason
         if refusal.code == "InvalidHead" and refusal.phase is Phase.PUSH_REQUEST:
             return {"Err": {"InvalidHead": refusal.details}}, reason
-        internal = {"phase": _PHASE_NAMES[refusal.phase], "error_message": refusal.description}
+        internal = {"phase": dict([refusal.phase.value]), "error_message": refusal.description}
         return {"Err": {"Internal": internal}}, reason
 
     def answer(self, message: dict[str, Any], phase: Phase, where: str) -> dict[str, Any]:
@@ -122,13 +132,13 @@ class ReferenceCodec:
             body.get("transfer_plan"), where, "transfer_plan", (*_PLAN_FIELDS, "num_records")
         )
 
-    def metadata(self, blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]:
-        return {"blocks": _batch(blocks)}
+    def metadata(self, blocks: list[tuple[Multihash, bytes]], phase: Phase) -> dict[str, Any]:
+        return {_BATCH_FIELD[phase]: _batch(blocks)}
 
     def read_metadata(
-        self, body: dict[str, Any], where: str, limits: Limits
+        self, message: dict[str, Any], phase: Phase, where: str, limits: Limits
     ) -> dict[Multihash, bytes]:
-        return _read_batch(body.get("blocks"), where, limits)
+        return _read_batch(message.get(_BATCH_FIELD[phase]), where, limits)
 
     # --- objects ---------------------------------------------------------------------------
 
@@ -142,53 +152,19 @@ class ReferenceCodec:
         self, message: dict[str, Any], where: str, limit: int
     ) -> list[ObjectFile]:
         found = push_msg.read_object_files(message.get("object_files"), where, limit, _FILE_FIELDS)
-        return [ObjectFile(k, h, size) for k, h, size in found]
+        return [ObjectFile(k, h, size or 0) for k, h, size in found]
 
     def strategies(self, strategies: list[Strategy], phase: Phase) -> dict[str, Any]:
-        entries = []
-        for s in strategies:
-            if phase in _PUSH_PHASES:
-                entries.append(
-                    {
-                        "object_file": _file(s.file),
-                        "push_strategy": "SkipUpload" if s.target is None else "HttpUpload",
-                        "upload_to": None if s.target is None else _url(s.target),
-                    }
-                )
-            else:
-                assert s.target is not None
-                entries.append(
-                    {
-                        "object_file": _file(s.file),
-                        "pull_strategy": "HttpDownload",
-                        "download_from": _url(s.target),
-                    }
-                )
-        return {"object_transfer_strategies": entries}
+        return write_strategies(strategies, phase, _STRATEGY, _file, _url)
 
     def read_strategies(self, body: dict[str, Any], phase: Phase, where: str) -> list[Strategy]:
-        entries = body.get("object_transfer_strategies")
-        if not isinstance(entries, list):
-            raise RejectedContentError(f"{where}: expected an objects transfer response")
-        push = phase in _PUSH_PHASES
-        found = []
-        for s in entries:
-            if not isinstance(s, dict):
-                raise RejectedContentError(f"{where}: a malformed transfer strategy")
-            (kind, h, size), *_ = push_msg.read_object_files(
-                [s.get("object_file")], where, 1, _FILE_FIELDS
-            )
-            file = ObjectFile(kind, h, size)
-            strategy = s.get("push_strategy" if push else "pull_strategy")
-            if push and strategy == "SkipUpload":
-                found.append(Strategy(file, None))
-                continue
-            if strategy != ("HttpUpload" if push else "HttpDownload"):
-                raise RejectedContentError(f"{where}: unsupported transfer strategy {strategy!r}")
-            found.append(
-                Strategy(file, _read_url(s.get("upload_to" if push else "download_from"), where))
-            )
-        return found
+        def read_file(value: object) -> ObjectFile:
+            (kind, h, size), *_ = push_msg.read_object_files([value], where, 1, _FILE_FIELDS)
+            return ObjectFile(kind, h, size or 0)
+
+        return read_strategies(
+            body, phase, where, _STRATEGY, read_file, lambda value: _read_url(value, where)
+        )
 
     # --- push ------------------------------------------------------------------------------
 
@@ -222,14 +198,6 @@ class ReferenceCodec:
             public,
         )
 
-    def push_metadata(self, blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]:
-        return {"new_blocks": _batch(blocks)}
-
-    def read_push_metadata(
-        self, message: dict[str, Any], where: str, limits: Limits
-    ) -> dict[Multihash, bytes]:
-        return _read_batch(message.get("new_blocks"), where, limits)
-
     def read_push_step(self, message: dict[str, Any], where: str, limit: int) -> PushStep:
         if "object_files" in message:
             truncated = message.get("is_truncated", False)
@@ -255,13 +223,7 @@ class ReferenceCodec:
 
 
 def _plan(size: SizeEstimation) -> dict[str, int]:
-    return {
-        "num_blocks": size.num_blocks,
-        "num_objects": size.num_objects,
-        "num_records": size.num_records,
-        "bytes_in_raw_blocks": size.bytes_in_raw_blocks,
-        "bytes_in_raw_objects": size.bytes_in_raw_objects,
-    }
+    return {name: getattr(size, name) for name in _PLAN_ORDER}
 
 
 def _batch(blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]:
@@ -297,7 +259,7 @@ def _file(f: ObjectFile) -> dict[str, Any]:
     return {
         "object_type": _TYPES[f.kind],
         "physical_hash": str(f.physical_hash),
-        "size": f.size or 0,
+        "size": f.size,
     }
 
 

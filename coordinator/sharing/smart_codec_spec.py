@@ -9,24 +9,25 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from common.odf.multihash import Multihash
+from coordinator.sharing import smart_codec as sc
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing import smart_push_messages as push_msg
 from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
-from coordinator.sharing.smart_codec import (
-    Dialect,
-    ObjectFile,
-    Phase,
-    PullRequest,
-    PushStep,
-    Refusal,
-    Strategy,
-    TransferUrl,
-)
+from coordinator.sharing.smart_codec import Dialect, ObjectFile, Phase, PullRequest, Strategy
 from coordinator.sharing.smart_push_messages import PushRequest, SizeEstimation
 
 _SIZE_FIELDS = ("numBlocks", "numObjects", "bytesInRawBlocks", "bytesInRawObjects")
-_PUSH_PHASES = (Phase.PUSH_OBJECTS,)
+_BATCH_FIELD = {Phase.PULL_METADATA: "blocks", Phase.PUSH_METADATA: "newBlocks"}
+_STRATEGY = sc.StrategyFields(
+    "objectTransferStrategies",
+    "objectFile",
+    "pushStrategy",
+    "uploadTo",
+    "pullStrategy",
+    "downloadFrom",
+    skip_has_target=False,
+)
 
 
 class SpecCodec:
@@ -35,7 +36,7 @@ class SpecCodec:
     def reply(self, phase: Phase, body: dict[str, Any]) -> dict[str, Any]:
         return body
 
-    def refusal(self, refusal: Refusal) -> tuple[dict[str, Any] | None, str]:
+    def refusal(self, refusal: sc.Refusal) -> tuple[dict[str, Any] | None, str]:
         code = "Conflict" if refusal.code in ("Conflict", "InvalidHead") else "BadRequest"
         return msg.error(code, refusal.description), "refused"
 
@@ -74,13 +75,13 @@ class SpecCodec:
             raise RejectedContentError(f"{where}: sizeEstimation has a count that is not one")
         return SizeEstimation(*counts)
 
-    def metadata(self, blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]:
-        return {"blocks": msg.blocks_batch(blocks)}
+    def metadata(self, blocks: list[tuple[Multihash, bytes]], phase: Phase) -> dict[str, Any]:
+        return {_BATCH_FIELD[phase]: msg.blocks_batch(blocks)}
 
     def read_metadata(
-        self, body: dict[str, Any], where: str, limits: Limits
+        self, message: dict[str, Any], phase: Phase, where: str, limits: Limits
     ) -> dict[Multihash, bytes]:
-        return msg.read_blocks_batch(body.get("blocks"), where, limits)
+        return msg.read_blocks_batch(message.get(_BATCH_FIELD[phase]), where, limits)
 
     def object_files(self, files: list[ObjectFile], phase: Phase) -> dict[str, Any]:
         return {"objectFiles": [push_msg.object_file(f.kind, f.physical_hash) for f in files]}
@@ -91,44 +92,20 @@ class SpecCodec:
         return [ObjectFile(k, h) for k, h in push_msg.parse_object_files(message, where, limit)]
 
     def strategies(self, strategies: list[Strategy], phase: Phase) -> dict[str, Any]:
-        entries = []
-        for s in strategies:
-            entry: dict[str, Any] = {
-                "objectFile": push_msg.object_file(s.file.kind, s.file.physical_hash)
-            }
-            if phase in _PUSH_PHASES:
-                entry["pushStrategy"] = "SkipUpload" if s.target is None else "HttpUpload"
-                if s.target is not None:
-                    entry["uploadTo"] = {"url": s.target.url}
-            else:
-                assert s.target is not None
-                entry["pullStrategy"] = "HttpDownload"
-                entry["downloadFrom"] = {"url": s.target.url}
-            entries.append(entry)
-        return {"objectTransferStrategies": entries}
+        return sc.write_strategies(strategies, phase, _STRATEGY, _file, lambda t: {"url": t.url})
 
     def read_strategies(self, body: dict[str, Any], phase: Phase, where: str) -> list[Strategy]:
-        entries = body.get("objectTransferStrategies")
-        if not isinstance(entries, list):
-            raise RejectedContentError(f"{where}: expected an objects transfer response")
-        push = phase in _PUSH_PHASES
-        found = []
-        for s in entries:
-            if not isinstance(s, dict):
-                raise RejectedContentError(f"{where}: a malformed transfer strategy")
-            (kind, h), *_ = push_msg.parse_object_files(
-                {"objectFiles": [s.get("objectFile")]}, where, 1
-            )
-            strategy = s.get("pushStrategy" if push else "pullStrategy")
-            if push and strategy == "SkipUpload":
-                found.append(Strategy(ObjectFile(kind, h), None))
-                continue
-            holder = s.get("uploadTo" if push else "downloadFrom")
-            url = holder.get("url") if isinstance(holder, dict) else None
-            if strategy != ("HttpUpload" if push else "HttpDownload") or not isinstance(url, str):
-                raise RejectedContentError(f"{where}: unsupported transfer strategy {strategy!r}")
-            found.append(Strategy(ObjectFile(kind, h), TransferUrl(check_url(url, where))))
-        return found
+        def read_file(value: object) -> ObjectFile:
+            files = push_msg.parse_object_files({"objectFiles": [value]}, where, 1)
+            return ObjectFile(*files[0])
+
+        def read_url(value: object) -> sc.TransferUrl:
+            url = value.get("url") if isinstance(value, dict) else None
+            if not isinstance(url, str):
+                raise RejectedContentError(f"{where}: a transfer URL that is not one")
+            return sc.TransferUrl(check_url(url, where))
+
+        return sc.read_strategies(body, phase, where, _STRATEGY, read_file, read_url)
 
     def push_request(self, request: PushRequest) -> dict[str, Any]:
         return request.to_json()
@@ -136,19 +113,11 @@ class SpecCodec:
     def read_push_request(self, message: dict[str, Any], where: str, limits: Limits) -> PushRequest:
         return push_msg.parse_push_request(message, where, limits)
 
-    def push_metadata(self, blocks: list[tuple[Multihash, bytes]]) -> dict[str, Any]:
-        return {"newBlocks": msg.blocks_batch(blocks)}
-
-    def read_push_metadata(
-        self, message: dict[str, Any], where: str, limits: Limits
-    ) -> dict[Multihash, bytes]:
-        return msg.read_blocks_batch(message.get("newBlocks"), where, limits)
-
-    def read_push_step(self, message: dict[str, Any], where: str, limit: int) -> PushStep:
+    def read_push_step(self, message: dict[str, Any], where: str, limit: int) -> sc.PushStep:
         if "objectFiles" in message:
-            return PushStep(objects=self.read_object_files(message, where, limit))
+            return sc.PushStep(objects=self.read_object_files(message, where, limit))
         if not message:
-            return PushStep(complete=True)
+            return sc.PushStep(complete=True)
         raise RejectedContentError(f"{where}: unexpected message {sorted(message)[:5]}")
 
     def uploads_done(self) -> dict[str, Any] | None:
@@ -156,6 +125,10 @@ class SpecCodec:
 
     def progress_report(self, uploaded: int) -> dict[str, Any] | None:
         return None
+
+
+def _file(f: ObjectFile) -> dict[str, str]:
+    return push_msg.object_file(f.kind, f.physical_hash)
 
 
 def check_url(url: str, where: str) -> str:

@@ -163,7 +163,7 @@ class _Session:
                         raise SpecAnswerError(str(e)) from None
                     raise
                 batch = [(b.name, b.data) for b in self.blocks]
-                talk.ask(speaking.push_metadata(batch), Phase.PUSH_METADATA)
+                talk.ask(speaking.metadata(batch, Phase.PUSH_METADATA), Phase.PUSH_METADATA)
                 if self.objects or speaking.uploads_done() is not None:
                     files = [ObjectFile(k, h, o.size) for (k, h), o in self.objects.items()]
                     reply = talk.ask(

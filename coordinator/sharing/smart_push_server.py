@@ -233,7 +233,8 @@ class PushSession:
 
     def _metadata(self, speaking: Codec, message: dict[str, Any]) -> dict[str, Any]:
         assert self.request is not None
-        blocks = speaking.read_push_metadata(message, self.where, self.ctx.limits)
+        phase = Phase.PUSH_METADATA
+        blocks = speaking.read_metadata(message, phase, self.where, self.ctx.limits)
         if not blocks:
             raise RejectedContentError(f"{self.where}: no blocks pushed")
         source = BatchSource(RemoteLocation(self.where), blocks)

@@ -16,20 +16,10 @@ from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
+from coordinator.sharing import smart_codec as sc
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.objects import ObjectKind
-from coordinator.sharing.smart_codec import (
-    Codec,
-    ObjectFile,
-    Phase,
-    Refusal,
-    Strategy,
-    TransferUrl,
-    Turn,
-    codec,
-    detect_pull,
-    refused,
-)
+from coordinator.sharing.smart_codec import Codec, Phase, Turn
 from coordinator.sharing.smart_push_messages import SizeEstimation
 
 ObjectUrl = Callable[[str, Multihash], str]
@@ -64,13 +54,13 @@ class PullSession:
         try:
             message = msg.decode(text, WHERE)
             if self.codec is None:
-                self.codec = codec(detect_pull(message))
+                self.codec = sc.codec(sc.detect_pull(message))
             if self.blocks is None:
                 reply = self._request(self.codec, message)
             elif not self.sent_metadata:
                 phase = Phase.PULL_METADATA
                 self.sent_metadata = True
-                reply = self.codec.metadata(self.blocks)
+                reply = self.codec.metadata(self.blocks, phase)
             else:
                 phase = Phase.PULL_OBJECTS
                 reply = self._transfers(self.codec, message)
@@ -78,10 +68,10 @@ class PullSession:
         except IntervalError as e:
             head, tail = e.args[1:]
             details = {"head": str(head), "tail": str(tail)}
-            return refused(self.codec, Refusal(phase, "InvalidInterval", e.args[0], details))
+            return sc.refused(self.codec, sc.Refusal(phase, "InvalidInterval", e.args[0], details))
         except (OdfError, ValueError, KeyError, TypeError) as e:
             text = " ".join(str(e).split())[:500]
-            return refused(self.codec, Refusal(phase, "BadRequest", text))
+            return sc.refused(self.codec, sc.Refusal(phase, "BadRequest", text))
 
     def _request(self, speaking: Codec, message: dict[str, object]) -> dict[str, object]:
         request = speaking.read_pull_request(message, WHERE)
@@ -130,6 +120,6 @@ class PullSession:
         strategies = []
         for f in files:
             size = self.sizes.get((f.kind, f.physical_hash), f.size)
-            url = TransferUrl(self.object_url(f.kind.value, f.physical_hash), self.headers)
-            strategies.append(Strategy(ObjectFile(f.kind, f.physical_hash, size), url))
+            url = sc.TransferUrl(self.object_url(f.kind.value, f.physical_hash), self.headers)
+            strategies.append(sc.Strategy(sc.ObjectFile(f.kind, f.physical_hash, size), url))
         return speaking.strategies(strategies, Phase.PULL_OBJECTS)

@@ -90,7 +90,7 @@ class SmartSource:
                 self._send(ws, {})  # DatasetPullMetadataRequest
                 phase = Phase.PULL_METADATA
                 body = speaking.answer(self._recv(ws, where, speaking, phase), phase, where)
-                self.blocks = speaking.read_metadata(body, where, self.limits)
+                self.blocks = speaking.read_metadata(body, phase, where, self.limits)
                 if not self.blocks:
                     return None
                 files = self._objects()

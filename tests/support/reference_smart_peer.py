@@ -54,6 +54,19 @@ def serde(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def say(transcript: Transcript, ws: ServerConnection | ClientConnection, value: Any) -> None:
+    text = serde(value)
+    transcript.append(("sent", text))
+    ws.send(text)
+
+
+def hear(transcript: Transcript, ws: ServerConnection | ClientConnection) -> str:
+    text = ws.recv(timeout=30)
+    assert isinstance(text, str)
+    transcript.append(("received", text))
+    return text
+
+
 # --- the reference's messages (struct field order) ---------------------------------------
 
 
@@ -212,15 +225,10 @@ class ReferenceNode:
     # --- the WebSocket flows ---------------------------------------------------------------
 
     def _send(self, ws: ServerConnection, value: Any) -> None:
-        text = serde(value)
-        self.transcript.append(("sent", text))
-        ws.send(text)
+        say(self.transcript, ws, value)
 
     def _recv(self, ws: ServerConnection) -> Any:
-        text = ws.recv(timeout=10)
-        assert isinstance(text, str)
-        self.transcript.append(("received", text))
-        return json.loads(text)
+        return json.loads(hear(self.transcript, ws))
 
     def _close_with(self, ws: ServerConnection, value: Any) -> None:
         ws.close(1011, serde(value))
@@ -436,15 +444,10 @@ class ReferenceClient:
         return connect(url, additional_headers=headers, proxy=None, max_size=None)
 
     def send(self, ws: ClientConnection, value: Any) -> None:
-        text = serde(value)
-        self.transcript.append(("sent", text))
-        ws.send(text)
+        say(self.transcript, ws, value)
 
     def recv(self, ws: ClientConnection) -> str:
-        text = ws.recv(timeout=30)
-        assert isinstance(text, str)
-        self.transcript.append(("received", text))
-        return text
+        return hear(self.transcript, ws)
 
     def pull(
         self, begin_after: str | None = None, force: bool = False
