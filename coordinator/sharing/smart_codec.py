@@ -127,9 +127,8 @@ class Codec(Protocol):
         """A successful answer of ``phase`` (the reference wraps some in ``Ok``)."""
         ...
 
-    def refusal(self, refusal: Refusal) -> tuple[dict[str, Any] | None, str]:
-        """A refusal as a text message (``None``: none can be told safely in that phase)
-        and a short close reason."""
+    def refusal(self, refusal: Refusal) -> tuple[object, str]:
+        """A refusal as a text message's JSON value and a short close reason."""
         ...
 
     def answer(self, message: dict[str, Any], phase: Phase, where: str) -> dict[str, Any]:
@@ -205,7 +204,8 @@ class Turn:
     """A server session's answer to one message: the reply (``None``: none), whether the
     session is over, and then the close frame's code and reason."""
 
-    reply: dict[str, Any] | None
+    reply: object
+    """A JSON value; ``None``: no reply."""
     done: bool = False
     close_code: int = 1000
     close_reason: str = ""

@@ -59,8 +59,9 @@ _FILE_FIELDS = ("object_files", "object_type", "physical_hash", "size")
 _RESULT_PHASES = {Phase.PULL_REQUEST, Phase.PUSH_REQUEST, Phase.PUSH_METADATA, Phase.PUSH_OBJECTS}
 """Phases whose answer is a ``Result`` (``Ok``/``Err``)."""
 _SILENT_PHASES = {Phase.PUSH_PROGRESS, Phase.PUSH_COMPLETE}
-"""Phases where a refusal as a text message could be read as success (an empty struct
-parses from any object): the refusal is only the close frame's reason, in plain text."""
+"""Phases whose answer is an empty struct, which serde parses from any object: a refusal
+there is a JSON string (which the reference's client fails to parse, showing it), never an
+object that would read as success."""
 _BATCH_FIELD = {Phase.PULL_METADATA: "blocks", Phase.PUSH_METADATA: "new_blocks"}
 _STRATEGY = StrategyFields(
     "object_transfer_strategies",
@@ -87,10 +88,10 @@ class ReferenceCodec:
     def reply(self, phase: Phase, body: dict[str, Any]) -> dict[str, Any]:
         return {"Ok": body} if phase in _RESULT_PHASES else body
 
-    def refusal(self, refusal: Refusal) -> tuple[dict[str, Any] | None, str]:
+    def refusal(self, refusal: Refusal) -> tuple[object, str]:
         reason = "refused: " + refusal.description.encode("ascii", "replace").decode()[:100]
         if refusal.phase in _SILENT_PHASES:
-            return None, reason
+            return f"refused: {refusal.description}", reason
         if refusal.code == "InvalidInterval" and refusal.phase is Phase.PULL_REQUEST:
             return {"Err": {"InvalidInterval": refusal.details}}, reason
         if refusal.code == "InvalidHead" and refusal.phase is Phase.PUSH_REQUEST:

@@ -36,7 +36,7 @@ class SpecCodec:
     def reply(self, phase: Phase, body: dict[str, Any]) -> dict[str, Any]:
         return body
 
-    def refusal(self, refusal: sc.Refusal) -> tuple[dict[str, Any] | None, str]:
+    def refusal(self, refusal: sc.Refusal) -> tuple[object, str]:
         code = "Conflict" if refusal.code in ("Conflict", "InvalidHead") else "BadRequest"
         return msg.error(code, refusal.description), "refused"
 

@@ -35,7 +35,7 @@ TAR_GZIP = "application/tar+gzip"
 BASE64 = "base64"
 
 
-def encode(message: dict[str, Any]) -> str:
+def encode(message: object) -> str:
     return json.dumps(message, separators=(",", ":"))
 
 
@@ -50,6 +50,8 @@ def decode(text: str | bytes, where: str) -> dict[str, Any]:
         message = json.loads(text)
     except ValueError as e:
         raise RejectedContentError(f"{where}: not a JSON message: {e}") from None
+    if isinstance(message, str):  # the reference dialect's refusal where an object is success
+        raise RejectedContentError(f"{where}: the server refused: {message[:1000]}")
     if not isinstance(message, dict):
         raise RejectedContentError(f"{where}: not a JSON object")
     if "errorDetails" in message:

@@ -9,6 +9,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -20,6 +21,7 @@ from coordinator.sharing import smart_messages as msg
 from coordinator.sharing import smart_push_messages as push_msg
 from coordinator.sharing.errors import RemoteError
 from coordinator.sharing.objects import ObjectKind
+from coordinator.sharing.smart_codec import Dialect, ObjectFile, Phase, codec
 from coordinator.sharing.smart_push_client import push_smart
 from coordinator.sharing.transfer import Options, Outcome
 from coordinator.workspace import Workspace
@@ -67,7 +69,11 @@ def test_the_client_reports_a_refused_token(tmp_path: Path, server: Server) -> N
     assert server.ws.list_datasets() == []
 
 
-def test_hostile_uploads_are_refused_and_change_nothing(tmp_path: Path, server: Server) -> None:
+@pytest.mark.parametrize("dialect", ["spec", "reference"])
+def test_hostile_uploads_are_refused_and_change_nothing(
+    tmp_path: Path, server: Server, dialect: str
+) -> None:
+    speaking = codec(Dialect(dialect))
     src = source_dataset(tmp_path / "src", 1)
     push_smart(src, server.location, TOKEN, Options())
     served = server.ws.open_dataset("cities")
@@ -87,18 +93,19 @@ def test_hostile_uploads_are_refused_and_change_nothing(tmp_path: Path, server: 
         max_size=MAX_MESSAGE_BYTES,
     ) as ws:
 
-        def ask(message: dict[str, object]) -> dict[str, object]:
+        def ask(message: dict[str, Any], phase: Phase) -> dict[str, Any]:
             ws.send(json.dumps(message))
-            reply = json.loads(ws.recv(timeout=10))
-            assert isinstance(reply, dict)
-            return reply
+            return speaking.answer(json.loads(ws.recv(timeout=10)), phase, "test")
 
         size = push_msg.SizeEstimation(1, 1, len(new[0][1]), data.stat().st_size)
-        assert ask(push_msg.PushRequest(src.id, base, size).to_json()) == {}
-        assert ask({"newBlocks": msg.blocks_batch(new)}) == {}
-        reply = ask({"objectFiles": [push_msg.object_file(ObjectKind.DATA, h)]})
-        (strategy,) = reply["objectTransferStrategies"]  # type: ignore[misc]
-        url = strategy["uploadTo"]["url"]
+        request = speaking.push_request(push_msg.PushRequest(src.id, base, size))
+        assert ask(request, Phase.PUSH_REQUEST) == {}
+        assert ask(speaking.metadata(new, Phase.PUSH_METADATA), Phase.PUSH_METADATA) == {}
+        asked = [ObjectFile(ObjectKind.DATA, h, data.stat().st_size)]
+        reply = ask(speaking.object_files(asked, Phase.PUSH_OBJECTS), Phase.PUSH_OBJECTS)
+        (strategy,) = speaking.read_strategies(reply, Phase.PUSH_OBJECTS, "test")
+        assert strategy.target is not None
+        url = strategy.target.url
         content = data.read_bytes()
         key = url.split("/")[-3]
 
@@ -117,7 +124,11 @@ def test_hostile_uploads_are_refused_and_change_nothing(tmp_path: Path, server: 
         refused = put(url, flipped)
         assert refused.status_code == 400 and "content was changed" in refused.text
         assert key in {p.name for p in server.staging()}
-        assert "1 objects were not uploaded" in json.dumps(ask({}))
+        done = speaking.uploads_done()
+        if done is not None:
+            ws.send(json.dumps(done))
+        ws.send("{}")
+        assert "1 objects were not uploaded" in ws.recv(timeout=10)
     assert (served.head(), files_of(served)) == before and server.commits == ["cities"]
     deadline = threading.Event()
     for _ in range(50):  # the session ends with the connection, in the server's thread
