@@ -21,7 +21,10 @@ from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import ObjectKind
 
-TOKEN_HINT = "give the daemon's token (its .odf/run/token) with --token-file FILE or ODF_TOKEN"
+TOKEN_HINT = (
+    "give the daemon's token (its .odf/run/token) with --token-file FILE or ODF_TOKEN, or keep"
+    " it with its repository (odf repo add NAME URL --token-file FILE)"
+)
 OBJECT_TYPES = {"DataSlice": ObjectKind.DATA, "Checkpoint": ObjectKind.CHECKPOINT}
 TYPE_OF = {kind: name for name, kind in OBJECT_TYPES.items()}
 _SIZE_FIELDS = ("numBlocks", "numObjects", "bytesInRawBlocks", "bytesInRawObjects")

@@ -8,6 +8,8 @@ are refused with A's dataset exactly as it was.
 
 from __future__ import annotations
 
+import stat
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,9 +119,23 @@ def test_two_daemons_round_trip_in_each_dialect(
     d = workspace(tmp_path / "d")
     ok(d, "pull", b_url, *speak)
     assert snapshot(d / ".odf/datasets/cities") == snapshot(a_ds)
-    ingest(d, 7)
-    out = ok(d, "push", "cities", "--to", b_url, *speak, env=b_token)
+    ingest(d, 7)  # pushed through a repository that keeps B's token (no ODF_TOKEN)
+    b_http = served_b.info["httpAddress"]
+    token_file = str(served_b.ws / ".odf/run/token")
+    ok(d, "repo", "add", "b", f"odf+http://{b_http}", "--token-file", token_file)
+    assert stat.S_IMODE((d / ".odf/repos.json").stat().st_mode) == 0o600
+    out = ok(d, "push", "cities", "--to", "b/cities", *speak)
     assert moved(out) == (1, 1) and head(b_ds) == head(d / ".odf/datasets/cities")
+    # kamu-cli's `login` checks a stored token here
+    validate = urllib.request.Request(
+        f"http://{b_http}/platform/token/validate",
+        headers={"Authorization": f"Bearer {served_b.token}"},
+    )
+    with urllib.request.urlopen(validate, timeout=10) as r:
+        assert r.status == 200
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://{b_http}/platform/token/validate", timeout=10)
+    assert e.value.code == 401
 
 
 @pytest.fixture
