@@ -6,6 +6,7 @@ session's tests run in both dialects (``smart_codec``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from contextlib import nullcontext
@@ -347,3 +348,27 @@ def test_a_changed_block_in_the_pushed_batch_is_refused(
     error = server.refused(server.codec.metadata([(new[0], bytes(changed))], Phase.PUSH_METADATA))
     assert f"blocks/{new[0]}: its bytes hash to" in error and "the block was changed" in error
     assert (ds.head(), files_of(ds)) == before and not server.stage.exists()
+
+
+def test_an_upload_in_progress_keeps_its_session_alive(
+    tmp_path: Path, ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference's client says nothing on the WebSocket while it uploads: the session is
+    told of the upload's progress (the daemon then resets its idle deadline)."""
+    import coordinator.sharing.smart_push_server as server_module
+
+    monkeypatch.setattr(server_module, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(server_module, "UPLOAD_TOUCH_S", 0.0)
+    src = source_dataset(tmp_path / "src", 1)
+    server = Server(ws, dialect="reference")
+    touches: list[int] = []
+    server.session.ctx = dataclasses.replace(
+        server.session.ctx, on_upload=lambda: touches.append(1)
+    )
+    server.request(src, None)
+    server.ask(server.batch(src))
+    (strategy,) = server.strategies(src)
+    size = src.data_path(strategy.file.physical_hash).stat().st_size
+    server.upload(src, strategy)
+    assert len(touches) >= size // 64
+    assert server.complete().reply == {}
