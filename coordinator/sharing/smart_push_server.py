@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from common.logs import get_logger
-from common.odf.errors import NotFoundError, OdfError
+from common.odf.errors import DecodeError, NotFoundError, OdfError
 from common.odf.events import Seed
 from common.odf.multihash import Multihash
+from common.serde.flatbuffers_codec import decode_block
 from coordinator.dataset import AlreadyExistsError, ConflictError, Dataset, DatasetLayout
-from coordinator.dataset.append import append_blocks
+from coordinator.dataset.append import ReceivedBlock, append_blocks
 from coordinator.dataset.durable import fsync_dir, remove_durably
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing import smart_push_messages as push_msg
@@ -63,6 +64,7 @@ from coordinator.sharing.smart_codec import (
     refused,
 )
 from coordinator.sharing.transfer import Options, Plan, plan
+from coordinator.sharing.validation import objects_of
 from coordinator.tempdirs import remove_tree
 from coordinator.workspace import Workspace
 
@@ -138,6 +140,10 @@ class PushSession:
         self.old_head: Multihash | None = None
         self.plan: Plan | None = None
         self.named: dict[Key, ObjectRef] = {}
+        self.in_batch: dict[Key, ObjectRef] = {}
+        """Objects named by any block of the batch, also those before the blocks the server
+        lacks (the reference's forced push sends the whole chain and asks about all of its
+        objects): answered ``SkipUpload``."""
         self.wanted: dict[Key, ObjectRef] = {}
         self.announced: set[Key] = set()
         self.receiving: set[Key] = set()
@@ -173,7 +179,7 @@ class PushSession:
             phase = Phase.PUSH_OBJECTS
             if step != "objects":
                 raise RejectedContentError(f"{self.where}: unexpected message in step {step}")
-            move = speaking.read_push_step(message, self.where, len(self.named))
+            move = speaking.read_push_step(message, self.where, len(self.in_batch))
             if move.objects is not None:
                 return Turn(speaking.reply(phase, self._transfers(speaking, move.objects)))
             if move.progress or move.uploads_done:
@@ -267,6 +273,7 @@ class PushSession:
         kept = self._kept_objects(planned)
         self.named = {(o.kind, o.physical_hash): o for o in planned.objects}
         self.wanted = {k: o for k, o in self.named.items() if not kept(o)}
+        self.in_batch = {**_objects_named(blocks), **self.named}
         return {}
 
     def _kept_objects(self, planned: Plan) -> Callable[[ObjectRef], bool]:
@@ -289,11 +296,11 @@ class PushSession:
         strategies = []
         for f in files:
             key = (f.kind, f.physical_hash)
-            if key not in self.named:
+            if key not in self.in_batch:
                 raise RejectedContentError(
                     f"{self.where}: {key[0].value}/{key[1]} is not named by the pushed blocks"
                 )
-            file = ObjectFile(f.kind, f.physical_hash, self.named[key].size)
+            file = ObjectFile(f.kind, f.physical_hash, self.in_batch[key].size)
             if key in self.wanted:
                 with self.lock:
                     self.announced.add(key)
@@ -422,6 +429,19 @@ class PushSession:
             if self.step != "done":
                 self.step = "failed"
         remove_tree(self.ctx.stage)
+
+
+def _objects_named(blocks: dict[Multihash, bytes]) -> dict[Key, ObjectRef]:
+    """The objects the blocks of a batch name (blocks that do not decode name none: the plan
+    refused any it needed)."""
+    found = {}
+    for name, data in blocks.items():
+        try:
+            received = ReceivedBlock(name, data, decode_block(data))
+        except (DecodeError, ValueError):
+            continue
+        found.update({(o.kind, o.physical_hash): o for o in objects_of(received)})
+    return found
 
 
 def _text(h: Multihash | None) -> str | None:

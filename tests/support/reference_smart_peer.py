@@ -479,10 +479,12 @@ class ReferenceClient:
         return blocks, objects
 
     def push(self, source: Layout, current_head: str | None, force: bool = False) -> dict[str, Any]:
-        """Push ``source``'s blocks after ``current_head``; the server's last answer."""
+        """Push ``source``'s blocks after ``current_head`` (forced onto a head not in the
+        chain: the whole chain, as the reference does); the server's last answer."""
         chain = source.chain()
         names = [h for h, _ in chain]
-        blocks = list(reversed(chain[: names.index(current_head)] if current_head else chain))
+        after = chain[: names.index(current_head)] if current_head in names else chain
+        blocks = list(reversed(after))
         with self._connect("push") as ws:
             self.send(
                 ws,

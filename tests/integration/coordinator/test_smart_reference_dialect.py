@@ -37,6 +37,7 @@ from tests.support.reference_smart_peer import (
     unbatch,
 )
 from tests.support.smart_listener import TOKEN, Server, smart_listener
+from tests.unit.coordinator.events import add_data_for, write_slice
 from tests.unit.sharing.test_transfer import append_slices, files_of, source_dataset
 
 NODE_TOKEN = "kamu-node-access-token"
@@ -242,11 +243,12 @@ def test_a_reference_client_pushes_to_our_server(tmp_path: Path, server: Server)
     assert server.staging() == [] or all(not p.exists() for p in server.staging())
 
 
-def test_a_reference_push_without_its_uploads_is_refused_in_a_close_frame(
+def test_a_reference_push_without_its_uploads_is_refused_as_a_string(
     tmp_path: Path, server: Server
 ) -> None:
     """The confirmation is an empty struct, which any object parses as: a refusal at the
-    commit must not be a text message, so it is the close frame's reason (not JSON)."""
+    commit is a JSON string (the reference's client fails to parse it, showing it), then a
+    close frame with code 1011."""
     src = source_dataset(tmp_path / "src", 1)
     client = ReferenceClient(f"http://{server.address}", token=TOKEN)
     chain = oldest_first(Layout(src.layout.root))
@@ -266,9 +268,12 @@ def test_a_reference_push_without_its_uploads_is_refused_in_a_close_frame(
         client.recv(ws)
         client.send(ws, {"details": "Complete"})  # without uploading anything
         client.send(ws, {})
+        refusal = json.loads(client.recv(ws))
+        assert isinstance(refusal, str)
+        assert refusal.startswith("refused: push of cities: 1 objects were not uploaded")
         with pytest.raises(Exception) as e:
             client.recv(ws)
-    assert "1011" in str(e.value) and "refused: push of cities: 1 objects were not" in str(e.value)
+    assert "1011" in str(e.value)
     assert server.ws.list_datasets() == []
 
 
@@ -285,3 +290,29 @@ def test_a_reference_client_with_another_version_gets_the_reference_answer(
             connect(f"ws://{server.address}/cities/{flow}", additional_headers=headers, proxy=None)
         assert e.value.response.status_code == 400
         assert e.value.response.body.decode() == INCOMPATIBLE
+
+
+def test_a_forced_reference_push_onto_a_diverged_head_replaces_it(
+    tmp_path: Path, server: Server
+) -> None:
+    """The reference's forced push sends the whole chain and asks about every object of it:
+    the blocks the server has are skipped, its objects answered SkipUpload, the server's own
+    block after the common one replaced."""
+    src = source_dataset(tmp_path / "src", 1)
+    push_smart(src, server.location, TOKEN, Options())
+    served = server.ws.open_dataset("cities")
+    common = src.head()
+    with served.staging_dir() as staging:  # the server went its own way
+        f = write_slice(staging, 10, 10, name="theirs")
+        served.commit(add_data_for(f, 9, 10, 10), data_file=f, expected_head=common)
+    append_slices(src, 1, 1)
+    client = ReferenceClient(f"http://{server.address}", token=TOKEN)
+    theirs = str(served.head())
+    refused = client.push(Layout(src.layout.root), theirs)  # not forced: the chains diverged
+    assert "diverged" in refused["Err"]["Internal"]["error_message"]
+    client.transcript.clear()
+    assert client.push(Layout(src.layout.root), theirs, force=True) == {}
+    assert served.head() == src.head()
+    answer = json.loads(texts(client.transcript, "received")[2])["Ok"]
+    pushes = [s["push_strategy"] for s in answer["object_transfer_strategies"]]
+    assert pushes == ["SkipUpload", "HttpUpload"]  # the common block's data file, the new one
