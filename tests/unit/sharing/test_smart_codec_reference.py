@@ -17,17 +17,8 @@ from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import ObjectKind
-from coordinator.sharing.smart_codec import (
-    Dialect,
-    ObjectFile,
-    Phase,
-    PullRequest,
-    Strategy,
-    TransferUrl,
-    codec,
-    detect_pull,
-    detect_push,
-)
+from coordinator.sharing import smart_codec as sc
+from coordinator.sharing.smart_codec import Dialect, ObjectFile, Phase, Strategy, TransferUrl
 from coordinator.sharing.smart_push_messages import PushRequest, SizeEstimation
 from coordinator.sharing.smart_server import PullSession
 from coordinator.sharing.transport_smart import transfer_headers
@@ -36,7 +27,7 @@ from tests.unit.sharing.test_transfer import source_dataset
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "reference-smart"
 DATASET_URL = "http://node.example:8080/cities/"
-REFERENCE = codec(Dialect.REFERENCE)
+REFERENCE = sc.codec(Dialect.REFERENCE)
 
 
 def fixture() -> dict[str, Any]:
@@ -151,18 +142,20 @@ def test_requests_round_trip_and_read_as_serde_writes_them() -> None:
         '"force_update_if_diverged":true,"visibility_for_created_dataset":"Public"}'
     )
     assert REFERENCE.read_push_request(json.loads(text), "t", Limits()) == push
-    pull = PullRequest(h, None, False)
+    pull = sc.PullRequest(h, None, False)
     assert REFERENCE.read_pull_request(REFERENCE.pull_request(pull), "t") == pull
-    assert msg.encode(REFERENCE.pull_request(PullRequest())) == (
+    assert msg.encode(REFERENCE.pull_request(sc.PullRequest())) == (
         '{"begin_after":null,"stop_at":null,"force_update_if_diverged":false}'
     )
 
 
 def test_each_session_is_told_by_its_first_message() -> None:
     did = DatasetID.from_did("did:odf:fed01" + "00" * 32).to_did()
-    assert detect_pull({}) is Dialect.SPEC
-    assert detect_pull({"beginAfter": None, "datasetId": did}) is Dialect.SPEC
-    assert detect_pull(REFERENCE.pull_request(PullRequest())) is Dialect.REFERENCE
-    assert detect_push({"datasetId": did, "currentHead": None}) is Dialect.SPEC
+    assert sc.detect_pull({}) is Dialect.SPEC
+    assert sc.detect_pull({"beginAfter": None, "datasetId": did}) is Dialect.SPEC
+    assert sc.detect_pull(REFERENCE.pull_request(sc.PullRequest())) is Dialect.REFERENCE
+    assert sc.detect_push({"datasetId": did, "currentHead": None}) is Dialect.SPEC
     size = SizeEstimation(1, 0, 1, 0)
-    assert detect_push(REFERENCE.push_request(PushRequest(None, None, size))) is Dialect.REFERENCE
+    assert (
+        sc.detect_push(REFERENCE.push_request(PushRequest(None, None, size))) is Dialect.REFERENCE
+    )
