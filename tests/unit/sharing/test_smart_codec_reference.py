@@ -13,11 +13,11 @@ import pytest
 
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
+from coordinator.sharing import smart_codec as sc
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import ObjectKind
-from coordinator.sharing import smart_codec as sc
 from coordinator.sharing.smart_codec import Dialect, ObjectFile, Phase, Strategy, TransferUrl
 from coordinator.sharing.smart_push_messages import PushRequest, SizeEstimation
 from coordinator.sharing.smart_server import PullSession
