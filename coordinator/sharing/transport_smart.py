@@ -58,7 +58,6 @@ class SmartSource:
         self.trust = http.trust
         self.limits = http.limits
         self.dialect = dialect
-        self.spoken: Dialect | None = None
         self.blocks: dict[Multihash, bytes] = {}
         self.urls: dict[tuple[str, Multihash], TransferUrl] = {}
         self.ws_url = "ws" + http.location.url[4:] + "/pull"
@@ -83,7 +82,6 @@ class SmartSource:
                 reply = self._recv(ws, where, speaking, Phase.PULL_REQUEST)
                 if self.dialect == AUTO and "sizeEstimation" in reply:
                     speaking = codec(Dialect.SPEC)  # a server that answers only the spec's
-                self.spoken = speaking.dialect
                 log.info("smart.dialect", remote=where, dialect=speaking.dialect.value)
                 body = speaking.answer(reply, Phase.PULL_REQUEST, where)
                 speaking.read_pull_response(body, where)

@@ -148,3 +148,14 @@ def test_a_reference_batch_whose_payload_is_not_bytes_is_refused(tmp_path: Path)
         Sharing(ws).pull_remote(url, Options(limits=LIMITS, dialect="reference"))
     assert "the batch's payload is not an array of bytes" in str(e.value)
     assert ws.list_datasets() == []
+
+
+def test_an_auto_client_carries_on_in_the_spec_dialect_when_answered_in_it(
+    tmp_path: Path,
+) -> None:
+    """``auto`` opens in the reference's dialect; a server answering in the spec's (an older
+    ``odf serve``) is followed in it: here to the spec-form strategies, whose URL is refused."""
+    ws = Workspace.init(tmp_path / "ws")
+    with hostile_smart_server(elsewhere(tmp_path), "spec") as url, pytest.raises(OdfError) as e:
+        Sharing(ws).pull_remote(url, Options(limits=LIMITS))
+    assert "leaves the server's origin" in str(e.value), str(e.value)
