@@ -18,6 +18,7 @@ from common.odf.errors import OdfError
 from coordinator.app.sharing import Sharing
 from coordinator.dataset import Dataset
 from coordinator.sharing.remote_refs import RemoteLocation
+from coordinator.sharing.smart_codec import Dialect
 from coordinator.sharing.smart_push_client import push_smart
 from coordinator.sharing.transfer import Options, Outcome
 from coordinator.sharing.trust import Trust
@@ -316,3 +317,20 @@ def test_a_forced_reference_push_onto_a_diverged_head_replaces_it(
     answer = json.loads(texts(client.transcript, "received")[2])["Ok"]
     pushes = [s["push_strategy"] for s in answer["object_transfer_strategies"]]
     assert pushes == ["SkipUpload", "HttpUpload"]  # the common block's data file, the new one
+
+
+def test_an_auto_push_to_a_server_speaking_only_the_spec_dialect_falls_back_to_it(
+    tmp_path: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older ``odf serve`` reads every push request as the spec's: it refuses the
+    reference's (no ``datasetId``) in the spec's form, and the client pushes again in it."""
+    import coordinator.sharing.smart_push_server as push_server
+
+    monkeypatch.setattr(push_server, "detect_push", lambda message: Dialect.SPEC)
+    src = source_dataset(tmp_path / "src", 1)
+    done = push_smart(src, server.location, TOKEN, Options())
+    assert done.outcome is Outcome.UPDATED
+    assert server.ws.open_dataset("cities").head() == src.head()
+    with pytest.raises(OdfError, match="has no datasetId"):  # told to speak the reference's
+        append_slices(src, 1, 1)
+        push_smart(src, server.location, TOKEN, Options(dialect="reference"))
