@@ -51,7 +51,8 @@ def decode(text: str | bytes, where: str) -> dict[str, Any]:
     except ValueError as e:
         raise RejectedContentError(f"{where}: not a JSON message: {e}") from None
     if isinstance(message, str):  # the reference dialect's refusal where an object is success
-        raise RejectedContentError(f"{where}: the server refused: {message[:1000]}")
+        said = message.removeprefix("refused: ")[:1000]
+        raise RejectedContentError(f"{where}: the server refused: {said}")
     if not isinstance(message, dict):
         raise RejectedContentError(f"{where}: not a JSON object")
     if "errorDetails" in message:
