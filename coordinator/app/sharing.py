@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from urllib.parse import quote
@@ -87,6 +87,9 @@ class Sharing:
             existing = self.workspace.open_dataset(name)
         except NotFoundError:
             existing = None
+        repo_token = self.repos.token_for(location) if options.trust.token is None else None
+        if repo_token is not None:
+            options = replace(options, trust=replace(options.trust, token=repo_token))
         source = open_source(location, options)
         try:
             if existing is not None:
@@ -224,6 +227,7 @@ class Sharing:
         if ds.head() is None:
             raise OdfError(f"dataset {ds.alias!r} has no blocks to push")
         if target.scheme in SMART_SCHEMES:
+            token = token or self.repos.token_for(target)
             if token is None:
                 raise ValidationError(
                     f"{target}: a push to a smart server needs its token: {TOKEN_HINT}"

@@ -42,7 +42,7 @@ def _shape(*positionals: str, many: bool = False, valued: str = "") -> Shape:
 
 
 _FORMAT = "-o --output-format"
-_TRANSFER = "--allow-origin --ca-file --max-object-size --parallel --token-file"
+_TRANSFER = "--allow-origin --ca-file --max-object-size --parallel --smart-dialect --token-file"
 _WAIT = "--wait-timeout"
 
 GRAMMAR: dict[tuple[str, ...], Shape] = {
@@ -79,7 +79,7 @@ GRAMMAR: dict[tuple[str, ...], Shape] = {
     ("detach",): _shape(DATASET),
     ("trust",): _shape(DATASET),
     ("repo",): _shape(),
-    ("repo", "add"): _shape(OTHER, OTHER),
+    ("repo", "add"): _shape(OTHER, OTHER, valued="--token-file"),
     ("repo", "list"): _shape(valued=_FORMAT),
     ("repo", "delete"): _shape(REPO),
     ("set-transform",): _shape(

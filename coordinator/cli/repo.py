@@ -15,7 +15,15 @@ def register(subparsers: Any) -> None:
     commands = p.add_subparsers(dest="repo_command", metavar="COMMAND", required=True)
     add = commands.add_parser("add", help="a repository alias for a URL")
     add.add_argument("name", metavar="NAME", help="the alias (a hostname-like name)")
-    add.add_argument("url", metavar="URL", help="file:///dir, http(s)://host/path")
+    add.add_argument(
+        "url", metavar="URL", help="file:///dir, http(s)://host/path, odf+http(s)://host:port"
+    )
+    add.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="the repository's token (a daemon's, a kamu node's access token), kept in"
+        " .odf/repos.json (mode 0600) and sent to it unless --token-file/ODF_TOKEN says otherwise",
+    )
     add.set_defaults(handler=cmd_add)
     listing = commands.add_parser("list", help="every repository alias")
     add_output_format_argument(listing)
@@ -26,8 +34,11 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    name, url = RepoRegistry(Workspace.find()).add(args.name, args.url)
-    print(f"repository {name}: {url}")
+    from coordinator.cli.sharing import push_token
+
+    token = push_token(args.token_file) if args.token_file is not None else None
+    name, url = RepoRegistry(Workspace.find()).add(args.name, args.url, token)
+    print(f"repository {name}: {url}" + (" (with its token)" if token else ""))
     return 0
 
 

@@ -69,6 +69,14 @@ def add_transfer_arguments(p: Any) -> None:
         help="an origin (https://host[:port]) a smart server may send download URLs to,"
         " besides its own (repeatable; default: none)",
     )
+    p.add_argument(
+        "--smart-dialect",
+        choices=("auto", "reference", "spec"),
+        default="auto",
+        help="the Smart Transfer Protocol's dialect for odf+http(s):// (reference: kamu-cli's"
+        " and kamu-node's; spec: the AsyncAPI file's; default auto: the reference's, or the"
+        " spec's when the server answers in it; -v says which)",
+    )
 
 
 def _origin(text: str) -> str:
@@ -167,6 +175,7 @@ def _options(args: argparse.Namespace, progress: Any, *, force: bool = False) ->
         progress=progress,
         trust=_trust(args),
         force=force,
+        dialect=args.smart_dialect,
     )
 
 

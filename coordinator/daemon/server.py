@@ -74,6 +74,8 @@ log = get_logger(__name__)
 
 GRACE_S = 10.0
 _WORKERS = 16
+TOKEN_VALIDATE_PATH = "/platform/token/validate"
+"""kamu-cli's check of a stored access token (200: good, 401: not), answered for its `login`."""
 SERVICE_NAME = coordinator_pb2.DESCRIPTOR.services_by_name["Coordinator"].full_name
 
 
@@ -270,6 +272,10 @@ class Daemon:
                 elif smart_pull.is_pull(self):
                     may_read = not token_for_reads or pushes.authorized(self, Scope.READ)
                     smart_pull.serve_pull(self, workspace, may_read)
+                elif self.path == TOKEN_VALIDATE_PATH:  # kamu-cli's `login`: a good token?
+                    good = pushes.authorized(self, Scope.READ)
+                    body = b"{}" if good else b'{"message":"not a token of this daemon"}'
+                    self._send(200 if good else 401, body, "application/json")
                 elif token_for_reads and not pushes.authorized(self, Scope.READ):
                     self.close_connection = True
                     self.send_response(401)

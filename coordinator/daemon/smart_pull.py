@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
 
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
@@ -25,6 +24,7 @@ from common.odf.dataset_refs import DatasetName
 from common.odf.errors import OdfError, ValidationError
 from coordinator.daemon.http_listener import WS_PROGRESS_BYTES, BoundedHandler
 from coordinator.sharing import smart_messages as msg
+from coordinator.sharing.smart_codec import Turn
 from coordinator.sharing.smart_server import PullSession
 from coordinator.workspace import Workspace
 
@@ -61,8 +61,22 @@ def serve_pull(handler: BoundedHandler, workspace: Workspace, authorized: bool) 
         return
     host = handler.headers.get("Host", "")
     name = dataset.alias
-    session = PullSession(dataset, lambda kind, h: f"{handler.scheme}://{host}/{name}/{kind}/{h}")
+    session = PullSession(
+        dataset,
+        lambda kind, h: f"{handler.scheme}://{host}/{name}/{kind}/{h}",
+        transfer_headers(handler),
+    )
     run_session(handler, protocol, session.handle)
+
+
+def transfer_headers(handler: BoundedHandler) -> tuple[tuple[str, str], ...]:
+    """The headers the reference's transfer URLs ask for: the protocol version, and the
+    client's own token when it sent one (the reads of a daemon that requires it)."""
+    found = [(msg.VERSION_HEADER.lower(), msg.VERSION)]
+    bearer = handler.headers.get("Authorization")
+    if bearer is not None and bearer.isascii() and bearer.isprintable() and len(bearer) < 4096:
+        found.append(("authorization", bearer))
+    return tuple(found)
 
 
 def open_protocol(
@@ -89,9 +103,15 @@ def check_version(handler: BoundedHandler, protocol: ServerProtocol) -> Response
     """The refusal of a protocol version other than ours, if the client asked for one."""
     version = handler.headers.get(msg.VERSION_HEADER)
     if version is not None and version != msg.VERSION:
-        why = f"unsupported protocol version {version!r} (this server: {msg.VERSION})\n"
-        return protocol.reject(HTTPStatus.BAD_REQUEST, why)
+        response = protocol.reject(HTTPStatus.BAD_REQUEST, INCOMPATIBLE)
+        del response.headers["Content-Type"]
+        response.headers["Content-Type"] = "application/json"
+        return response
     return None
+
+
+INCOMPATIBLE = '{"message":"Incompatible client version"}'
+"""The body of a refused version: the reference's (its clients show it), in both dialects."""
 
 
 def send_response(handler: BoundedHandler, protocol: ServerProtocol, response: Response) -> bool:
@@ -104,7 +124,7 @@ def send_response(handler: BoundedHandler, protocol: ServerProtocol, response: R
 def run_session(
     handler: BoundedHandler,
     protocol: ServerProtocol,
-    handle: Callable[[bytes], tuple[dict[str, Any], bool]],
+    handle: Callable[[bytes], Turn],
 ) -> None:
     """Answer each text message with ``handle``'s reply until it says the session is over,
     the client closes, the protocol fails (a bad frame, a message over the size limit), the
@@ -136,10 +156,11 @@ def run_session(
                 protocol.send_close()
                 _flush(handler, protocol)
                 return
-            reply, done = handle(bytes(frame.data))
-            protocol.send_text(msg.encode(reply).encode())
-            if done:
-                protocol.send_close()
+            turn = handle(bytes(frame.data))
+            if turn.reply is not None:
+                protocol.send_text(msg.encode(turn.reply).encode())
+            if turn.done:
+                protocol.send_close(turn.close_code, turn.close_reason)
         if not _flush(handler, protocol):
             return
         if active:

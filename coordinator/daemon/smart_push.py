@@ -127,6 +127,7 @@ class PushServer:
             hold=self.hold,
             on_commit=self.on_commit,
             limits=Limits(),
+            on_upload=lambda: handler.deadline.set(handler.bounds.idle_timeout, "idle"),
         )
         session = PushSession(context)
         with self.guard:

@@ -115,8 +115,8 @@ class HashedFile:
             self._fd = -1
 
 
-def _write_file(path: Path, data: bytes, *, sync: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+def _write_file(path: Path, data: bytes, *, sync: bool, mode: int = 0o644) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)
         while view:
@@ -128,15 +128,16 @@ def _write_file(path: Path, data: bytes, *, sync: bool) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically; durably unless ``sync`` is false.
+def write_atomic(path: Path, data: bytes, *, sync: bool = True, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` atomically; durably unless ``sync`` is false; a new
+    file of ``mode`` (less the umask; ``0o600`` for secrets).
 
     Without ``sync`` the file is still never seen half-written, but may be lost (or be
     empty after a power loss): only for caches that are checked when read.
     """
     tmp = pending_name(path)
     try:
-        _write_file(tmp, data, sync=sync)
+        _write_file(tmp, data, sync=sync, mode=mode)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

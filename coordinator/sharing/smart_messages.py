@@ -35,7 +35,7 @@ TAR_GZIP = "application/tar+gzip"
 BASE64 = "base64"
 
 
-def encode(message: dict[str, Any]) -> str:
+def encode(message: object) -> str:
     return json.dumps(message, separators=(",", ":"))
 
 
@@ -50,13 +50,20 @@ def decode(text: str | bytes, where: str) -> dict[str, Any]:
         message = json.loads(text)
     except ValueError as e:
         raise RejectedContentError(f"{where}: not a JSON message: {e}") from None
+    if isinstance(message, str):  # the reference dialect's refusal where an object is success
+        said = message.removeprefix("refused: ")[:1000]
+        raise RejectedContentError(f"{where}: the server refused: {said}")
     if not isinstance(message, dict):
         raise RejectedContentError(f"{where}: not a JSON object")
     if "errorDetails" in message:
         details = message["errorDetails"]
         description = details.get("description") if isinstance(details, dict) else details
-        raise RejectedContentError(f"{where}: the server refused: {description}")
+        raise SpecRefusalError(f"{where}: the server refused: {description}")
     return message
+
+
+class SpecRefusalError(RejectedContentError):
+    """A ``DatasetError`` (the spec's refusal) from the peer."""
 
 
 def error(code: str, description: str) -> dict[str, Any]:
@@ -64,7 +71,18 @@ def error(code: str, description: str) -> dict[str, Any]:
 
 
 def blocks_batch(blocks: Sequence[tuple[Multihash, bytes]]) -> dict[str, Any]:
-    """An ``ObjectsBatch`` of ``MetadataBlock`` objects."""
+    """An ``ObjectsBatch`` of ``MetadataBlock`` objects (the spec's)."""
+    return {
+        "objectsCount": len(blocks),
+        "objectType": "MetadataBlock",
+        "mediaType": TAR_GZIP,
+        "encoding": BASE64,
+        "payload": base64.b64encode(tar_gz(blocks)).decode("ascii"),
+    }
+
+
+def tar_gz(blocks: Sequence[tuple[Multihash, bytes]]) -> bytes:
+    """The blocks as a gzip'd tar archive, members named by their hashes (both dialects)."""
     buffer = io.BytesIO()
     with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as zipped:  # noqa: SIM117
         with tarfile.open(fileobj=zipped, mode="w") as tar:
@@ -72,17 +90,12 @@ def blocks_batch(blocks: Sequence[tuple[Multihash, bytes]]) -> dict[str, Any]:
                 info = tarfile.TarInfo(h.to_multibase())
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
-    return {
-        "objectsCount": len(blocks),
-        "objectType": "MetadataBlock",
-        "mediaType": TAR_GZIP,
-        "encoding": BASE64,
-        "payload": base64.b64encode(buffer.getvalue()).decode("ascii"),
-    }
+    return buffer.getvalue()
 
 
 def read_blocks_batch(batch: object, where: str, limits: Limits) -> dict[Multihash, bytes]:
-    """The blocks of a received ``ObjectsBatch``, by name (their hashes are checked later)."""
+    """The blocks of a received ``ObjectsBatch`` (the spec's), by name (their hashes are
+    checked later)."""
     if not isinstance(batch, dict):
         raise RejectedContentError(f"{where}: 'blocks' is not an ObjectsBatch")
     if batch.get("mediaType") != TAR_GZIP or batch.get("encoding") != BASE64:
@@ -96,6 +109,11 @@ def read_blocks_batch(batch: object, where: str, limits: Limits) -> dict[Multiha
         raw = base64.b64decode(payload, validate=True)
     except binascii.Error as e:
         raise RejectedContentError(f"{where}: the batch is not base64 tar+gzip: {e}") from None
+    return read_tar_gz(raw, batch.get("objectsCount"), where, limits)
+
+
+def read_tar_gz(raw: bytes, count: object, where: str, limits: Limits) -> dict[Multihash, bytes]:
+    """The blocks of a gzip'd tar archive said to hold ``count`` of them (both dialects)."""
     inflated = _Inflating(gzip.GzipFile(fileobj=io.BytesIO(raw)), limits.max_batch_bytes, where)
     blocks: dict[Multihash, bytes] = {}
     try:
@@ -114,10 +132,8 @@ def read_blocks_batch(batch: object, where: str, limits: Limits) -> dict[Multiha
         raise RejectedContentError(f"{where}: the batch is not a tar archive: {e}") from None
     except (OSError, EOFError) as e:  # gzip's own errors, while streaming
         raise RejectedContentError(f"{where}: the batch is not tar+gzip: {e}") from None
-    if batch.get("objectsCount") != len(blocks):
-        raise RejectedContentError(
-            f"{where}: the batch says {batch.get('objectsCount')} blocks, it has {len(blocks)}"
-        )
+    if count != len(blocks):
+        raise RejectedContentError(f"{where}: the batch says {count} blocks, it has {len(blocks)}")
     return blocks
 
 

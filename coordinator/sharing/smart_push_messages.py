@@ -21,7 +21,10 @@ from coordinator.sharing.errors import RejectedContentError
 from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import ObjectKind
 
-TOKEN_HINT = "give the daemon's token (its .odf/run/token) with --token-file FILE or ODF_TOKEN"
+TOKEN_HINT = (
+    "give the daemon's token (its .odf/run/token) with --token-file FILE or ODF_TOKEN, or keep"
+    " it with its repository (odf repo add NAME URL --token-file FILE)"
+)
 OBJECT_TYPES = {"DataSlice": ObjectKind.DATA, "Checkpoint": ObjectKind.CHECKPOINT}
 TYPE_OF = {kind: name for name, kind in OBJECT_TYPES.items()}
 _SIZE_FIELDS = ("numBlocks", "numObjects", "bytesInRawBlocks", "bytesInRawObjects")
@@ -33,6 +36,8 @@ class SizeEstimation:
     num_objects: int
     bytes_in_raw_blocks: int
     bytes_in_raw_objects: int
+    num_records: int = 0
+    """The reference's ``num_records`` (not in the spec's)."""
 
     def to_json(self) -> dict[str, int]:
         values = (
@@ -46,12 +51,16 @@ class SizeEstimation:
 
 @dataclass(frozen=True, slots=True)
 class PushRequest:
-    dataset_id: DatasetID
+    dataset_id: DatasetID | None
+    """The spec's ``datasetId`` (the reference sends none: the pushed Seed says it)."""
     current_head: Multihash | None
     size: SizeEstimation
     force: bool = False
+    public: bool = False
+    """The reference's ``visibility_for_created_dataset`` (``Public``)."""
 
     def to_json(self) -> dict[str, Any]:
+        assert self.dataset_id is not None
         return {
             "datasetId": self.dataset_id.to_did(),
             "currentHead": None if self.current_head is None else str(self.current_head),
@@ -78,17 +87,17 @@ def parse_push_request(message: dict[str, Any], where: str, limits: Limits) -> P
 
 
 def _size(value: object, where: str, limits: Limits) -> SizeEstimation:
-    if not isinstance(value, dict):
-        raise RejectedContentError(f"{where}: sizeEstimation is not a TransferSizeEstimation")
-    numbers = []
-    for name in _SIZE_FIELDS:
-        n = value.get(name)
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise RejectedContentError(f"{where}: sizeEstimation.{name} is not a count")
-        numbers.append(n)
-    size = SizeEstimation(*numbers)
+    return read_size(value, where, limits, "sizeEstimation", _SIZE_FIELDS)
+
+
+def read_size(
+    value: object, where: str, limits: Limits, field: str, names: tuple[str, ...]
+) -> SizeEstimation:
+    """A pushed size estimation whose counts are named ``names`` (in ``SizeEstimation``'s
+    order), at least one block and within the limit."""
+    size = read_counts(value, where, field, names)
     if size.num_blocks < 1:
-        raise RejectedContentError(f"{where}: sizeEstimation.numBlocks must be at least 1")
+        raise RejectedContentError(f"{where}: {field}.{names[0]} must be at least 1")
     if size.num_blocks > limits.max_new_blocks:
         raise RejectedContentError(
             f"{where}: {size.num_blocks} blocks announced, over the limit of"
@@ -97,13 +106,38 @@ def _size(value: object, where: str, limits: Limits) -> SizeEstimation:
     return size
 
 
+def read_counts(value: object, where: str, field: str, names: tuple[str, ...]) -> SizeEstimation:
+    """A size estimation whose counts are named ``names`` (in ``SizeEstimation``'s order)."""
+    if not isinstance(value, dict):
+        raise RejectedContentError(f"{where}: {field} is not a TransferSizeEstimation")
+    numbers = []
+    for name in names:
+        n = value.get(name)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise RejectedContentError(f"{where}: {field}.{name} is not a count")
+        numbers.append(n)
+    return SizeEstimation(*numbers)
+
+
 def parse_object_files(
     message: dict[str, Any], where: str, limit: int
 ) -> list[tuple[ObjectKind, Multihash]]:
     """The objects of a ``DatasetPushObjectsTransferRequest`` (at most ``limit``)."""
-    files = message.get("objectFiles")
+    found = read_object_files(message.get("objectFiles"), where, limit, _SPEC_FILE_FIELDS)
+    return [(kind, h) for kind, h, _ in found]
+
+
+_SPEC_FILE_FIELDS = ("objectFiles", "objectType", "physicalHash", None)
+
+
+def read_object_files(
+    files: object, where: str, limit: int, fields: tuple[str, str, str, str | None]
+) -> list[tuple[ObjectKind, Multihash, int | None]]:
+    """A list of object references (at most ``limit``) whose list, type, hash and size (if
+    any) are named by ``fields``."""
+    list_name, type_name, hash_name, size_name = fields
     if not isinstance(files, list):
-        raise RejectedContentError(f"{where}: objectFiles is not a list")
+        raise RejectedContentError(f"{where}: {list_name} is not a list")
     if len(files) > limit:
         raise RejectedContentError(
             f"{where}: {len(files)} object files asked for, the pushed blocks name {limit}"
@@ -112,12 +146,18 @@ def parse_object_files(
     for f in files:
         if not isinstance(f, dict):
             raise RejectedContentError(f"{where}: an object file is not an ObjectFileReference")
-        kind = OBJECT_TYPES.get(f.get("objectType"))  # type: ignore[arg-type]
+        kind = OBJECT_TYPES.get(f.get(type_name))  # type: ignore[arg-type]
         if kind is None:
             raise RejectedContentError(
-                f"{where}: objectType {str(f.get('objectType'))[:50]!r} cannot be uploaded"
+                f"{where}: {type_name} {str(f.get(type_name))[:50]!r} cannot be uploaded"
+                " or downloaded"
             )
-        found.append((kind, parse_hash(f.get("physicalHash"), "physicalHash", where)))
+        size = None
+        if size_name is not None:
+            size = f.get(size_name)
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise RejectedContentError(f"{where}: {size_name} is not a size")
+        found.append((kind, parse_hash(f.get(hash_name), hash_name, where), size))
     return found
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -37,11 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from common.logs import get_logger
-from common.odf.errors import NotFoundError, OdfError
+from common.odf.errors import DecodeError, NotFoundError, OdfError
 from common.odf.events import Seed
 from common.odf.multihash import Multihash
+from common.serde.flatbuffers_codec import decode_block
 from coordinator.dataset import AlreadyExistsError, ConflictError, Dataset, DatasetLayout
-from coordinator.dataset.append import append_blocks
+from coordinator.dataset.append import ReceivedBlock, append_blocks
 from coordinator.dataset.durable import fsync_dir, remove_durably
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing import smart_push_messages as push_msg
@@ -49,7 +51,20 @@ from coordinator.sharing.errors import DivergedError, RejectedContentError, Remo
 from coordinator.sharing.limits import Limits
 from coordinator.sharing.objects import Destination, ObjectKind, ObjectRef, ObjectSink
 from coordinator.sharing.remote_refs import RemoteLocation
+from coordinator.sharing.smart_codec import (
+    Codec,
+    ObjectFile,
+    Phase,
+    Refusal,
+    Strategy,
+    TransferUrl,
+    Turn,
+    codec,
+    detect_push,
+    refused,
+)
 from coordinator.sharing.transfer import Options, Plan, plan
+from coordinator.sharing.validation import objects_of
 from coordinator.tempdirs import remove_tree
 from coordinator.workspace import Workspace
 
@@ -57,10 +72,12 @@ log = get_logger(__name__)
 
 Key = tuple[ObjectKind, Multihash]
 CHUNK_BYTES = 1 << 20
+UPLOAD_TOUCH_S = 5.0
 
 
 class PushConflictError(OdfError):
-    """The server's dataset is not where the pusher expected it."""
+    """The server's dataset is not where the pusher expected it (``args[1:]``: the head the
+    pusher expected and the server's, when that is the conflict)."""
 
 
 class UploadRefusedError(OdfError):
@@ -81,6 +98,9 @@ class PushContext:
     """The daemon's lock of a dataset: taken to commit, so a push never races its work."""
     on_commit: Callable[[str], None]
     limits: Limits
+    on_upload: Callable[[], None] = lambda: None
+    """Told while an upload of this session arrives (the session is not idle then: the
+    reference's client says nothing on the WebSocket while it uploads)."""
 
 
 class BatchSource:
@@ -120,6 +140,10 @@ class PushSession:
         self.old_head: Multihash | None = None
         self.plan: Plan | None = None
         self.named: dict[Key, ObjectRef] = {}
+        self.in_batch: dict[Key, ObjectRef] = {}
+        """Objects named by any block of the batch, also those before the blocks the server
+        lacks (the reference's forced push sends the whole chain and asks about all of its
+        objects): answered ``SkipUpload``."""
         self.wanted: dict[Key, ObjectRef] = {}
         self.announced: set[Key] = set()
         self.receiving: set[Key] = set()
@@ -128,43 +152,63 @@ class PushSession:
         self.objects = DatasetLayout(ctx.stage / "objects")
         self.pending = ctx.stage / "pending"
         self.pending.mkdir(parents=True)
+        self.codec: Codec | None = None
 
     # --- the conversation -----------------------------------------------------------------
 
-    def handle(self, text: str | bytes) -> tuple[dict[str, Any], bool]:
-        """The reply to one client message, and whether the session is over."""
+    def handle(self, text: str | bytes) -> Turn:
+        """The answer to one client message (the session is over after a refusal or the
+        commit)."""
+        phase = Phase.PUSH_REQUEST
         try:
             message = msg.decode(text, self.where)
+            if self.codec is None:
+                self.codec = codec(detect_push(message))
+            speaking = self.codec
             with self.lock:
                 step = self.step
             if step == "request":
-                reply = self._request(message)
+                reply = self._request(speaking, message)
                 self._to("metadata")
-            elif step == "metadata":
-                reply = self._metadata(message)
+                return Turn(speaking.reply(phase, reply))
+            phase = Phase.PUSH_METADATA
+            if step == "metadata":
+                reply = self._metadata(speaking, message)
                 self._to("objects")
-            elif step == "objects" and "objectFiles" in message:
-                reply = self._transfers(message)
-            elif step == "objects" and not message:
-                self._to("committing")
-                reply = self._complete()
-                self._to("done")
-                return reply, True
-            else:
+                return Turn(speaking.reply(phase, reply))
+            phase = Phase.PUSH_OBJECTS
+            if step != "objects":
                 raise RejectedContentError(f"{self.where}: unexpected message in step {step}")
-            return reply, False
+            move = speaking.read_push_step(message, self.where, len(self.in_batch))
+            if move.objects is not None:
+                return Turn(speaking.reply(phase, self._transfers(speaking, move.objects)))
+            if move.progress or move.uploads_done:
+                phase = Phase.PUSH_PROGRESS
+                return Turn(None)
+            phase = Phase.PUSH_COMPLETE
+            self._to("committing")
+            self._complete()
+            self._to("done")
+            return Turn(speaking.reply(phase, {}), True)
         except (OdfError, ValueError, KeyError, TypeError) as e:
             self._to("failed")
-            code = "Conflict" if isinstance(e, PushConflictError) else "BadRequest"
             log.info("push.refused", dataset=self.ctx.name, error=str(e))
-            return msg.error(code, " ".join(str(e).split())[:1000]), True
+            description = " ".join(str(e).split())[:1000]
+            if isinstance(e, PushConflictError) and len(e.args) == 3:
+                expected, actual = e.args[1:]
+                details = {"actual_head": _text(expected), "expected_head": _text(actual)}
+                refusal = Refusal(phase, "InvalidHead", description, details)
+            else:
+                code = "Conflict" if isinstance(e, PushConflictError) else "BadRequest"
+                refusal = Refusal(phase, code, description)
+            return refused(self.codec, refusal)
 
     def _to(self, step: str) -> None:
         with self.lock:
             self.step = step
 
-    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
-        request = push_msg.parse_push_request(message, self.where, self.ctx.limits)
+    def _request(self, speaking: Codec, message: dict[str, Any]) -> dict[str, Any]:
+        request = speaking.read_push_request(message, self.where, self.ctx.limits)
         self.request = request
         try:
             self.target = self.ctx.workspace.open_dataset(self.ctx.name)
@@ -174,22 +218,29 @@ class PushSession:
             if request.current_head is not None and not request.force:
                 raise PushConflictError(
                     f"{self.where}: there is no dataset {self.ctx.name!r} on the server, the"
-                    f" push expected its head to be {request.current_head}"
+                    f" push expected its head to be {request.current_head}",
+                    request.current_head,
+                    None,
                 )
             return {}
-        if self.target.id != request.dataset_id:
+        if request.dataset_id is not None and self.target.id != request.dataset_id:
             raise PushConflictError(
                 f"{self.where}: dataset {self.target.alias!r} on the server is"
                 f" {self.target.id.to_did()}, not {request.dataset_id.to_did()}"
             )
         self.old_head = self.target.head()
         if request.current_head != self.old_head and not request.force:
-            raise PushConflictError(_moved(self.where, request.current_head, self.old_head))
+            raise PushConflictError(
+                _moved(self.where, request.current_head, self.old_head),
+                request.current_head,
+                self.old_head,
+            )
         return {}
 
-    def _metadata(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _metadata(self, speaking: Codec, message: dict[str, Any]) -> dict[str, Any]:
         assert self.request is not None
-        blocks = msg.read_blocks_batch(message.get("newBlocks"), self.where, self.ctx.limits)
+        phase = Phase.PUSH_METADATA
+        blocks = speaking.read_metadata(message, phase, self.where, self.ctx.limits)
         if not blocks:
             raise RejectedContentError(f"{self.where}: no blocks pushed")
         source = BatchSource(RemoteLocation(self.where), blocks)
@@ -212,15 +263,17 @@ class PushSession:
         if planned.old_head is None:
             seed = planned.new_blocks[0].block.event
             assert isinstance(seed, Seed)  # the chain rules: the Seed comes first
-            if seed.dataset_id != self.request.dataset_id:
+            wanted = self.request.dataset_id
+            if wanted is not None and seed.dataset_id != wanted:
                 raise RejectedContentError(
                     f"{self.where}: the pushed Seed is {seed.dataset_id.to_did()}, the request"
-                    f" says {self.request.dataset_id.to_did()}"
+                    f" says {wanted.to_did()}"
                 )
         self.plan = planned
         kept = self._kept_objects(planned)
         self.named = {(o.kind, o.physical_hash): o for o in planned.objects}
         self.wanted = {k: o for k, o in self.named.items() if not kept(o)}
+        self.in_batch = {**_objects_named(blocks), **self.named}
         return {}
 
     def _kept_objects(self, planned: Plan) -> Callable[[ObjectRef], bool]:
@@ -239,24 +292,23 @@ class PushSession:
                     named.add(ref.physical_hash)
         return lambda o: o.physical_hash in named and o.path_in(target.layout).is_file()
 
-    def _transfers(self, message: dict[str, Any]) -> dict[str, Any]:
-        files = push_msg.parse_object_files(message, self.where, len(self.named))
+    def _transfers(self, speaking: Codec, files: list[ObjectFile]) -> dict[str, Any]:
         strategies = []
-        for key in files:
-            if key not in self.named:
+        for f in files:
+            key = (f.kind, f.physical_hash)
+            if key not in self.in_batch:
                 raise RejectedContentError(
                     f"{self.where}: {key[0].value}/{key[1]} is not named by the pushed blocks"
                 )
-            entry: dict[str, Any] = {"objectFile": push_msg.object_file(*key)}
+            file = ObjectFile(f.kind, f.physical_hash, self.in_batch[key].size)
             if key in self.wanted:
                 with self.lock:
                     self.announced.add(key)
-                entry["pushStrategy"] = "HttpUpload"
-                entry["uploadTo"] = {"url": self.ctx.upload_url(*key)}
+                target = TransferUrl(self.ctx.upload_url(*key))
+                strategies.append(Strategy(file, target))
             else:
-                entry["pushStrategy"] = "SkipUpload"
-            strategies.append(entry)
-        return {"objectTransferStrategies": strategies}
+                strategies.append(Strategy(file, None))
+        return speaking.strategies(strategies, Phase.PUSH_OBJECTS)
 
     # --- uploads (other threads) ------------------------------------------------------------
 
@@ -279,9 +331,14 @@ class PushSession:
                 raise RejectedContentError(
                     f"{where}: {length} bytes sent, its block {ref.block} names {ref.size}"
                 )
+            told = time.monotonic()
+            self.ctx.on_upload()
             with ObjectSink(ref, Destination(self.objects, self.pending), self.where) as sink:
                 remaining = length
                 while remaining:
+                    if time.monotonic() - told > UPLOAD_TOUCH_S:
+                        told = time.monotonic()
+                        self.ctx.on_upload()
                     chunk = read(min(CHUNK_BYTES, remaining))
                     if not chunk:
                         raise RejectedContentError(f"{where}: the upload ended early")
@@ -372,6 +429,23 @@ class PushSession:
             if self.step != "done":
                 self.step = "failed"
         remove_tree(self.ctx.stage)
+
+
+def _objects_named(blocks: dict[Multihash, bytes]) -> dict[Key, ObjectRef]:
+    """The objects the blocks of a batch name (blocks that do not decode name none: the plan
+    refused any it needed)."""
+    found = {}
+    for name, data in blocks.items():
+        try:
+            received = ReceivedBlock(name, data, decode_block(data))
+        except (DecodeError, ValueError):
+            continue
+        found.update({(o.kind, o.physical_hash): o for o in objects_of(received)})
+    return found
+
+
+def _text(h: Multihash | None) -> str | None:
+    return None if h is None else str(h)
 
 
 def _moved(where: str, expected: Multihash | None, actual: Multihash | None) -> str:

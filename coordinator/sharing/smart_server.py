@@ -1,117 +1,125 @@
-"""The server side of the Smart Transfer Protocol's pull flow, one session per WebSocket.
+"""The server side of the Smart Transfer Protocol's pull flow, one session per WebSocket, in
+either dialect (``smart_codec``: the session's first message says which).
 
-``DatasetPullRequest`` (``beginAfter``/``stopAt``: the range, default the whole chain to the
-head) is answered with ``DatasetPullResponse`` (a size estimation); then
-``DatasetPullMetadataRequest`` with the blocks of the range as one ``ObjectsBatch``; then any
-number of ``DatasetPullObjectsTransferRequest`` with, for each data file and checkpoint, an
-``HttpDownload`` URL of the server itself (the Simple Transfer Protocol paths,
-``sharing.serving``). Anything out of order or unknown ends the session with a
-``DatasetError``.
+The pull request (``beginAfter``/``stopAt``: the range, default the whole chain to the head)
+is answered with a size estimation; then the metadata request with the blocks of the range as
+one batch; then any number of objects-transfer requests with, for each data file and
+checkpoint, a download URL of the server itself (the Simple Transfer Protocol paths,
+``sharing.serving``). Anything out of order or unknown ends the session with a refusal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from common.odf.errors import DecodeError, OdfError
+from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
+from coordinator.sharing import smart_codec as sc
 from coordinator.sharing import smart_messages as msg
+from coordinator.sharing.objects import ObjectKind
+from coordinator.sharing.smart_codec import Codec, Phase, Turn
+from coordinator.sharing.smart_push_messages import SizeEstimation
 
 ObjectUrl = Callable[[str, Multihash], str]
 """``(kind, physical hash) -> URL``, ``kind`` being ``data`` or ``checkpoints``."""
 
-_KINDS = {"DataSlice": "data", "Checkpoint": "checkpoints"}
+WHERE = "message"
+
+
+class IntervalError(OdfError):
+    """``beginAfter`` is not in the chain below the head (the client's chain diverged)."""
 
 
 class PullSession:
-    def __init__(self, dataset: Dataset, object_url: ObjectUrl) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        object_url: ObjectUrl,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        """``headers``: what the download URLs ask to be sent with them (the reference's)."""
         self.dataset = dataset
         self.object_url = object_url
+        self.headers = headers
+        self.codec: Codec | None = None
         self.blocks: list[tuple[Multihash, bytes]] | None = None
+        self.sizes: dict[tuple[ObjectKind, Multihash], int] = {}
         self.sent_metadata = False
 
-    def handle(self, text: str | bytes) -> tuple[dict[str, Any], bool]:
-        """The reply to one client message, and whether the session is over."""
+    def handle(self, text: str | bytes) -> Turn:
+        """The answer to one client message."""
+        phase = Phase.PULL_REQUEST
         try:
-            message = msg.decode(text, "message")
+            message = msg.decode(text, WHERE)
+            if self.codec is None:
+                self.codec = sc.codec(sc.detect_pull(message))
             if self.blocks is None:
-                return self._request(message), False
-            if not self.sent_metadata:
+                reply = self._request(self.codec, message)
+            elif not self.sent_metadata:
+                phase = Phase.PULL_METADATA
                 self.sent_metadata = True
-                return {"blocks": msg.blocks_batch(self.blocks)}, False
-            return self._transfers(message), False
+                reply = self.codec.metadata(self.blocks, phase)
+            else:
+                phase = Phase.PULL_OBJECTS
+                reply = self._transfers(self.codec, message)
+            return Turn(self.codec.reply(phase, reply))
+        except IntervalError as e:
+            head, tail = e.args[1:]
+            details = {"head": str(head), "tail": str(tail)}
+            return sc.refused(self.codec, sc.Refusal(phase, "InvalidInterval", e.args[0], details))
         except (OdfError, ValueError, KeyError, TypeError) as e:
-            return msg.error("BadRequest", " ".join(str(e).split())[:500]), True
+            text = " ".join(str(e).split())[:500]
+            return sc.refused(self.codec, sc.Refusal(phase, "BadRequest", text))
 
-    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
-        begin_after = _hash(message.get("beginAfter"), "beginAfter")
-        stop_at = _hash(message.get("stopAt"), "stopAt")
-        wanted = message.get("datasetId")
+    def _request(self, speaking: Codec, message: dict[str, object]) -> dict[str, object]:
+        request = speaking.read_pull_request(message, WHERE)
+        wanted = request.dataset_id
         if wanted is not None and wanted != self.dataset.id.to_did():
             raise ValueError(f"datasetId {wanted} is not this dataset ({self.dataset.id.to_did()})")
         blocks = []
-        start = stop_at if stop_at is not None else self.dataset.head()
+        start = request.stop_at if request.stop_at is not None else self.dataset.head()
         for h, _ in self.dataset.iter_blocks(start):
-            if h == begin_after:
+            if h == request.begin_after:
                 break
             blocks.append((h, self.dataset.get_block_bytes(h)))
         else:
-            if begin_after is not None:
-                raise ValueError(f"beginAfter {begin_after} is not in the chain before {start}")
+            if request.begin_after is not None and not request.force:
+                raise IntervalError(
+                    f"beginAfter {request.begin_after} is not in the chain before {start}",
+                    start,
+                    request.begin_after,
+                )
         blocks.reverse()
         self.blocks = blocks
-        objects = [o for h, _ in blocks for o in _objects(self.dataset, h)]
-        return {
-            "sizeEstimation": {
-                "numBlocks": len(blocks),
-                "numObjects": len(objects),
-                "bytesInRawBlocks": sum(len(b) for _, b in blocks),
-                "bytesInRawObjects": sum(size for _, _, size in objects),
-            }
-        }
+        records = 0
+        for h, _ in blocks:
+            event = self.dataset.get_block(h).event
+            if isinstance(event, AddData | ExecuteTransform):
+                if event.new_data is not None:
+                    self.sizes[(ObjectKind.DATA, event.new_data.physical_hash)] = (
+                        event.new_data.size
+                    )
+                    interval = event.new_data.offset_interval
+                    records += interval.end - interval.start + 1
+                if event.new_checkpoint is not None:
+                    c = event.new_checkpoint
+                    self.sizes[(ObjectKind.CHECKPOINT, c.physical_hash)] = c.size
+        size = SizeEstimation(
+            len(blocks),
+            len(self.sizes),
+            sum(len(b) for _, b in blocks),
+            sum(self.sizes.values()),
+            records,
+        )
+        return speaking.pull_response(size)
 
-    def _transfers(self, message: dict[str, Any]) -> dict[str, Any]:
-        files = message["objectFiles"]
-        if not isinstance(files, list):
-            raise ValueError("objectFiles is not a list")
+    def _transfers(self, speaking: Codec, message: dict[str, object]) -> dict[str, object]:
+        files = speaking.read_object_files(message, WHERE, max(len(self.sizes), 1))
         strategies = []
         for f in files:
-            kind = _KINDS.get(f["objectType"])
-            if kind is None:
-                raise ValueError(f"objectType {f['objectType']!r} cannot be downloaded")
-            h = _hash(f["physicalHash"], "physicalHash")
-            assert h is not None
-            strategies.append(
-                {
-                    "objectFile": {"objectType": f["objectType"], "physicalHash": str(h)},
-                    "pullStrategy": "HttpDownload",
-                    "downloadFrom": {"url": self.object_url(kind, h)},
-                }
-            )
-        return {"objectTransferStrategies": strategies}
-
-
-def _hash(value: object, field: str) -> Multihash | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"{field} is not a multihash")
-    try:
-        return Multihash.from_multibase(value)
-    except DecodeError:
-        raise ValueError(f"{field} {value!r} is not a multihash") from None
-
-
-def _objects(dataset: Dataset, h: Multihash) -> list[tuple[str, Multihash, int]]:
-    event = dataset.get_block(h).event
-    found = []
-    if isinstance(event, AddData | ExecuteTransform):
-        if event.new_data is not None:
-            found.append(("data", event.new_data.physical_hash, event.new_data.size))
-        if event.new_checkpoint is not None:
-            c = event.new_checkpoint
-            found.append(("checkpoints", c.physical_hash, c.size))
-    return found
+            size = self.sizes.get((f.kind, f.physical_hash), f.size)
+            url = sc.TransferUrl(self.object_url(f.kind.value, f.physical_hash), self.headers)
+            strategies.append(sc.Strategy(sc.ObjectFile(f.kind, f.physical_hash, size), url))
+        return speaking.strategies(strategies, Phase.PULL_OBJECTS)

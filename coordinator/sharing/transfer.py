@@ -80,7 +80,8 @@ def open_source(location: RemoteLocation, options: Options) -> DatasetSource:
     from coordinator.sharing.transport_smart import SmartSource  # websockets: when needed
 
     plain = RemoteLocation(location.url.split("+", 1)[1])  # http(s)://...
-    return SmartSource(location, HttpSource(plain, limits, connections=parallel, trust=trust))
+    http = HttpSource(plain, limits, connections=parallel, trust=trust)
+    return SmartSource(location, http, options.dialect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,8 @@ class Options:
     force: bool = False
     """Overwrite a receiver that diverged or is ahead (push ``--force``): the blocks after the
     last common block are replaced by the new ones in one transaction."""
+    dialect: str = "auto"
+    """The Smart Transfer Protocol's dialect a client speaks (``transport_smart.DIALECTS``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,10 +84,12 @@ class HttpSource:
         on_bytes: Callable[[int], None],
         *,
         allowed: Callable[[str], bool] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         """Receive ``ref`` from ``url`` (also a smart server's download URL: ``allowed`` then
-        says which URLs a redirect may end at)."""
-        with self._get_url(url, missing_ok=True, headers=IDENTITY, allowed=allowed) as response:
+        says which URLs a redirect may end at, ``headers`` what the server asked to send)."""
+        sent = {**(headers or {}), **IDENTITY}
+        with self._get_url(url, missing_ok=True, headers=sent, allowed=allowed) as response:
             if response is None:
                 raise RejectedContentError(
                     f"{self.location}: {ref.key} (named by block {ref.block}) is missing"

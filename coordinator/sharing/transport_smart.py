@@ -6,6 +6,10 @@ other source's), and one objects-transfer request for every data file and checkp
 blocks name, which yields their download URLs. The head is the batch's block that no other
 block links to. ``fetch_object`` then downloads from those URLs over plain HTTP(S), in
 parallel, through the same size- and hash-checking sink as every transport.
+
+Either dialect (``smart_codec``): ``auto`` opens with the reference's (kamu's servers answer
+no other; ours answer both) and carries on in the spec's when the server answers in it; the
+dialect spoken is logged (``-v``).
 """
 
 from __future__ import annotations
@@ -13,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlsplit
 
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.sync.client import connect
 
+from common.logs import get_logger
 from common.odf.errors import DecodeError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.multihash import Multihash
@@ -25,26 +29,42 @@ from common.serde.flatbuffers_codec import decode_block
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing.errors import RejectedContentError, RemoteError
 from coordinator.sharing.limits import Limits, origin
-from coordinator.sharing.objects import Destination, ObjectRef
+from coordinator.sharing.objects import Destination, ObjectKind, ObjectRef
 from coordinator.sharing.remote_refs import RemoteLocation
+from coordinator.sharing.smart_codec import (
+    AUTO,
+    Codec,
+    Dialect,
+    ObjectFile,
+    Phase,
+    PullRequest,
+    Strategy,
+    TransferUrl,
+    codec,
+    first_dialect,
+)
 from coordinator.sharing.transport_http import TIMEOUT, HttpSource
 
-_TYPES = {"data": "DataSlice", "checkpoints": "Checkpoint"}
+log = get_logger(__name__)
 
 
 class SmartSource:
-    def __init__(self, location: RemoteLocation, http: HttpSource) -> None:
-        """``http``: the plain ``http(s)://`` twin of ``location`` (downloads, its trust)."""
+    def __init__(self, location: RemoteLocation, http: HttpSource, dialect: str = AUTO) -> None:
+        """``http``: the plain ``http(s)://`` twin of ``location`` (downloads, its trust);
+        ``dialect``: ``auto`` (the reference's, or the spec's when the server answers in it),
+        ``reference`` or ``spec``."""
         self.location = location
         self.http = http
         self.trust = http.trust
         self.limits = http.limits
+        self.dialect = dialect
         self.blocks: dict[Multihash, bytes] = {}
-        self.urls: dict[tuple[str, Multihash], str] = {}
+        self.urls: dict[tuple[str, Multihash], TransferUrl] = {}
         self.ws_url = "ws" + http.location.url[4:] + "/pull"
 
     def read_head(self) -> Multihash | None:
         where = str(self.location)
+        speaking = codec(first_dialect(self.dialect))
         try:
             with connect(
                 self.ws_url,
@@ -58,24 +78,32 @@ class SmartSource:
                 max_size=self.limits.max_message_bytes,
                 proxy=None,
             ) as ws:
-                self._send(ws, {})  # DatasetPullRequest: the whole chain to the head
-                estimation = self._recv(ws, where)
-                if "sizeEstimation" not in estimation:
-                    raise RejectedContentError(f"{where}: expected a DatasetPullResponse")
+                self._send(ws, speaking.pull_request(PullRequest()))  # the whole chain
+                reply = self._recv(ws, where, speaking, Phase.PULL_REQUEST)
+                if self.dialect == AUTO and "sizeEstimation" in reply:
+                    speaking = codec(Dialect.SPEC)  # a server that answers only the spec's
+                log.info("smart.dialect", remote=where, dialect=speaking.dialect.value)
+                body = speaking.answer(reply, Phase.PULL_REQUEST, where)
+                speaking.read_pull_response(body, where)
                 self._send(ws, {})  # DatasetPullMetadataRequest
-                batch = self._recv(ws, where).get("blocks")
-                self.blocks = msg.read_blocks_batch(batch, where, self.limits)
+                phase = Phase.PULL_METADATA
+                body = speaking.answer(self._recv(ws, where, speaking, phase), phase, where)
+                self.blocks = speaking.read_metadata(body, phase, where, self.limits)
                 if not self.blocks:
                     return None
-                objects = self._objects(where)
-                if objects:
-                    self._send(ws, {"objectFiles": objects})
-                    self._read_urls(self._recv(ws, where), where)
+                files = self._objects()
+                if files:
+                    self._send(ws, speaking.object_files(files, Phase.PULL_OBJECTS))
+                    phase = Phase.PULL_OBJECTS
+                    body = speaking.answer(self._recv(ws, where, speaking, phase), phase, where)
+                    self._read_urls(
+                        speaking.read_strategies(body, Phase.PULL_OBJECTS, where), where
+                    )
         except InvalidStatus as e:
             if e.response.status_code == HTTPStatus.NOT_FOUND:
                 return None
-            body = e.response.body.decode("utf-8", "replace").strip()[:300]
-            raise RemoteError(f"{self.ws_url}: HTTP {e.response.status_code} {body}") from None
+            body_text = e.response.body.decode("utf-8", "replace").strip()[:300]
+            raise RemoteError(f"{self.ws_url}: HTTP {e.response.status_code} {body_text}") from None
         except (OSError, WebSocketException) as e:
             raise remote_error(self.ws_url, e, self.limits) from None
         return msg.batch_head(self.blocks, where)
@@ -89,10 +117,13 @@ class SmartSource:
     def fetch_object(
         self, ref: ObjectRef, into: Destination, on_bytes: Callable[[int], None]
     ) -> None:
-        url = self.urls.get((ref.kind.value, ref.physical_hash))
-        if url is None:
+        target = self.urls.get((ref.kind.value, ref.physical_hash))
+        if target is None:
             raise RejectedContentError(f"{self.location}: no download URL for {ref.key}")
-        self.http.fetch_url(url, ref, into, on_bytes, allowed=self._allowed_origin)
+        headers = transfer_headers(target, self.http.location.url)
+        self.http.fetch_url(
+            target.url, ref, into, on_bytes, allowed=self._allowed_origin, headers=headers
+        )
 
     def close(self) -> None:
         self.http.close()
@@ -102,47 +133,34 @@ class SmartSource:
     def _send(self, ws: Any, message: dict[str, Any]) -> None:
         ws.send(msg.encode(message))
 
-    def _recv(self, ws: Any, where: str) -> dict[str, Any]:
-        return msg.decode(ws.recv(timeout=TIMEOUT[1]), where)
+    def _recv(self, ws: Any, where: str, speaking: Codec, phase: Phase) -> dict[str, Any]:
+        try:
+            text = ws.recv(timeout=TIMEOUT[1])
+        except ConnectionClosed as e:
+            raise closed_refusal(e, speaking, phase, where) from None
+        return msg.decode(text, where)
 
-    def _objects(self, where: str) -> list[dict[str, str]]:
-        found = []
-        for name, data in self.blocks.items():
+    def _objects(self) -> list[ObjectFile]:
+        found: dict[tuple[ObjectKind, Multihash], int] = {}
+        for data in self.blocks.values():
             try:
                 event = decode_block(data).event
             except (DecodeError, ValueError):
                 continue  # the walk refuses it with its name
             if isinstance(event, AddData | ExecuteTransform):
                 if event.new_data is not None:
-                    found.append(("data", event.new_data.physical_hash))
+                    found[(ObjectKind.DATA, event.new_data.physical_hash)] = event.new_data.size
                 if event.new_checkpoint is not None:
-                    found.append(("checkpoints", event.new_checkpoint.physical_hash))
-            del name
-        return [
-            {"objectType": _TYPES[kind], "physicalHash": h.to_multibase()}
-            for kind, h in dict.fromkeys(found)
-        ]
+                    c = event.new_checkpoint
+                    found[(ObjectKind.CHECKPOINT, c.physical_hash)] = c.size
+        return [ObjectFile(kind, h, size) for (kind, h), size in found.items()]
 
-    def _read_urls(self, reply: dict[str, Any], where: str) -> None:
-        strategies = reply.get("objectTransferStrategies")
-        if not isinstance(strategies, list):
-            raise RejectedContentError(f"{where}: expected a DatasetPullObjectsTransferResponse")
-        kinds = {v: k for k, v in _TYPES.items()}
+    def _read_urls(self, strategies: list[Strategy], where: str) -> None:
         for s in strategies:
-            try:
-                f = s["objectFile"]
-                kind = kinds[f["objectType"]]
-                h = Multihash.from_multibase(f["physicalHash"])
-                url = s["downloadFrom"]["url"]
-            except (KeyError, TypeError, DecodeError, ValueError):
-                raise RejectedContentError(f"{where}: a malformed transfer strategy") from None
-            if s.get("pullStrategy") != "HttpDownload" or not isinstance(url, str):
-                raise RejectedContentError(f"{where}: unsupported transfer strategy")
-            if urlsplit(url).scheme not in ("http", "https"):
-                raise RejectedContentError(f"{where}: download URL {url!r} is not http(s)")
-            if not self._allowed_origin(url):
-                raise RejectedContentError(self._origin_refusal(where, url))
-            self.urls[(kind, h)] = url
+            assert s.target is not None  # a pull's strategies are downloads
+            if not self._allowed_origin(s.target.url):
+                raise RejectedContentError(self._origin_refusal(where, s.target.url))
+            self.urls[(s.file.kind.value, s.file.physical_hash)] = s.target
 
     def _allowed_origin(self, url: str) -> bool:
         """A download URL on the server's own origin, or on one the user allowed."""
@@ -154,6 +172,28 @@ class SmartSource:
             f"{where}: download URL {url!r} leaves the server's origin"
             f" {origin(self.http.location.url)} (allow it with --allow-origin {origin(url)})"
         )
+
+
+def closed_refusal(
+    closed: ConnectionClosed, speaking: Codec, phase: Phase, where: str
+) -> Exception:
+    """The server closed instead of answering: its refusal when the close frame carries one
+    (the reference's internal errors: code 1011, the ``Err`` as JSON), else the closing."""
+    frame = closed.rcvd
+    if frame is not None and frame.code == 1011 and frame.reason:
+        try:
+            speaking.answer(msg.decode(frame.reason, where), phase, where)
+        except RejectedContentError as e:
+            return e
+        return RejectedContentError(f"{where}: the server closed: {frame.reason[:200]!r}")
+    return closed
+
+
+def transfer_headers(target: TransferUrl, server: str) -> dict[str, str]:
+    """The headers a server asked to be sent with a transfer; a credential only to the
+    server's own origin."""
+    same = origin(target.url) == origin(server)
+    return {n: v for n, v in target.headers if same or n.lower() != "authorization"}
 
 
 def remote_error(url: str, error: Exception, limits: Limits) -> RemoteError:

@@ -8,6 +8,8 @@ are refused with A's dataset exactly as it was.
 
 from __future__ import annotations
 
+import stat
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +26,7 @@ from tests.e2e.test_sharing_cli import (
     snapshot,
     workspace,
 )
-from tests.support.cli import fails, ok
+from tests.support.cli import fails, odf, ok
 from tests.support.daemon import Served, serving
 
 pytestmark = pytest.mark.e2e
@@ -91,3 +93,55 @@ def test_push_to_a_daemon_with_its_token(served_a: Served, tmp_path: Path) -> No
     out = ok(b, *force, env=token)
     assert moved(out) == (1, 1) and snapshot(a_ds) == snapshot(b_ds)
     assert "cities: ok" in ok(served_a.ws, "verify", "cities")
+
+
+@pytest.mark.parametrize("dialect", ["reference", "spec"])
+def test_two_daemons_round_trip_in_each_dialect(
+    served_a: Served, served_b: Served, tmp_path: Path, dialect: str
+) -> None:
+    """A's dataset pulled by C in ``dialect``, pushed by C into B's daemon, pulled back from
+    B by D, updated and pushed again: every copy at A's head (D's update then at B's),
+    ``-v`` naming the dialect."""
+    a_ds = served_a.ws / ".odf/datasets/cities"
+    a_url = f"odf+http://{served_a.info['httpAddress']}/cities"
+    b_url = f"odf+http://{served_b.info['httpAddress']}/cities"
+    speak = ("--smart-dialect", dialect)
+    b_token = {"ODF_TOKEN": served_b.token}
+    c = workspace(tmp_path / "c")
+    pulled = odf(c, "-v", "pull", a_url, *speak)
+    assert pulled.returncode == 0, pulled.stderr
+    assert "smart.dialect" in pulled.stderr and f"dialect={dialect}" in pulled.stderr
+    pushed = odf(c, "-v", "push", "cities", "--to", b_url, *speak, env=b_token)
+    assert pushed.returncode == 0, pushed.stderr
+    assert f"dialect={dialect}" in pushed.stderr
+    b_ds = served_b.ws / ".odf/datasets/cities"
+    assert head(b_ds) == head(a_ds)
+    d = workspace(tmp_path / "d")
+    ok(d, "pull", b_url, *speak)
+    assert snapshot(d / ".odf/datasets/cities") == snapshot(a_ds)
+    ingest(d, 7)  # pushed through a repository that keeps B's token (no ODF_TOKEN)
+    b_http = served_b.info["httpAddress"]
+    token_file = str(served_b.ws / ".odf/run/token")
+    ok(d, "repo", "add", "b", f"odf+http://{b_http}", "--token-file", token_file)
+    assert stat.S_IMODE((d / ".odf/repos.json").stat().st_mode) == 0o600
+    out = ok(d, "push", "cities", "--to", "b/cities", *speak)
+    assert moved(out) == (1, 1) and head(b_ds) == head(d / ".odf/datasets/cities")
+    # kamu-cli's `login` checks a stored token here
+    validate = urllib.request.Request(
+        f"http://{b_http}/platform/token/validate",
+        headers={"Authorization": f"Bearer {served_b.token}"},
+    )
+    with urllib.request.urlopen(validate, timeout=10) as r:
+        assert r.status == 200
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://{b_http}/platform/token/validate", timeout=10)
+    assert e.value.code == 401
+
+
+@pytest.fixture
+def served_b(tmp_path: Path) -> Iterator[Served]:
+    """Workspace B, empty, served by its daemon (one per dialect: a workspace holds a
+    dataset id once)."""
+    b = workspace(tmp_path / "b")
+    with serving(b) as served:
+        yield served

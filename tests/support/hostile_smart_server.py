@@ -13,23 +13,29 @@ from websockets.sync.server import Server, ServerConnection, serve
 
 from coordinator.sharing import smart_messages as msg
 
-Scenario = Callable[[ServerConnection, str], None]
-"""Plays the server's side after the pull request (``base``: the server's http:// URL)."""
+Scenario = Callable[[ServerConnection, str, str], None]
+"""Plays the server's side after the pull request (``base``: the server's http:// URL; then
+the dialect, ``spec`` or ``reference``)."""
 
 ESTIMATION = {"sizeEstimation": {"numBlocks": 1, "bytesInRawBlocks": 1, "numObjects": 0}}
+PLAN = {"num_blocks": 1, "num_objects": 0, "num_records": 0}
+PLAN_ANSWER = {
+    "Ok": {"transfer_plan": {**PLAN, "bytes_in_raw_blocks": 1, "bytes_in_raw_objects": 0}}
+}
 
 
 @contextmanager
-def hostile_smart_server(scenario: Scenario) -> Iterator[str]:
-    """Serve ``scenario`` on loopback; yields the ``odf+http://`` URL of a dataset there."""
+def hostile_smart_server(scenario: Scenario, dialect: str = "spec") -> Iterator[str]:
+    """Serve ``scenario`` on loopback, in ``dialect`` after a well-formed opening; yields the
+    ``odf+http://`` URL of a dataset there."""
     holder: dict[str, Any] = {}
 
     def handler(ws: ServerConnection) -> None:
         try:
             ws.recv(timeout=10)  # DatasetPullRequest
-            ws.send(msg.encode(ESTIMATION))
+            ws.send(msg.encode(ESTIMATION if dialect == "spec" else PLAN_ANSWER))
             ws.recv(timeout=10)  # DatasetPullMetadataRequest
-            scenario(ws, holder["base"])
+            scenario(ws, holder["base"], dialect)
         except Exception:
             return
 

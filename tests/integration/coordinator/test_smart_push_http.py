@@ -6,90 +6,33 @@ uploads are refused with the dataset unchanged and the session's staging removed
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterator
-from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from coordinator.daemon.access import Authority, TokenStore
-from coordinator.daemon.http_listener import BoundedHandler, BoundedHTTPServer, HttpBounds
 from coordinator.daemon.smart_pull import MAX_MESSAGE_BYTES
-from coordinator.daemon.smart_push import PushServer
 from coordinator.sharing import smart_messages as msg
 from coordinator.sharing import smart_push_messages as push_msg
 from coordinator.sharing.errors import RemoteError
 from coordinator.sharing.objects import ObjectKind
-from coordinator.sharing.remote_refs import RemoteLocation
-from coordinator.sharing.serving import open_object, parse_request_path
+from coordinator.sharing.smart_codec import Dialect, ObjectFile, Phase, codec
 from coordinator.sharing.smart_push_client import push_smart
 from coordinator.sharing.transfer import Options, Outcome
 from coordinator.workspace import Workspace
-from tests.support.http_serving import running
+from tests.support.smart_listener import TOKEN, Server, smart_listener
 from tests.unit.sharing.test_transfer import append_slices, files_of, source_dataset
-
-TOKEN = "the-daemon-token"
-
-
-@dataclass
-class Server:
-    ws: Workspace
-    address: str
-    pushes: PushServer
-    commits: list[str]
-
-    @property
-    def location(self) -> RemoteLocation:
-        return RemoteLocation(f"odf+http://{self.address}/cities")
-
-    def staging(self) -> list[Path]:
-        root = self.pushes.stage_root
-        return list(root.iterdir()) if root.is_dir() else []
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    ws = Workspace.init(tmp_path / "server")
-    commits: list[str] = []
-    authority = Authority(TOKEN, TokenStore(ws.odf_dir))
-    pushes = PushServer(
-        ws, authority, ws.odf_dir / "run", lambda name: nullcontext(), commits.append
-    )
-
-    class Handler(BoundedHandler):  # the daemon's dispatch, without its gRPC side
-        def do_GET(self) -> None:
-            request = parse_request_path(self.path)
-            found = open_object(ws, request) if request is not None else None
-            if pushes.is_push(self):
-                pushes.serve(self)
-            elif found is not None:  # the Simple Transfer Protocol's reads
-                fd, size = found
-                with os.fdopen(fd, "rb") as file:
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(size))
-                    self.end_headers()
-                    self.wfile.write(file.read())
-            else:
-                self.send_error(404)
-
-        def do_PUT(self) -> None:
-            if pushes.is_upload(self.path):
-                pushes.upload(self)
-            else:
-                self.send_error(404)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    http = BoundedHTTPServer(("127.0.0.1", 0), Handler, HttpBounds(), None, lambda why: None)
-    with running(http) as port:
-        yield Server(ws, f"127.0.0.1:{port}", pushes, commits)
+    with smart_listener(Workspace.init(tmp_path / "server")) as found:
+        yield found
 
 
 def test_the_client_pushes_a_new_dataset_then_only_what_is_new(
@@ -126,7 +69,11 @@ def test_the_client_reports_a_refused_token(tmp_path: Path, server: Server) -> N
     assert server.ws.list_datasets() == []
 
 
-def test_hostile_uploads_are_refused_and_change_nothing(tmp_path: Path, server: Server) -> None:
+@pytest.mark.parametrize("dialect", ["spec", "reference"])
+def test_hostile_uploads_are_refused_and_change_nothing(
+    tmp_path: Path, server: Server, dialect: str
+) -> None:
+    speaking = codec(Dialect(dialect))
     src = source_dataset(tmp_path / "src", 1)
     push_smart(src, server.location, TOKEN, Options())
     served = server.ws.open_dataset("cities")
@@ -146,18 +93,19 @@ def test_hostile_uploads_are_refused_and_change_nothing(tmp_path: Path, server: 
         max_size=MAX_MESSAGE_BYTES,
     ) as ws:
 
-        def ask(message: dict[str, object]) -> dict[str, object]:
+        def ask(message: dict[str, Any], phase: Phase) -> dict[str, Any]:
             ws.send(json.dumps(message))
-            reply = json.loads(ws.recv(timeout=10))
-            assert isinstance(reply, dict)
-            return reply
+            return speaking.answer(json.loads(ws.recv(timeout=10)), phase, "test")
 
         size = push_msg.SizeEstimation(1, 1, len(new[0][1]), data.stat().st_size)
-        assert ask(push_msg.PushRequest(src.id, base, size).to_json()) == {}
-        assert ask({"newBlocks": msg.blocks_batch(new)}) == {}
-        reply = ask({"objectFiles": [push_msg.object_file(ObjectKind.DATA, h)]})
-        (strategy,) = reply["objectTransferStrategies"]  # type: ignore[misc]
-        url = strategy["uploadTo"]["url"]
+        request = speaking.push_request(push_msg.PushRequest(src.id, base, size))
+        assert ask(request, Phase.PUSH_REQUEST) == {}
+        assert ask(speaking.metadata(new, Phase.PUSH_METADATA), Phase.PUSH_METADATA) == {}
+        asked = [ObjectFile(ObjectKind.DATA, h, data.stat().st_size)]
+        reply = ask(speaking.object_files(asked, Phase.PUSH_OBJECTS), Phase.PUSH_OBJECTS)
+        (strategy,) = speaking.read_strategies(reply, Phase.PUSH_OBJECTS, "test")
+        assert strategy.target is not None
+        url = strategy.target.url
         content = data.read_bytes()
         key = url.split("/")[-3]
 
@@ -176,7 +124,11 @@ def test_hostile_uploads_are_refused_and_change_nothing(tmp_path: Path, server: 
         refused = put(url, flipped)
         assert refused.status_code == 400 and "content was changed" in refused.text
         assert key in {p.name for p in server.staging()}
-        assert "1 objects were not uploaded" in json.dumps(ask({}))
+        done = speaking.uploads_done()
+        if done is not None:
+            ws.send(json.dumps(done))
+        ws.send("{}")
+        assert "1 objects were not uploaded" in ws.recv(timeout=10)
     assert (served.head(), files_of(served)) == before and server.commits == ["cities"]
     deadline = threading.Event()
     for _ in range(50):  # the session ends with the connection, in the server's thread

@@ -112,16 +112,19 @@ def test_a_message_nested_too_deeply_is_refused_before_it_is_parsed(text: str | 
 def test_the_server_answers_the_pull_flow_in_order(tmp_path: Path) -> None:
     ds = source_dataset(tmp_path / "src", 2)
     session = PullSession(ds, lambda kind, h: f"http://h/src/{kind}/{h}")
-    reply, done = session.handle(msg.encode({"datasetId": ds.id.to_did()}))
+    turn = session.handle(msg.encode({"datasetId": ds.id.to_did()}))
+    reply, done = turn.reply, turn.done
     assert not done and reply["sizeEstimation"]["numBlocks"] == 4
     assert reply["sizeEstimation"]["numObjects"] == 2
-    reply, done = session.handle("{}")
+    turn = session.handle("{}")
+    reply, done = turn.reply, turn.done
     blocks = msg.read_blocks_batch(reply["blocks"], "r", Limits())
     assert set(blocks) == {h for h, _ in ds.iter_blocks()}
     data = next(ds.layout.data_dir.iterdir()).name
-    reply, done = session.handle(
+    turn = session.handle(
         json.dumps({"objectFiles": [{"objectType": "DataSlice", "physicalHash": data}]})
     )
+    reply, done = turn.reply, turn.done
     assert reply["objectTransferStrategies"][0]["downloadFrom"]["url"] == (
         f"http://h/src/data/{data}"
     )
@@ -139,5 +142,6 @@ def test_the_server_answers_the_pull_flow_in_order(tmp_path: Path) -> None:
 )
 def test_the_server_ends_a_bad_session_with_an_error(tmp_path: Path, first: str) -> None:
     session = PullSession(source_dataset(tmp_path / "src", 1), lambda kind, h: "")
-    reply, done = session.handle(first)
+    turn = session.handle(first)
+    reply, done = turn.reply, turn.done
     assert done and reply["errorDetails"]["errorCode"] == "BadRequest"
