@@ -11,14 +11,13 @@ pyspark sdist's build): the slowest test of the tier, kept to this one build pai
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import cannot_run_containers
-from tests.support.images import BuiltImage
+from tests.support.images import BuiltImage, build_engine_image
 
 pytestmark = [pytest.mark.containerized, pytest.mark.timeout(1800)]
 
@@ -36,7 +35,6 @@ def _source_date_epoch() -> str:
 
 def _build(record_root: Path, epoch: str) -> BuiltImage:
     env = {
-        **os.environ,
         "SOURCE_DATE_EPOCH": epoch,
         "ONLY": "engine",
         "FORCE_BUILD": "1",
@@ -44,17 +42,7 @@ def _build(record_root: Path, epoch: str) -> BuiltImage:
         "ENGINE_IMAGE_REPO": TEST_REPOSITORY,
         "RECORD_ROOT": str(record_root),
     }
-    result = subprocess.run(
-        ["bash", str(REPO / "scripts" / "build-images.sh")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail(f"build-images.sh failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
-    return BuiltImage.load(record_root / "images" / "engine-spark" / ".built")
+    return build_engine_image(record_root, env)
 
 
 def test_two_builds_from_scratch_give_one_digest(tmp_path: Path) -> None:
