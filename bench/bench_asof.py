@@ -23,7 +23,6 @@ missed or the outputs differ (at any size).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
 import sys
@@ -36,12 +35,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from bench.bench_stateful import T0, TS, Stream
+from bench.bench_stateful import T0, TS, Stream, transaction_arguments, warm_engine
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, SqlQueryStep, TemporalTable, TransformSql
 from common.odf.identity import DatasetID
 from engine_spark.engine import SparkEngine
-from engine_spark.session import SessionSettings, build_session
 from engine_spark.stateful.as_of_join import runner as asof_transaction
 
 QUERY = (
@@ -119,17 +117,12 @@ def run(engine: SparkEngine, work: Path, label: str, size: int, transactions: in
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000", help="records per transaction")
-    parser.add_argument("--transactions", type=int, default=10)
+    parser = transaction_arguments(__doc__, "1000,10000,100000")
     parser.add_argument("--old-max", type=int, default=10_000, help="largest size for the old path")
-    parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    session = build_session(SessionSettings(master=args.master, driver_memory="4g"))
-    engine = SparkEngine(session)
-    engine.warm_up()
-    failed = False
+    engine = warm_engine(args.master)
     medians: dict[int, float] = {}
+    failed = False
     for size in [int(s) for s in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="odf-bench-asof-") as tmp:
             print(f"{size:,} records per transaction:", flush=True)

@@ -112,6 +112,23 @@ class Stream:
         )
 
 
+def transaction_arguments(doc: str, sizes: str) -> argparse.ArgumentParser:
+    """The options the stateful benchmarks share: ``--sizes`` (records per transaction, comma
+    separated), ``--transactions`` and the Spark ``--master``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--sizes", default=sizes, help="records per transaction")
+    parser.add_argument("--transactions", type=int, default=10)
+    parser.add_argument("--master", default="local[2]")
+    return parser
+
+
+def warm_engine(master: str) -> SparkEngine:
+    """An engine on its own session (4 GiB driver), warmed up so that no run pays for it."""
+    engine = SparkEngine(build_session(SessionSettings(master=master, driver_memory="4g")))
+    engine.warm_up()
+    return engine
+
+
 def slice_of(name: str, rows: int, tx: int, minutes: int, rng: np.random.Generator) -> pa.Table:
     start = T0 + timedelta(minutes=tx * minutes)
     step_us = minutes * 60_000_000 // rows
@@ -197,15 +214,10 @@ def run_query(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100000,1000000", help="records per transaction")
-    parser.add_argument("--transactions", type=int, default=10)
+    parser = transaction_arguments(__doc__, "100000,1000000")
     parser.add_argument("--minutes", type=int, default=10, help="event time per transaction")
-    parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    session = build_session(SessionSettings(master=args.master, driver_memory="4g"))
-    engine = SparkEngine(session)
-    engine.warm_up()
+    engine = warm_engine(args.master)
     failed = False
     for size in [int(s) for s in args.sizes.split(",")]:
         args.rows = size
