@@ -59,12 +59,12 @@ class _Codec(ABC):
     def decode(self, value: Any) -> Any: ...
 
 
+@dataclasses.dataclass(frozen=True)
 class _Plain(_Codec):
     """A value that is its own plain form (a string, a boolean)."""
 
-    def __init__(self, cls: type, what: str) -> None:
-        self.cls = cls
-        self.what = what
+    cls: type
+    what: str
 
     def encode(self, value: Any) -> Any:
         if not isinstance(value, self.cls):
@@ -91,22 +91,15 @@ class _Int(_Codec):
         return self.encode(value)
 
 
+@dataclasses.dataclass(frozen=True)
 class _Text(_Codec):
     """A value whose plain form is text: ``to_text`` on the way out, ``from_text`` back."""
 
-    def __init__(
-        self,
-        cls: type,
-        what: str,
-        text: str,
-        to_text: Callable[[Any], str],
-        from_text: Callable[[str], Any],
-    ) -> None:
-        self.cls = cls
-        self.what = what
-        self.text = text
-        self.to_text = to_text
-        self.from_text = from_text
+    cls: type
+    what: str
+    text: str
+    to_text: Callable[[Any], str]
+    from_text: Callable[[str], Any]
 
     def encode(self, value: Any) -> Any:
         if not isinstance(value, self.cls):
