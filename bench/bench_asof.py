@@ -27,7 +27,6 @@ import dataclasses
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -35,10 +34,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from bench.bench_stateful import T0, TS, Stream, transaction_arguments, warm_engine
-from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, SqlQueryStep, TemporalTable, TransformSql
-from common.odf.identity import DatasetID
+from bench.bench_stateful import T0, TS, Chain, Stream, start
+from common.odf.fragments import SqlQueryStep, TemporalTable, TransformSql
 from engine_spark.engine import SparkEngine
 from engine_spark.stateful.as_of_join import runner as asof_transaction
 
@@ -83,44 +80,30 @@ def run(engine: SparkEngine, work: Path, label: str, size: int, transactions: in
         queries=(SqlQueryStep(query=QUERY),),
         temporal_tables=(TemporalTable(name="prices", primary_key=("symbol",)),),
     )
-    checkpoint: str | None = None
-    next_offset = 0
+    chain = Chain(engine, work, label, transform)
     result = Run()
     for tx in range(transactions):
         entries = tuple(
             dataclasses.replace(s.append(slice_of(n, size // 2, tx, rng)), query_alias=n)
             for n, s in streams.items()
         )
-        out = work / f"{label}-tx{tx}"
-        out.mkdir()
-        request = ep.TransformRequest(
-            dataset_id=DatasetID.new_seeded(b"asof"),
-            dataset_alias="asof",
-            system_time=T0,
-            vocab=DatasetVocabulary(),
-            transform=transform,
-            query_inputs=entries,
-            next_offset=next_offset,
-            prev_checkpoint_path=checkpoint,
-            new_checkpoint_path=str(out / "checkpoint"),
-            new_data_path=str(out / "data"),
-        )
-        started = time.perf_counter()
-        response = engine.execute_transform(request)
-        result.seconds.append(time.perf_counter() - started)
+        seconds, out, response = chain.run(tx, entries)
+        result.seconds.append(seconds)
         if response.new_offset_interval is not None:
-            next_offset = response.new_offset_interval.end + 1
             result.outputs.append((out / "data").read_bytes())
-        checkpoint = str(out / "checkpoint")
         print(f"  {label} tx{tx}: {result.seconds[-1]:.2f}s", flush=True)
     return result
 
 
 def main() -> int:
-    parser = transaction_arguments(__doc__, "1000,10000,100000")
-    parser.add_argument("--old-max", type=int, default=10_000, help="largest size for the old path")
-    args = parser.parse_args()
-    engine = warm_engine(args.master)
+    args, engine = start(
+        __doc__,
+        "1000,10000,100000",
+        "--old-max",
+        type=int,
+        default=10_000,
+        help="largest size for the old path",
+    )
     medians: dict[int, float] = {}
     failed = False
     for size in [int(s) for s in args.sizes.split(",")]:

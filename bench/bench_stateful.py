@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -112,14 +113,17 @@ class Stream:
         )
 
 
-def transaction_arguments(doc: str, sizes: str) -> argparse.ArgumentParser:
-    """The options the stateful benchmarks share: ``--sizes`` (records per transaction, comma
-    separated), ``--transactions`` and the Spark ``--master``."""
+def start(doc: str, sizes: str, option: str, **spec: Any) -> tuple[argparse.Namespace, SparkEngine]:
+    """Parse the options the stateful benchmarks share (``--sizes``: records per transaction,
+    comma separated; ``--transactions``; the Spark ``--master``) and the benchmark's own
+    ``option`` (``spec``: as to ``add_argument``); then warm up an engine for the runs."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--sizes", default=sizes, help="records per transaction")
     parser.add_argument("--transactions", type=int, default=10)
     parser.add_argument("--master", default="local[2]")
-    return parser
+    parser.add_argument(option, **spec)
+    args = parser.parse_args()
+    return args, warm_engine(args.master)
 
 
 def warm_engine(master: str) -> SparkEngine:
@@ -152,6 +156,46 @@ def slice_of(name: str, rows: int, tx: int, minutes: int, rng: np.random.Generat
     )
 
 
+@dataclass
+class Chain:
+    """An output dataset's transactions one after another, each request carrying on from the
+    previous response: its next offset and its checkpoint."""
+
+    engine: SparkEngine
+    work: Path
+    label: str
+    transform: TransformSql
+    checkpoint: str | None = None
+    next_offset: int = 0
+
+    def run(
+        self, tx: int, entries: Sequence[ep.TransformRequestInput]
+    ) -> tuple[float, Path, ep.TransformResponseSuccess]:
+        """Transaction ``tx`` over ``entries``: its seconds, its output directory (``data``,
+        ``checkpoint``) and the engine's response."""
+        out = self.work / f"{self.label}-tx{tx}"
+        out.mkdir()
+        request = ep.TransformRequest(
+            dataset_id=DatasetID.new_seeded(self.label.encode()),
+            dataset_alias=self.label,
+            system_time=T0,
+            vocab=DatasetVocabulary(),
+            transform=self.transform,
+            query_inputs=tuple(entries),
+            next_offset=self.next_offset,
+            prev_checkpoint_path=self.checkpoint,
+            new_checkpoint_path=str(out / "checkpoint"),
+            new_data_path=str(out / "data"),
+        )
+        started = time.perf_counter()
+        response = self.engine.execute_transform(request)
+        seconds = time.perf_counter() - started
+        if response.new_offset_interval is not None:
+            self.next_offset = response.new_offset_interval.end + 1
+        self.checkpoint = str(out / "checkpoint")
+        return seconds, out, response
+
+
 def run_query(
     engine: SparkEngine,
     work: Path,
@@ -164,8 +208,7 @@ def run_query(
     streams = {name: Stream(work / "in", f"{label}-{name}") for name in inputs}
     (work / "in").mkdir(exist_ok=True)
     transform = TransformSql(engine="spark", queries=(SqlQueryStep(query=query),))
-    checkpoint: str | None = None
-    next_offset = 0
+    chain = Chain(engine, work, label, transform)
     result: dict[str, list[float]] = {"stateful": [], "stateless": [], "checkpoint": []}
     rows = args.rows // len(inputs)
     for tx in range(args.transactions):
@@ -173,27 +216,9 @@ def run_query(
         for name in inputs:
             entry = streams[name].append(slice_of(name, rows, tx, args.minutes, rng))
             entries.append(dataclasses.replace(entry, query_alias=name))
-        out = work / f"{label}-tx{tx}"
-        out.mkdir()
-        request = ep.TransformRequest(
-            dataset_id=DatasetID.new_seeded(label.encode()),
-            dataset_alias=label,
-            system_time=T0,
-            vocab=DatasetVocabulary(),
-            transform=transform,
-            query_inputs=tuple(entries),
-            next_offset=next_offset,
-            prev_checkpoint_path=checkpoint,
-            new_checkpoint_path=str(out / "checkpoint"),
-            new_data_path=str(out / "data"),
-        )
-        started = time.perf_counter()
-        response = engine.execute_transform(request)
-        result["stateful"].append(time.perf_counter() - started)
-        if response.new_offset_interval is not None:
-            next_offset = response.new_offset_interval.end + 1
-        checkpoint = str(out / "checkpoint")
-        result["checkpoint"].append(Path(checkpoint).stat().st_size)
+        seconds, out, _ = chain.run(tx, entries)
+        result["stateful"].append(seconds)
+        result["checkpoint"].append((out / "checkpoint").stat().st_size)
         batch = ep.QueryRequest(
             inputs=tuple(
                 ep.QueryInput(alias=e.query_alias, data_paths=e.data_paths) for e in entries
@@ -214,10 +239,14 @@ def run_query(
 
 
 def main() -> int:
-    parser = transaction_arguments(__doc__, "100000,1000000")
-    parser.add_argument("--minutes", type=int, default=10, help="event time per transaction")
-    args = parser.parse_args()
-    engine = warm_engine(args.master)
+    args, engine = start(
+        __doc__,
+        "100000,1000000",
+        "--minutes",
+        type=int,
+        default=10,
+        help="event time per transaction",
+    )
     failed = False
     for size in [int(s) for s in args.sizes.split(",")]:
         args.rows = size
