@@ -35,6 +35,11 @@ class BuiltImage:
             ) from None
         return cls(ref=ref, digest=digest, image_id=image_id)
 
+    @property
+    def engine_config(self) -> str:
+        """A workspace's ``.odf/config.yaml`` running its engine in this image."""
+        return f"engine:\n  provider: container\n  image: {self.ref}\n"
+
     def pinned_ref(self) -> str:
         """``repository@sha256:...``: the reference that names exactly this image."""
         return f"{self.ref.rsplit(':', 1)[0]}@{self.digest}"
