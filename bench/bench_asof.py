@@ -34,10 +34,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from bench.bench_stateful import T0, TS, Chain, Stream, start
+from bench.bench_stateful import Stream, setup, timed_transaction
 from common.odf.fragments import SqlQueryStep, TemporalTable, TransformSql
 from engine_spark.engine import SparkEngine
 from engine_spark.stateful.as_of_join import runner as asof_transaction
+from tests.integration.engine.datasets import T0, TS, OutputDataset
 
 QUERY = (
     "SELECT t.event_time, t.symbol, t.qty, v.price FROM ticks AS t "
@@ -80,23 +81,23 @@ def run(engine: SparkEngine, work: Path, label: str, size: int, transactions: in
         queries=(SqlQueryStep(query=QUERY),),
         temporal_tables=(TemporalTable(name="prices", primary_key=("symbol",)),),
     )
-    chain = Chain(engine, work, label, transform)
+    output = OutputDataset(work, label, transform)
     result = Run()
     for tx in range(transactions):
         entries = tuple(
             dataclasses.replace(s.append(slice_of(n, size // 2, tx, rng)), query_alias=n)
             for n, s in streams.items()
         )
-        seconds, out, response = chain.run(tx, entries)
+        seconds, request, response = timed_transaction(engine, output, entries)
         result.seconds.append(seconds)
         if response.new_offset_interval is not None:
-            result.outputs.append((out / "data").read_bytes())
+            result.outputs.append(Path(request.new_data_path).read_bytes())
         print(f"  {label} tx{tx}: {result.seconds[-1]:.2f}s", flush=True)
     return result
 
 
 def main() -> int:
-    args, engine = start(
+    args, engine = setup(
         __doc__,
         "1000,10000,100000",
         "--old-max",

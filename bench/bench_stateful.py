@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +50,8 @@ from common.odf.fragments import (
 from common.odf.identity import DatasetID
 from engine_spark.engine import SparkEngine
 from engine_spark.session import SessionSettings, build_session
+from tests.integration.engine.datasets import T0, TS, OutputDataset
 
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
-TS = pa.timestamp("ms", tz="UTC")
 QUERIES = {
     "window": (
         ("events",),
@@ -113,7 +112,7 @@ class Stream:
         )
 
 
-def start(doc: str, sizes: str, option: str, **spec: Any) -> tuple[argparse.Namespace, SparkEngine]:
+def setup(doc: str, sizes: str, option: str, **spec: Any) -> tuple[argparse.Namespace, SparkEngine]:
     """Parse the options the stateful benchmarks share (``--sizes``: records per transaction,
     comma separated; ``--transactions``; the Spark ``--master``) and the benchmark's own
     ``option`` (``spec``: as to ``add_argument``); then warm up an engine for the runs."""
@@ -156,44 +155,17 @@ def slice_of(name: str, rows: int, tx: int, minutes: int, rng: np.random.Generat
     )
 
 
-@dataclass
-class Chain:
-    """An output dataset's transactions one after another, each request carrying on from the
-    previous response: its next offset and its checkpoint."""
-
-    engine: SparkEngine
-    work: Path
-    label: str
-    transform: TransformSql
-    checkpoint: str | None = None
-    next_offset: int = 0
-
-    def run(
-        self, tx: int, entries: Sequence[ep.TransformRequestInput]
-    ) -> tuple[float, Path, ep.TransformResponseSuccess]:
-        """Transaction ``tx`` over ``entries``: its seconds, its output directory (``data``,
-        ``checkpoint``) and the engine's response."""
-        out = self.work / f"{self.label}-tx{tx}"
-        out.mkdir()
-        request = ep.TransformRequest(
-            dataset_id=DatasetID.new_seeded(self.label.encode()),
-            dataset_alias=self.label,
-            system_time=T0,
-            vocab=DatasetVocabulary(),
-            transform=self.transform,
-            query_inputs=tuple(entries),
-            next_offset=self.next_offset,
-            prev_checkpoint_path=self.checkpoint,
-            new_checkpoint_path=str(out / "checkpoint"),
-            new_data_path=str(out / "data"),
-        )
-        started = time.perf_counter()
-        response = self.engine.execute_transform(request)
-        seconds = time.perf_counter() - started
-        if response.new_offset_interval is not None:
-            self.next_offset = response.new_offset_interval.end + 1
-        self.checkpoint = str(out / "checkpoint")
-        return seconds, out, response
+def timed_transaction(
+    engine: SparkEngine, output: OutputDataset, entries: Sequence[ep.TransformRequestInput]
+) -> tuple[float, ep.TransformRequest, ep.TransformResponseSuccess]:
+    """The next transaction of ``output`` over ``entries``, committed: its engine seconds, the
+    request and the response."""
+    request = output.request(entries)
+    started = time.perf_counter()
+    response = engine.execute_transform(request)
+    seconds = time.perf_counter() - started
+    output.commit(request, response)
+    return seconds, request, response
 
 
 def run_query(
@@ -208,7 +180,7 @@ def run_query(
     streams = {name: Stream(work / "in", f"{label}-{name}") for name in inputs}
     (work / "in").mkdir(exist_ok=True)
     transform = TransformSql(engine="spark", queries=(SqlQueryStep(query=query),))
-    chain = Chain(engine, work, label, transform)
+    output = OutputDataset(work, label, transform)
     result: dict[str, list[float]] = {"stateful": [], "stateless": [], "checkpoint": []}
     rows = args.rows // len(inputs)
     for tx in range(args.transactions):
@@ -216,15 +188,15 @@ def run_query(
         for name in inputs:
             entry = streams[name].append(slice_of(name, rows, tx, args.minutes, rng))
             entries.append(dataclasses.replace(entry, query_alias=name))
-        seconds, out, _ = chain.run(tx, entries)
+        seconds, request, _ = timed_transaction(engine, output, entries)
         result["stateful"].append(seconds)
-        result["checkpoint"].append((out / "checkpoint").stat().st_size)
+        result["checkpoint"].append(Path(request.new_checkpoint_path).stat().st_size)
         batch = ep.QueryRequest(
             inputs=tuple(
                 ep.QueryInput(alias=e.query_alias, data_paths=e.data_paths) for e in entries
             ),
             transform=transform,
-            output_data_path=str(out / "batch"),
+            output_data_path=str(Path(request.new_data_path).parent / "batch"),
         )
         started = time.perf_counter()
         engine.execute_query(batch)
@@ -239,7 +211,7 @@ def run_query(
 
 
 def main() -> int:
-    args, engine = start(
+    args, engine = setup(
         __doc__,
         "100000,1000000",
         "--minutes",
