@@ -9,28 +9,34 @@ as plain mappings, in the spec's YAML spelling.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import yaml
+
+
+class SourceOptions(TypedDict, total=False):
+    """How a push source reads and merges (``push_source``'s keywords, passed on by ``root``)."""
+
+    read: str
+    merge: str
+    primary_key: Sequence[str]
 
 
 def root(
     name: str,
     schema: Sequence[str],
     *,
-    read: str = "Csv",
-    merge: str = "Append",
-    primary_key: Sequence[str] = (),
     source: str = "main",
     event_time: str | None = None,
     events: Sequence[Mapping[str, Any]] = (),
+    **options: Unpack[SourceOptions],
 ) -> str:
     """A root dataset with one push source (``read``: Csv with a header row, NdJson, ...)."""
     return snapshot(
         name,
         "Root",
         [
-            push_source(source, schema, read=read, merge=merge, primary_key=primary_key),
+            push_source(source, schema, **options),
             *([{"kind": "SetVocab", "eventTimeColumn": event_time}] if event_time else []),
             *events,
         ],
