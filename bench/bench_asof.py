@@ -97,14 +97,8 @@ def run(engine: SparkEngine, work: Path, label: str, size: int, transactions: in
 
 
 def main() -> int:
-    args, engine = setup(
-        __doc__,
-        "1000,10000,100000",
-        "--old-max",
-        type=int,
-        default=10_000,
-        help="largest size for the old path",
-    )
+    largest_old = (10_000, "largest size for the old path")
+    args, engine = setup(__doc__, "1000,10000,100000", old_max=largest_old)
     medians: dict[int, float] = {}
     failed = False
     for size in [int(s) for s in args.sizes.split(",")]:

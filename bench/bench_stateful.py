@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -112,15 +111,16 @@ class Stream:
         )
 
 
-def setup(doc: str, sizes: str, option: str, **spec: Any) -> tuple[argparse.Namespace, SparkEngine]:
+def setup(doc: str, sizes: str, **own: tuple[int, str]) -> tuple[argparse.Namespace, SparkEngine]:
     """Parse the options the stateful benchmarks share (``--sizes``: records per transaction,
-    comma separated; ``--transactions``; the Spark ``--master``) and the benchmark's own
-    ``option`` (``spec``: as to ``add_argument``); then warm up an engine for the runs."""
+    comma separated; ``--transactions``; the Spark ``--master``) and the benchmark's own integer
+    options (``name=(default, help)`` for ``--name``); then warm up an engine for the runs."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--sizes", default=sizes, help="records per transaction")
     parser.add_argument("--transactions", type=int, default=10)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument(option, **spec)
+    for name, (default, text) in own.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=text)
     args = parser.parse_args()
     return args, warm_engine(args.master)
 
@@ -211,14 +211,7 @@ def run_query(
 
 
 def main() -> int:
-    args, engine = setup(
-        __doc__,
-        "100000,1000000",
-        "--minutes",
-        type=int,
-        default=10,
-        help="event time per transaction",
-    )
+    args, engine = setup(__doc__, "100000,1000000", minutes=(10, "event time per transaction"))
     failed = False
     for size in [int(s) for s in args.sizes.split(",")]:
         args.rows = size
