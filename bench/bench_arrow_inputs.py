@@ -32,42 +32,14 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from bench.bench_transform import QUERY, build_slice
-from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, OffsetInterval, TransformSql
-from common.odf.identity import DatasetID
+from common.odf.fragments import OffsetInterval, TransformSql
 from engine_spark.engine import SparkEngine
 from engine_spark.session import SessionSettings, build_session
 from engine_spark.staging import ArrowInputs
+from engine_spark.warm_up import one_input_request
 
 TARGET = 1.10
 SYSTEM_TIME = datetime(2030, 1, 1, tzinfo=UTC)
-
-
-def request(path: Path, rows: int, out: Path) -> ep.TransformRequest:
-    vocab = DatasetVocabulary()
-    return ep.TransformRequest(
-        dataset_id=DatasetID.new_seeded(b"bench-out"),
-        dataset_alias="out",
-        system_time=SYSTEM_TIME,
-        vocab=vocab,
-        transform=TransformSql(engine="spark", query=QUERY),
-        query_inputs=(
-            ep.TransformRequestInput(
-                dataset_id=DatasetID.new_seeded(b"bench-raw"),
-                dataset_alias="raw",
-                query_alias="raw",
-                vocab=vocab,
-                offset_interval=OffsetInterval(start=0, end=rows - 1),
-                data_paths=(str(path),),
-                schema_file=str(path),
-                explicit_watermarks=(),
-            ),
-        ),
-        next_offset=0,
-        prev_checkpoint_path=None,
-        new_checkpoint_path=str(out / "checkpoint"),
-        new_data_path=str(out / "data"),
-    )
 
 
 def main() -> int:
@@ -94,11 +66,16 @@ def main() -> int:
             "parquet": (parquet, staged),
         }
         times: dict[str, list[float]] = {mode: [] for mode in modes}
+        transform = TransformSql(engine="spark", query=QUERY)
+        offsets = OffsetInterval(start=0, end=args.rows - 1)
         for round_ in range(args.repeats + 1):
             for mode, (path, engine) in modes.items():
                 out = Path(tmp) / f"{mode}-{round_}"
+                request = one_input_request(
+                    transform, "raw", (str(path),), out, system_time=SYSTEM_TIME, offsets=offsets
+                )
                 start = time.perf_counter()
-                engine.execute_transform(request(path, args.rows, out))
+                engine.execute_transform(request)
                 took = time.perf_counter() - start
                 print(f"round {round_} {mode:<9} {took:6.2f} s" + ("" if round_ else " (warm-up)"))
                 if round_:

@@ -23,12 +23,10 @@ missed or the outputs differ (at any size).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -36,13 +34,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from bench.bench_stateful import T0, TS, Stream
-from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, SqlQueryStep, TemporalTable, TransformSql
-from common.odf.identity import DatasetID
+from bench.bench_stateful import Stream, setup, timed_transaction
+from common.odf.fragments import SqlQueryStep, TemporalTable, TransformSql
 from engine_spark.engine import SparkEngine
-from engine_spark.session import SessionSettings, build_session
 from engine_spark.stateful.as_of_join import runner as asof_transaction
+from tests.integration.engine.datasets import T0, TS, OutputDataset
 
 QUERY = (
     "SELECT t.event_time, t.symbol, t.qty, v.price FROM ticks AS t "
@@ -85,51 +81,26 @@ def run(engine: SparkEngine, work: Path, label: str, size: int, transactions: in
         queries=(SqlQueryStep(query=QUERY),),
         temporal_tables=(TemporalTable(name="prices", primary_key=("symbol",)),),
     )
-    checkpoint: str | None = None
-    next_offset = 0
+    output = OutputDataset(work, label, transform)
     result = Run()
     for tx in range(transactions):
         entries = tuple(
             dataclasses.replace(s.append(slice_of(n, size // 2, tx, rng)), query_alias=n)
             for n, s in streams.items()
         )
-        out = work / f"{label}-tx{tx}"
-        out.mkdir()
-        request = ep.TransformRequest(
-            dataset_id=DatasetID.new_seeded(b"asof"),
-            dataset_alias="asof",
-            system_time=T0,
-            vocab=DatasetVocabulary(),
-            transform=transform,
-            query_inputs=entries,
-            next_offset=next_offset,
-            prev_checkpoint_path=checkpoint,
-            new_checkpoint_path=str(out / "checkpoint"),
-            new_data_path=str(out / "data"),
-        )
-        started = time.perf_counter()
-        response = engine.execute_transform(request)
-        result.seconds.append(time.perf_counter() - started)
+        seconds, request, response = timed_transaction(engine, output, entries)
+        result.seconds.append(seconds)
         if response.new_offset_interval is not None:
-            next_offset = response.new_offset_interval.end + 1
-            result.outputs.append((out / "data").read_bytes())
-        checkpoint = str(out / "checkpoint")
+            result.outputs.append(Path(request.new_data_path).read_bytes())
         print(f"  {label} tx{tx}: {result.seconds[-1]:.2f}s", flush=True)
     return result
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000", help="records per transaction")
-    parser.add_argument("--transactions", type=int, default=10)
-    parser.add_argument("--old-max", type=int, default=10_000, help="largest size for the old path")
-    parser.add_argument("--master", default="local[2]")
-    args = parser.parse_args()
-    session = build_session(SessionSettings(master=args.master, driver_memory="4g"))
-    engine = SparkEngine(session)
-    engine.warm_up()
-    failed = False
+    largest_old = (10_000, "largest size for the old path")
+    args, engine = setup(__doc__, "1000,10000,100000", old_max=largest_old)
     medians: dict[int, float] = {}
+    failed = False
     for size in [int(s) for s in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="odf-bench-asof-") as tmp:
             print(f"{size:,} records per transaction:", flush=True)

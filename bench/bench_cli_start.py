@@ -125,15 +125,26 @@ def print_timings(
     return figures
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20, help="runs of each command")
+def cli_arguments(doc: str, what: str) -> argparse.Namespace:
+    """The options of a CLI timing: ``--runs`` (of each ``what``), ``--tree`` (the checkout
+    whose CLI runs) and ``--json``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20, help=f"runs of each {what}")
     parser.add_argument("--tree", type=Path, default=REPO, help="the checkout whose CLI to time")
     add_json_argument(parser)
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    env = {**os.environ, "PYTHONPATH": str(args.tree.resolve()), "ODF_NO_DAEMON": "1"}
+
+def cli_environment(tree: Path) -> dict[str, str]:
+    """The environment of a timed CLI: ``tree`` on the path, no daemon, byte code cached."""
+    env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "ODF_NO_DAEMON": "1"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def main() -> int:
+    args = cli_arguments(__doc__, "command")
+    env = cli_environment(args.tree)
     python = sys.executable
     commands = {
         BASE: [python, "-c", "pass"],

@@ -18,8 +18,6 @@ Run: ``.venv/bin/python bench/bench_complete.py [--runs N] [--tree PATH] [--json
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -29,12 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_cli_start import (
     BASE,
     DATASETS,
-    REPO,
+    cli_arguments,
+    cli_environment,
     make_workspace,
     print_timings,
     time_in_turns,
 )
-from bench.figures import Figure, add_json_argument, write_json
+from bench.figures import Figure, write_json
 
 TARGET_S = 0.150
 TABS = {
@@ -47,20 +46,14 @@ TABS = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20, help="runs of each TAB")
-    parser.add_argument("--tree", type=Path, default=REPO, help="the checkout whose CLI to time")
-    add_json_argument(parser)
-    args = parser.parse_args()
-
+    args = cli_arguments(__doc__, "TAB")
     python = sys.executable
     with tempfile.TemporaryDirectory(prefix="bench-complete-") as tmp:
         cwd = Path(tmp)
         make_workspace(cwd)
         (cwd / ".odf" / "repos.json").write_text('{"repos": {"origin": "file:///tmp/r"}}')
         answer = cwd / "answer"
-        base_env = {**os.environ, "PYTHONPATH": str(args.tree.resolve()), "ODF_NO_DAEMON": "1"}
-        base_env.pop("PYTHONDONTWRITEBYTECODE", None)
+        base_env = cli_environment(args.tree)
         runs: dict[str, tuple[list[str], dict[str, str]]] = {
             BASE: ([python, "-c", "pass"], base_env)
         }

@@ -38,13 +38,11 @@ sys.path.insert(0, str(REPO))
 from common.engine_rpc import engine_pb2, engine_pb2_grpc  # noqa: E402
 from common.odf import engine_protocol as ep  # noqa: E402
 from common.odf.fragments import (  # noqa: E402
-    DatasetVocabulary,
     OffsetInterval,
     TransformSql,
-    Watermark,
 )
-from common.odf.identity import DatasetID  # noqa: E402
 from common.serde import flatbuffers_codec as codec  # noqa: E402
+from engine_spark.warm_up import one_input_request  # noqa: E402
 from tests.support.engine_server import engine_server_process  # noqa: E402
 
 TARGET_RATIO = 20.0
@@ -117,27 +115,14 @@ def reference_transaction(script: Path, inp: Path, out: Path, rows: int) -> floa
 
 
 def warm_request(inp: Path, out_dir: Path, rows: int) -> ep.TransformRequest:
-    return ep.TransformRequest(
-        dataset_id=DatasetID.new_seeded(b"bench-out"),
-        dataset_alias="bench.out",
+    return one_input_request(
+        TransformSql(engine="spark", query=QUERY),
+        "bench.cities",
+        (str(inp),),
+        out_dir,
         system_time=T0,
-        vocab=DatasetVocabulary(),
-        transform=TransformSql(engine="spark", query=QUERY),
-        query_inputs=(
-            ep.TransformRequestInput(
-                dataset_id=DatasetID.new_seeded(b"bench-in"),
-                dataset_alias="bench.cities",
-                query_alias="bench.cities",
-                vocab=DatasetVocabulary(),
-                offset_interval=OffsetInterval(start=0, end=rows - 1),
-                data_paths=(str(inp),),
-                schema_file=str(inp),
-                explicit_watermarks=(Watermark(system_time=T0, event_time=T0),),
-            ),
-        ),
-        next_offset=0,
-        new_checkpoint_path=str(out_dir / "checkpoint"),
-        new_data_path=str(out_dir / "data"),
+        offsets=OffsetInterval(start=0, end=rows - 1),
+        watermark=T0,
     )
 
 

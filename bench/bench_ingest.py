@@ -335,23 +335,21 @@ def main() -> int:
             f" {peaks[1]:.0f} MiB at {2 * args.scale}x ({growth:.2f}x; target < {TARGET_GROWTH}x)"
         )
         rows = f"{args.rows / 1e6:g}M rows"
+
+        def throughput(what: str, ours: str, baseline: str) -> Figure:
+            """Rows per second of run ``ours`` against run ``baseline`` (``what``: the pair)."""
+            return Figure(
+                f"ingest throughput, {what}",
+                args.rows / best[ours]["seconds"],
+                "rows/s",
+                args.rows / best[baseline]["seconds"],
+                TARGET_RATIO,
+                at_least=True,
+            )
+
         figures = [
-            Figure(
-                f"ingest throughput, library ({rows}; vs bare pyarrow)",
-                args.rows / best["ingest"]["seconds"],
-                "rows/s",
-                args.rows / best["baseline-whole"]["seconds"],
-                TARGET_RATIO,
-                at_least=True,
-            ),
-            Figure(
-                f"ingest throughput, odf ingest ({rows}; process vs process)",
-                args.rows / best["cli"]["seconds"],
-                "rows/s",
-                args.rows / best["baseline-process"]["seconds"],
-                TARGET_RATIO,
-                at_least=True,
-            ),
+            throughput(f"library ({rows}; vs bare pyarrow)", "ingest", "baseline-whole"),
+            throughput(f"odf ingest ({rows}; process vs process)", "cli", "baseline-process"),
             Figure(
                 f"ingest peak RSS, {2 * args.scale}x vs {args.scale}x the rows",
                 peaks[1] * 2**20,

@@ -30,15 +30,41 @@ from bench_transform import SYSTEM_TIME, create_derivative, create_root
 from bench.figures import Figure, add_json_argument, write_json
 from common.logs import configure_logging
 from coordinator.config import TransformConfig
+from coordinator.dataset.dataset import Dataset
 from coordinator.engine import EngineSession
 from coordinator.engine.embedded import EmbeddedEngineProvider
 from coordinator.transform.runner import Transformer, workspace_resolver
+from coordinator.transform.transaction import TransactionResult
 from coordinator.workspace import Workspace
 
 
 def engine_pid(description: str) -> int:
     """The pid in an embedded engine's description (``embedded engine (pid N)``)."""
     return int(description.rsplit("pid ", 1)[1].rstrip(")"))
+
+
+def sampled_transform(
+    ws: Workspace,
+    derivative: Dataset,
+    engines: EngineSession,
+    pid: int,
+    shared_staging: Path | None = None,
+) -> tuple[TransactionResult, float, float]:
+    """Transform ``derivative`` (one transaction) while sampling the engine process tree's
+    memory: the transaction, its wall seconds and the peak RSS sampled (MiB)."""
+    sampler = PeakSampler(pid)
+    sampler.start()
+    started = time.perf_counter()
+    transformer = Transformer(
+        workspace_resolver(ws),
+        engines,
+        TransformConfig(max_input_records=10**9),
+        clock=lambda: SYSTEM_TIME,
+        shared_staging=shared_staging,
+    )
+    (result,) = transformer.transform(derivative).transactions
+    seconds = time.perf_counter() - started
+    return result, seconds, sampler.stop()
 
 
 def main() -> int:
@@ -69,18 +95,7 @@ def main() -> int:
             pid = engine_pid(client.description)
             time.sleep(2)
             idle = tree_rss_mib(pid)
-            sampler = PeakSampler(pid)
-            sampler.start()
-            started = time.perf_counter()
-            transformer = Transformer(
-                workspace_resolver(ws),
-                engines,
-                TransformConfig(max_input_records=10**9),
-                clock=lambda: SYSTEM_TIME,
-            )
-            (result,) = transformer.transform(derivative).transactions
-            seconds = time.perf_counter() - started
-            peak = sampler.stop()
+            result, seconds, peak = sampled_transform(ws, derivative, engines, pid)
             hwm = tree_rss_mib(pid, "VmHWM")
     coordinator_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(

@@ -46,15 +46,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_engine import PeakSampler, tree_rss_mib
-from bench_memory import engine_pid
-from bench_transform import SYSTEM_TIME, create_derivative, create_root
+from bench_engine import tree_rss_mib
+from bench_memory import engine_pid, sampled_transform
+from bench_transform import create_derivative, create_root
 
 from common.logs import configure_logging
-from coordinator.config import TransformConfig
 from coordinator.engine import EngineSession
 from coordinator.engine.embedded import EmbeddedEngineProvider
-from coordinator.transform.runner import Transformer, workspace_resolver
 from coordinator.workspace import Workspace
 from tests.support.spark_cluster import SparkCluster, standalone_cluster
 
@@ -86,19 +84,10 @@ def run(
     with EngineSession(provider) as engines:
         client = engines.get(provider.resolve_version())
         pid = engine_pid(client.description)
-        sampler = PeakSampler(pid)
-        sampler.start()
-        started = time.perf_counter()
-        transformer = Transformer(
-            workspace_resolver(ws),
-            engines,
-            TransformConfig(max_input_records=10**9),
-            clock=lambda: SYSTEM_TIME,
-            shared_staging=provider.shared_staging,
+        result, wall, sampled = sampled_transform(
+            ws, derivative, engines, pid, provider.shared_staging
         )
-        (result,) = transformer.transform(derivative).transactions
-        wall = time.perf_counter() - started
-        peak = max(sampler.stop(), tree_rss_mib(pid, "VmHWM"))
+        peak = max(sampled, tree_rss_mib(pid, "VmHWM"))
     new_data = result.event.new_data
     assert new_data is not None
     return Measured(

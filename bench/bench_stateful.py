@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -49,9 +49,8 @@ from common.odf.fragments import (
 from common.odf.identity import DatasetID
 from engine_spark.engine import SparkEngine
 from engine_spark.session import SessionSettings, build_session
+from tests.integration.engine.datasets import T0, TS, OutputDataset
 
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
-TS = pa.timestamp("ms", tz="UTC")
 QUERIES = {
     "window": (
         ("events",),
@@ -112,6 +111,27 @@ class Stream:
         )
 
 
+def setup(doc: str, sizes: str, **own: tuple[int, str]) -> tuple[argparse.Namespace, SparkEngine]:
+    """Parse the options the stateful benchmarks share (``--sizes``: records per transaction,
+    comma separated; ``--transactions``; the Spark ``--master``) and the benchmark's own integer
+    options (``name=(default, help)`` for ``--name``); then warm up an engine for the runs."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--sizes", default=sizes, help="records per transaction")
+    parser.add_argument("--transactions", type=int, default=10)
+    parser.add_argument("--master", default="local[2]")
+    for name, (default, text) in own.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=text)
+    args = parser.parse_args()
+    return args, warm_engine(args.master)
+
+
+def warm_engine(master: str) -> SparkEngine:
+    """An engine on its own session (4 GiB driver), warmed up so that no run pays for it."""
+    engine = SparkEngine(build_session(SessionSettings(master=master, driver_memory="4g")))
+    engine.warm_up()
+    return engine
+
+
 def slice_of(name: str, rows: int, tx: int, minutes: int, rng: np.random.Generator) -> pa.Table:
     start = T0 + timedelta(minutes=tx * minutes)
     step_us = minutes * 60_000_000 // rows
@@ -135,6 +155,19 @@ def slice_of(name: str, rows: int, tx: int, minutes: int, rng: np.random.Generat
     )
 
 
+def timed_transaction(
+    engine: SparkEngine, output: OutputDataset, entries: Sequence[ep.TransformRequestInput]
+) -> tuple[float, ep.TransformRequest, ep.TransformResponseSuccess]:
+    """The next transaction of ``output`` over ``entries``, committed: its engine seconds, the
+    request and the response."""
+    request = output.request(entries)
+    started = time.perf_counter()
+    response = engine.execute_transform(request)
+    seconds = time.perf_counter() - started
+    output.commit(request, response)
+    return seconds, request, response
+
+
 def run_query(
     engine: SparkEngine,
     work: Path,
@@ -147,8 +180,7 @@ def run_query(
     streams = {name: Stream(work / "in", f"{label}-{name}") for name in inputs}
     (work / "in").mkdir(exist_ok=True)
     transform = TransformSql(engine="spark", queries=(SqlQueryStep(query=query),))
-    checkpoint: str | None = None
-    next_offset = 0
+    output = OutputDataset(work, label, transform)
     result: dict[str, list[float]] = {"stateful": [], "stateless": [], "checkpoint": []}
     rows = args.rows // len(inputs)
     for tx in range(args.transactions):
@@ -156,33 +188,15 @@ def run_query(
         for name in inputs:
             entry = streams[name].append(slice_of(name, rows, tx, args.minutes, rng))
             entries.append(dataclasses.replace(entry, query_alias=name))
-        out = work / f"{label}-tx{tx}"
-        out.mkdir()
-        request = ep.TransformRequest(
-            dataset_id=DatasetID.new_seeded(label.encode()),
-            dataset_alias=label,
-            system_time=T0,
-            vocab=DatasetVocabulary(),
-            transform=transform,
-            query_inputs=tuple(entries),
-            next_offset=next_offset,
-            prev_checkpoint_path=checkpoint,
-            new_checkpoint_path=str(out / "checkpoint"),
-            new_data_path=str(out / "data"),
-        )
-        started = time.perf_counter()
-        response = engine.execute_transform(request)
-        result["stateful"].append(time.perf_counter() - started)
-        if response.new_offset_interval is not None:
-            next_offset = response.new_offset_interval.end + 1
-        checkpoint = str(out / "checkpoint")
-        result["checkpoint"].append(Path(checkpoint).stat().st_size)
+        seconds, request, _ = timed_transaction(engine, output, entries)
+        result["stateful"].append(seconds)
+        result["checkpoint"].append(Path(request.new_checkpoint_path).stat().st_size)
         batch = ep.QueryRequest(
             inputs=tuple(
                 ep.QueryInput(alias=e.query_alias, data_paths=e.data_paths) for e in entries
             ),
             transform=transform,
-            output_data_path=str(out / "batch"),
+            output_data_path=str(Path(request.new_data_path).parent / "batch"),
         )
         started = time.perf_counter()
         engine.execute_query(batch)
@@ -197,15 +211,7 @@ def run_query(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100000,1000000", help="records per transaction")
-    parser.add_argument("--transactions", type=int, default=10)
-    parser.add_argument("--minutes", type=int, default=10, help="event time per transaction")
-    parser.add_argument("--master", default="local[2]")
-    args = parser.parse_args()
-    session = build_session(SessionSettings(master=args.master, driver_memory="4g"))
-    engine = SparkEngine(session)
-    engine.warm_up()
+    args, engine = setup(__doc__, "100000,1000000", minutes=(10, "event time per transaction"))
     failed = False
     for size in [int(s) for s in args.sizes.split(",")]:
         args.rows = size

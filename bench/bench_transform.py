@@ -157,16 +157,23 @@ def create_derivative(ws: Workspace, name: str, input_name: str, version: str) -
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
-    """A transaction and the wall time of the whole ``transform`` call around it."""
+class Timed:
+    """A wall time and the engine call within it (one ``odf pull`` process, say)."""
 
-    result: TransactionResult
     wall: float
+    engine: float
 
     @property
     def overhead_share(self) -> float:
         """Everything but the engine call (planning, exchange, hashes, commit, clean-up)."""
-        return (self.wall - self.result.timings.engine) / self.wall
+        return (self.wall - self.engine) / self.wall
+
+
+@dataclass(frozen=True, slots=True)
+class Run(Timed):
+    """A transaction and the wall time of the whole ``transform`` call around it."""
+
+    result: TransactionResult
 
 
 def run_one(ws: Workspace, engines: EngineSession, ds: Dataset, fmt: ExchangeFormat) -> Run:
@@ -178,7 +185,7 @@ def run_one(ws: Workspace, engines: EngineSession, ds: Dataset, fmt: ExchangeFor
         clock=lambda: SYSTEM_TIME,
     )
     (result,) = t.transform(ds).transactions
-    return Run(result, time.perf_counter() - start)
+    return Run(time.perf_counter() - start, result.timings.engine, result)
 
 
 def row(label: str, run: Run) -> str:
@@ -205,21 +212,9 @@ the call: ``coordinator.transform.transaction.OUTPUT_MODULES``)."""
 
 
 @dataclass(frozen=True, slots=True)
-class CliRun:
-    """One ``odf pull`` process: its wall time and the engine call within it."""
-
-    wall: float
-    engine: float
-
-    @property
-    def overhead_share(self) -> float:
-        return (self.wall - self.engine) / self.wall
-
-
-@dataclass(frozen=True, slots=True)
 class CliRuns:
-    one_shot: list[CliRun]
-    daemon: list[CliRun]
+    one_shot: list[Timed]
+    daemon: list[Timed]
     python_start: float
     """``python -c pass``."""
     pre_call_imports: float
@@ -278,8 +273,8 @@ def _timed(argv: list[str], ws: Workspace, env: dict[str, str]) -> tuple[float, 
     return time.perf_counter() - start, done.stderr
 
 
-def _cli_row(label: str, dataset: str, wall: float, engine: float) -> CliRun:
-    run = CliRun(wall, engine)
+def _cli_row(label: str, dataset: str, wall: float, engine: float) -> Timed:
+    run = Timed(wall, engine)
     print(
         f"{label} {dataset}: {wall:.2f} s, engine {engine:.2f} s,"
         f" overhead {wall - engine:.2f} s = {run.overhead_share:.1%}"

@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from common.odf.errors import OdfError
+from common.processes import pid_alive as pid_alive  # where the coordinator looked for it
 
 LOCK_NAME = ".odf-owner.lock"
 MIN_AGE_SECONDS = 10.0
@@ -167,14 +168,3 @@ def lock_held(lock_path: Path) -> bool | None:
     finally:
         os.close(fd)
     return False
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (one of another user counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -64,6 +64,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="odf-engine-spark", description="Run the ODF Spark engine gRPC server."
     )
+    from_env: list[tuple[str, str, tuple[str, ...]]] = []
+
+    def choice(flag: str, variable: str, choices: tuple[str, ...], default: str, text: str) -> None:
+        """An option among ``choices`` whose default is environment ``variable``, else
+        ``default`` (checked after parsing: argparse does not check defaults)."""
+        p.add_argument(
+            flag, choices=choices, default=env.get(variable, default), help=f"{text}; {variable}"
+        )
+        from_env.append((flag.removeprefix("--").replace("-", "_"), variable, choices))
+
     p.add_argument(
         "--host",
         default=env.get("ODF_ENGINE_HOST", "127.0.0.1"),
@@ -87,13 +97,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         " Connect); default local[*]",
     )
     p.add_argument("--driver-memory", default=env.get("SPARK_DRIVER_MEMORY"))
-    p.add_argument(
+    choice(
         "--warm-up",
-        choices=("on", "off"),
-        default=env.get("ODF_ENGINE_WARM_UP", "on"),
-        help="run a small transaction before reporting SERVING (on: a long-running server's"
-        " first call is faster; off: a one-shot command starts ~2-3 s sooner);"
-        " ODF_ENGINE_WARM_UP",
+        "ODF_ENGINE_WARM_UP",
+        ("on", "off"),
+        "on",
+        "run a small transaction before reporting SERVING (on: a long-running server's"
+        " first call is faster; off: a one-shot command starts ~2-3 s sooner)",
     )
     p.add_argument(
         "--no-warm-up",
@@ -102,36 +112,39 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         dest="warm_up",
         help="the same as --warm-up off",
     )
-    p.add_argument(
+    choice(
         "--cds",
-        choices=("on", "off"),
-        default=env.get(CDS_ENV, "on"),
-        help="start the driver JVM with an application class-data sharing archive, written by"
-        " the first start into ~/.cache/odf/cds (on: a one-shot start is ~1/3 faster);"
-        f" {CDS_ENV}",
+        CDS_ENV,
+        ("on", "off"),
+        "on",
+        "start the driver JVM with an application class-data sharing archive, written by"
+        " the first start into ~/.cache/odf/cds (on: a one-shot start is ~1/3 faster)",
     )
-    p.add_argument(
+    choice(
         "--jit",
-        choices=JIT_MODES,
-        default=env.get(JIT_ENV, "full"),
-        help="the driver JVM's compilers: full (default: C1, then C2 for hot code) or quick"
+        JIT_ENV,
+        JIT_MODES,
+        "full",
+        "the driver JVM's compilers: full (default: C1, then C2 for hot code) or quick"
         " (C1 only: a short one-shot query, such as odf sql's, ends sooner; a long transaction"
-        f" runs slower); {JIT_ENV}",
+        " runs slower)",
     )
-    p.add_argument(
+    choice(
         "--output-writer",
-        choices=OUTPUT_WRITERS,
-        default=env.get("ODF_ENGINE_OUTPUT_WRITER", "stream"),
-        help="how row-wise outputs are written: stream (default: Arrow batches partition by"
+        "ODF_ENGINE_OUTPUT_WRITER",
+        OUTPUT_WRITERS,
+        "stream",
+        "how row-wise outputs are written: stream (default: Arrow batches partition by"
         " partition), spark (Spark's own Parquet writer, local masters), collect (the whole"
-        " result collected first, the former path); ODF_ENGINE_OUTPUT_WRITER",
+        " result collected first, the former path)",
     )
-    p.add_argument(
+    choice(
         "--arrow-inputs",
-        choices=ARROW_INPUTS,
-        default=env.get("ODF_ENGINE_ARROW_INPUTS", "staged"),
-        help="how Arrow IPC inputs reach Spark: staged (default: restaged as Parquet, measured"
-        " faster) or in-place (read where they lie by mapInArrow tasks); ODF_ENGINE_ARROW_INPUTS",
+        "ODF_ENGINE_ARROW_INPUTS",
+        ARROW_INPUTS,
+        "staged",
+        "how Arrow IPC inputs reach Spark: staged (default: restaged as Parquet, measured"
+        " faster) or in-place (read where they lie by mapInArrow tasks)",
     )
     p.add_argument(
         "--shared-staging",
@@ -172,24 +185,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("-v", "--verbose", action="count", default=0, help="-v info, -vv debug")
     p.add_argument("--log-json", action="store_true", help="JSON log lines")
     args = p.parse_args(argv)
-    if args.warm_up not in ("on", "off"):
-        p.error(f"ODF_ENGINE_WARM_UP={args.warm_up!r}: must be 'on' or 'off'")
-    if args.jit not in JIT_MODES:
-        p.error(f"{JIT_ENV}={args.jit!r}: must be one of {', '.join(JIT_MODES)}")
-    if args.cds not in ("on", "off"):
-        p.error(f"{CDS_ENV}={args.cds!r}: must be 'on' or 'off'")
+    for dest, variable, choices in from_env:
+        if getattr(args, dest) not in choices:
+            p.error(f"{variable}={getattr(args, dest)!r}: must be one of {', '.join(choices)}")
     if args.shared_staging is not None and not os.path.isdir(args.shared_staging):
         p.error(f"--shared-staging {args.shared_staging}: not a directory")
-    if args.output_writer not in OUTPUT_WRITERS:
-        p.error(
-            f"ODF_ENGINE_OUTPUT_WRITER={args.output_writer!r}: must be one of"
-            f" {', '.join(OUTPUT_WRITERS)}"
-        )
-    if args.arrow_inputs not in ARROW_INPUTS:
-        p.error(
-            f"ODF_ENGINE_ARROW_INPUTS={args.arrow_inputs!r}: must be one of"
-            f" {', '.join(ARROW_INPUTS)}"
-        )
     return args
 
 

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import structlog
 
+from common.processes import pid_alive
+
 log = structlog.get_logger("engine_spark.cds")
 
 CDS_ENV = "ODF_ENGINE_CDS"
@@ -275,7 +277,7 @@ def prepare(env: Mapping[str, str], options: Sequence[str]) -> ArchivePlan | Non
         log.debug("cds.unavailable", directory=str(directory), reason=str(e))
         return None
     entries = [(name, st.st_size) for name, st in stats]
-    _remove(directory, stale_temps([(n, st.st_mtime) for n, st in stats], _alive, time.time()))
+    _remove(directory, stale_temps([(n, st.st_mtime) for n, st in stats], pid_alive, time.time()))
     plan = plan_for(archive_key(inputs), directory, entries, os.getpid(), secrets.token_hex(4))
     if plan.mode is Mode.USE:
         with contextlib.suppress(OSError):
@@ -309,7 +311,7 @@ def settle(plan: ArchivePlan, jvm_pid: int, timeout: float = SETTLE_TIMEOUT_S) -
     """Wait until the JVM exited, then rename its archive into place if the JVM logged that
     it was written whole; else remove what it left. Returns the archive's path, or None."""
     deadline = time.monotonic() + timeout
-    while _alive(jvm_pid):
+    while pid_alive(jvm_pid):
         if time.monotonic() > deadline:
             log.warning("cds.not_written", reason="the JVM did not exit")
             _remove(plan.directory, [plan.path.name, plan.log_path.name])
@@ -345,21 +347,6 @@ def _remove(directory: Path, names: Iterable[str]) -> None:
     for name in names:
         with contextlib.suppress(OSError):
             (directory / name).unlink()
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
 
 
 if __name__ == "__main__":  # the detached settler started by ``hand_over``

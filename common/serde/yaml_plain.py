@@ -22,6 +22,7 @@ import functools
 import types
 import typing
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar, overload
@@ -58,20 +59,16 @@ class _Codec(ABC):
     def decode(self, value: Any) -> Any: ...
 
 
-class _Str(_Codec):
+@dataclasses.dataclass(frozen=True)
+class _Plain(_Codec):
+    """A value that is its own plain form (a string, a boolean)."""
+
+    cls: type
+    what: str
+
     def encode(self, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise sc.type_error("a string", value)
-        return value
-
-    def decode(self, value: Any) -> Any:
-        return self.encode(value)
-
-
-class _Bool(_Codec):
-    def encode(self, value: Any) -> Any:
-        if not isinstance(value, bool):
-            raise sc.type_error("a boolean", value)
+        if not isinstance(value, self.cls):
+            raise sc.type_error(self.what, value)
         return value
 
     def decode(self, value: Any) -> Any:
@@ -94,55 +91,32 @@ class _Int(_Codec):
         return self.encode(value)
 
 
-class _Bytes(_Codec):
+@dataclasses.dataclass(frozen=True)
+class _Text(_Codec):
+    """A value whose plain form is text: ``to_text`` on the way out, ``from_text`` back."""
+
+    cls: type
+    what: str
+    text: str
+    to_text: Callable[[Any], str]
+    from_text: Callable[[str], Any]
+
     def encode(self, value: Any) -> Any:
-        if not isinstance(value, bytes):
-            raise sc.type_error("bytes", value)
-        return sc.encode_base64(value)
+        if not isinstance(value, self.cls):
+            raise sc.type_error(self.what, value)
+        return self.to_text(value)
 
     def decode(self, value: Any) -> Any:
         if not isinstance(value, str):
-            raise sc.type_error("a base64 string", value)
-        return sc.decode_base64(value)
+            raise sc.type_error(self.text, value)
+        return self.from_text(value)
 
 
-class _Timestamp(_Codec):
-    def encode(self, value: Any) -> Any:
-        if not isinstance(value, datetime):
-            raise sc.type_error("a datetime", value)
-        return sc.format_timestamp(value)
-
-    def decode(self, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise sc.type_error("an RFC 3339 timestamp string", value)
-        return sc.parse_timestamp(value)
-
-
-class _Multihash(_Codec):
-    def encode(self, value: Any) -> Any:
-        if not isinstance(value, Multihash):
-            raise sc.type_error("a Multihash", value)
-        return value.to_multibase()
-
-    def decode(self, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise sc.type_error("a multihash string", value)
-        try:
-            return Multihash.from_multibase(value)
-        except DecodeError as e:
-            raise DecodeError(f"invalid multihash {value!r}: {e.reason}") from None
-
-
-class _DatasetId(_Codec):
-    def encode(self, value: Any) -> Any:
-        if not isinstance(value, DatasetID):
-            raise sc.type_error("a DatasetID", value)
-        return value.to_did()
-
-    def decode(self, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise sc.type_error("a did:odf string", value)
-        return DatasetID.from_did(value)
+def _multihash_from_text(value: str) -> Multihash:
+    try:
+        return Multihash.from_multibase(value)
+    except DecodeError as e:
+        raise DecodeError(f"invalid multihash {value!r}: {e.reason}") from None
 
 
 class _Enum(_Codec):
@@ -335,12 +309,26 @@ def _union_codec(union: str, variants: tuple[type, ...]) -> _Union:
 
 
 _SCALARS: dict[Any, _Codec] = {
-    str: _Str(),
-    bool: _Bool(),
-    bytes: _Bytes(),
-    datetime: _Timestamp(),
-    Multihash: _Multihash(),
-    DatasetID: _DatasetId(),
+    str: _Plain(str, "a string"),
+    bool: _Plain(bool, "a boolean"),
+    bytes: _Text(bytes, "bytes", "a base64 string", sc.encode_base64, sc.decode_base64),
+    datetime: _Text(
+        datetime,
+        "a datetime",
+        "an RFC 3339 timestamp string",
+        sc.format_timestamp,
+        sc.parse_timestamp,
+    ),
+    Multihash: _Text(
+        Multihash,
+        "a Multihash",
+        "a multihash string",
+        Multihash.to_multibase,
+        _multihash_from_text,
+    ),
+    DatasetID: _Text(
+        DatasetID, "a DatasetID", "a did:odf string", DatasetID.to_did, DatasetID.from_did
+    ),
 }
 
 

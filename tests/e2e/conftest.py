@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from coordinator.engine.container_runtime import Runtime, connect, image_present
-from tests.support.images import BuiltImage
-
-REPO = Path(__file__).resolve().parents[2]
-ENGINE_BUILT_DIR = REPO / "images" / "engine-spark" / ".built"
+from tests.support.images import BuiltImage, build_engine_image
 
 
 def cannot_run_containers() -> str | None:
@@ -42,18 +38,7 @@ def engine_image() -> BuiltImage:
     reason = cannot_run_containers()
     if reason:
         pytest.skip(reason)
-    result = subprocess.run(
-        ["bash", str(REPO / "scripts" / "build-images.sh")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail(
-            f"scripts/build-images.sh failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}"
-        )
-    return BuiltImage.load(ENGINE_BUILT_DIR)
+    return build_engine_image()
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ import pytest
 
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
-from tests.e2e.test_daemon_workflow import POLLED
+from tests.e2e.test_daemon_workflow import polled_days
 from tests.support.cli import REPO, fails, ok
 from tests.support.daemon import Served, serving, wait_until
 from tests.support.datasets import root
@@ -35,7 +35,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     ws = new_workspace(tmp_path_factory.mktemp("visible") / "ws")
     inbox = ws / "inbox"
     inbox.mkdir()
-    add(ws, root("a", ["id BIGINT", "v STRING"]), POLLED.format(inbox=inbox))
+    add(ws, root("a", ["id BIGINT", "v STRING"]), polled_days(inbox))
     (ws / ".odf" / "config.yaml").write_text("daemon:\n  schedules:\n    p: 1s\n")
     with serving(ws) as served:
         yield served

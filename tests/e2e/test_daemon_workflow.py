@@ -26,33 +26,18 @@ from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from tests.support.cli import imported_by, odf, ok
 from tests.support.daemon import Served, serving, start, stop, wait_until
-from tests.support.datasets import derivative, root
+from tests.support.datasets import DAY_FILE, derivative, polled, root
 from tests.support.workspace import add, dataset, new_workspace
 
 pytestmark = pytest.mark.e2e
 
 UPPER = "SELECT event_time, id, upper(v) AS v FROM a"
-POLLED = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: p
-  kind: Root
-  metadata:
-    - kind: SetPollingSource
-      fetch:
-        kind: FilesGlob
-        path: {inbox}/day-*.csv
-        eventTime:
-          kind: FromPath
-          pattern: 'day-(\\d{{4}}-\\d{{2}}-\\d{{2}})\\.csv'
-      read:
-        kind: Csv
-        header: true
-        schema: ["city STRING", "population BIGINT"]
-      merge:
-        kind: Append
-"""
+CITY_COLUMNS = ["city STRING", "population BIGINT"]
+
+
+def polled_days(inbox: Path) -> str:
+    """``p``: polls the inbox's ``day-YYYY-MM-DD.csv`` files, the date in a name its event time."""
+    return polled("p", f"{inbox}/day-*.csv", CITY_COLUMNS, event_time_pattern=DAY_FILE)
 
 
 def records(ws: Path, name: str) -> int:
@@ -67,7 +52,7 @@ def new_pipeline(ws: Path, *, schedule: bool = False) -> Path:
         ws,
         root("a", ["id BIGINT", "v STRING"]),
         derivative("b", UPPER, ["a"]),
-        POLLED.format(inbox=inbox),
+        polled_days(inbox),
     )
     if schedule:
         (ws / ".odf" / "config.yaml").write_text("daemon:\n  schedules:\n    p: 1s\n")

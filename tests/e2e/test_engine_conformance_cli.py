@@ -10,9 +10,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from coordinator.conformance.loader import builtin_cases_dir
 from tests.support.cli import fails, odf
+from tests.support.engine_cases import MINIMAL
 from tests.support.images import BuiltImage
 
 IMAGE_SUBSET = (
@@ -70,27 +72,15 @@ def test_the_engine_image_passes_the_corpus_subset(
     assert f"{len(IMAGE_SUBSET)} passed, 0 failed" in result.stderr
 
 
-WRONG = """\
-case: wrong-expectation
-spec: "Watermark"
-inputs:
-  - alias: events
-    columns: {n: int64}
-transform:
-  spark:
-    queries:
-      - query: SELECT event_time, n FROM events
-transactions:
-  - inputs:
-      events:
-        rows:
-          - {event_time: "00:01", n: 1}
-        watermark: "00:01"
-    expect:
-      watermark: "00:02"
-      records:
-        - {event_time: "00:01", n: 2}
-"""
+def wrong_expectation() -> str:
+    """The minimal case expecting what the engine does not give: a doubled ``n`` and a later
+    watermark."""
+    case = yaml.safe_load(MINIMAL)
+    case["case"] = "wrong-expectation"
+    (transaction,) = case["transactions"]
+    transaction["inputs"]["events"]["watermark"] = "00:01"
+    transaction["expect"] = {"watermark": "00:02", "records": [{"event_time": "00:01", "n": 2}]}
+    return str(yaml.safe_dump(case, sort_keys=False))
 
 
 @pytest.mark.e2e
@@ -99,7 +89,7 @@ def test_a_failing_case_exits_1_with_the_rules_and_skips_undeclared_capabilities
     tmp_path: Path,
 ) -> None:
     cases = subset(tmp_path, ("aggregates/top-n-per-key-changelog",))
-    (cases / "wrong.yaml").write_text(WRONG)
+    (cases / "wrong.yaml").write_text(wrong_expectation())
     result = odf(
         tmp_path, "engine", "test", "--embedded", "--cases", str(cases),
         "--capabilities", "retractions", "-o", "json",
@@ -119,7 +109,9 @@ def test_a_failing_case_exits_1_with_the_rules_and_skips_undeclared_capabilities
 def test_an_invalid_case_is_refused_before_an_engine_starts(tmp_path: Path) -> None:
     cases = tmp_path / "cases"
     cases.mkdir()
-    (cases / "bad.yaml").write_text(WRONG.replace('spec: "Watermark"\n', ""))
+    no_spec = MINIMAL.replace('spec: "Engine Contract"\n', "")
+    assert no_spec != MINIMAL
+    (cases / "bad.yaml").write_text(no_spec)
     line = fails(tmp_path, "engine", "test", "--embedded", "--cases", str(cases), only_line=True)
     assert line == f"error: {cases / 'bad.yaml'}: (top): 'spec' is a required property"
     line = fails(tmp_path, "engine", "test", "--embedded", "--filter", "no-such-case-at-all")

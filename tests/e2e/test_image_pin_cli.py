@@ -45,7 +45,7 @@ def test_embedded_pin_is_the_image_and_verifies_in_both_modes(
     assert "big: ok (" in out
     assert f"1 replayed), with engine embedded {pinned}\n" in out
 
-    config = f"engine:\n  provider: container\n  image: {engine_image.ref}\n"
+    config = engine_image.engine_config
     (ws / ".odf" / "config.yaml").write_text(config)
     out = ok(ws, "verify", "big")
     assert "big: ok (" in out

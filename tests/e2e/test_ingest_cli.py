@@ -14,7 +14,7 @@ from common.serde.yaml_codec import load_snapshots
 from coordinator.ingest.context import data_files
 from coordinator.workspace import Workspace
 from tests.support.cli import odf, ok
-from tests.support.datasets import push_source, root
+from tests.support.datasets import DAY_FILE, polled, push_source, root
 
 pytestmark = pytest.mark.e2e
 
@@ -33,27 +33,19 @@ CITIES = root(
     ],
 )
 
-POLLED = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: polled
-  kind: Root
-  metadata:
-    - kind: SetPollingSource
-      fetch:
-        kind: FilesGlob
-        path: {inbox}/day-*.csv
-        eventTime:
-          kind: FromPath
-          pattern: 'day-(\\d{{4}}-\\d{{2}}-\\d{{2}})\\.csv'
-      read:
-        kind: Csv
-        schema: ["city STRING", "population BIGINT"]
-      merge:
-        kind: Snapshot
-        primaryKey: [city]
-"""
+
+def polled_cities(inbox: Path, *, header: bool = False) -> str:
+    """``polled``: a snapshot of the cities in the inbox's ``day-YYYY-MM-DD.csv`` files."""
+    return polled(
+        "polled",
+        f"{inbox}/day-*.csv",
+        ["city STRING", "population BIGINT"],
+        merge="Snapshot",
+        primary_key=["city"],
+        header=header,
+        event_time_pattern=DAY_FILE,
+    )
+
 
 UNREACHABLE = """\
 kind: DatasetSnapshot
@@ -87,7 +79,7 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
         closed_port.bind(("127.0.0.1", 0))
         port = closed_port.getsockname()[1]
         ws = Workspace.init(tmp_path)  # `odf init` and `odf add` are tested elsewhere
-        for text in (CITIES, POLLED.format(inbox=inbox), UNREACHABLE.format(port=port)):
+        for text in (CITIES, polled_cities(inbox), UNREACHABLE.format(port=port)):
             for snapshot in load_snapshots(text):
                 ws.create_dataset(snapshot)
         yield tmp_path
@@ -214,8 +206,8 @@ def test_csv_header_is_matched_by_name_unless_positions_are_asked_for(tmp_path: 
     # the same for a polling source, through `odf pull`
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    polled = POLLED.format(inbox=inbox).replace("kind: Csv\n", "kind: Csv\n        header: true\n")
-    (tmp_path / "polled.yaml").write_text(polled)
+    polled_yaml = polled_cities(inbox, header=True)
+    (tmp_path / "polled.yaml").write_text(polled_yaml)
     ok(tmp_path, "add", "polled.yaml")
     (inbox / "day-2020-01-01.csv").write_text("population,city\n1,A\n")
     ok(tmp_path, "pull", "polled")

@@ -14,7 +14,6 @@ slowest test of the tier, kept to one build when it can.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import cannot_run_containers
-from tests.support.images import BuiltImage
+from tests.support.images import BuiltImage, build_engine_image
 
 pytestmark = [pytest.mark.containerized, pytest.mark.timeout(1800)]
 
@@ -44,7 +43,6 @@ def _source_date_epoch() -> str:
 
 def _build(record_root: Path, epoch: str) -> BuiltImage:
     env = {
-        **os.environ,
         "SOURCE_DATE_EPOCH": epoch,
         "ONLY": "engine",
         "FORCE_BUILD": "1",
@@ -52,17 +50,7 @@ def _build(record_root: Path, epoch: str) -> BuiltImage:
         "ENGINE_IMAGE_REPO": TEST_REPOSITORY,
         "RECORD_ROOT": str(record_root),
     }
-    result = subprocess.run(
-        ["bash", str(REPO / "scripts" / "build-images.sh")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail(f"build-images.sh failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
-    return BuiltImage.load(record_root / "images" / "engine-spark" / ".built")
+    return build_engine_image(record_root, env)
 
 
 def _recent_tree_build(epoch: str) -> BuiltImage | None:

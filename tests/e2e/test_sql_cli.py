@@ -208,9 +208,7 @@ def test_errors_are_one_line_and_exit_1(remote_workspace: Path, query: str, mess
 def test_container_engine(workspace: Path, engine_image: BuiltImage) -> None:
     copy = workspace.parent / "container"
     shutil.copytree(workspace, copy)
-    (copy / ".odf" / "config.yaml").write_text(
-        f"engine:\n  provider: container\n  image: {engine_image.ref}\n"
-    )
+    (copy / ".odf" / "config.yaml").write_text(engine_image.engine_config)
     out = ok(copy, "sql", "-c", BY_CARRIER + " ORDER BY delay DESC", "-o", "csv")
     assert out == "name,flights,delay\nAmerican,2,25\nUnited,1,10\nDelta,1,1\n"
     assert not list((copy / ".odf").glob("**/.query-*"))

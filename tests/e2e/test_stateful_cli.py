@@ -232,8 +232,7 @@ def test_verify_replays_every_stateful_transaction_after_the_move(workspace: Pat
 def test_the_engine_image_gives_the_same_records(
     workspace: Path, engine_image: BuiltImage, tmp_path: Path
 ) -> None:
-    config = f"engine:\n  provider: container\n  image: {engine_image.ref}\n"
-    in_container = run_rounds(tmp_path, config, IN_THE_IMAGE)
+    in_container = run_rounds(tmp_path, engine_image.engine_config, IN_THE_IMAGE)
     for name in IN_THE_IMAGE:
         assert records(Workspace(in_container).open_dataset(name)).drop_columns(
             ["system_time"]

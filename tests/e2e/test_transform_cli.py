@@ -130,7 +130,7 @@ def test_collected_outputs_reproduce_the_streamed_hashes(
 def test_container_mode_reproduces_the_embedded_hashes(
     embedded_run: PipelineRun, engine_image: BuiltImage, tmp_path: Path
 ) -> None:
-    config = f"engine:\n  provider: container\n  image: {engine_image.ref}\n"
+    config = engine_image.engine_config
     rounds = 2
     run = run_pipeline(tmp_path, rounds, config)
     log = ok(run.workspace, "log", "city-density")

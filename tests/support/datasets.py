@@ -9,41 +9,68 @@ as plain mappings, in the spec's YAML spelling.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import yaml
+
+
+class SourceOptions(TypedDict, total=False):
+    """How a push source reads and merges (``push_source``'s keywords, passed on by ``root``)."""
+
+    read: str
+    merge: str
+    primary_key: Sequence[str]
 
 
 def root(
     name: str,
     schema: Sequence[str],
     *,
-    read: str = "Csv",
-    merge: str = "Append",
-    primary_key: Sequence[str] = (),
     source: str = "main",
     event_time: str | None = None,
     events: Sequence[Mapping[str, Any]] = (),
+    **options: Unpack[SourceOptions],
 ) -> str:
     """A root dataset with one push source (``read``: Csv with a header row, NdJson, ...)."""
     return snapshot(
         name,
         "Root",
         [
-            push_source(source, schema, read=read, merge=merge, primary_key=primary_key),
+            push_source(source, schema, **options),
             *([{"kind": "SetVocab", "eventTimeColumn": event_time}] if event_time else []),
             *events,
         ],
     )
 
 
-def polled(name: str, glob: str, schema: Sequence[str], *, merge: str = "Append") -> str:
-    """A root dataset polling the CSV files (with a header row) that match ``glob``."""
+DAY_FILE = r"day-(\d{4}-\d{2}-\d{2})\.csv"
+"""An ``event_time_pattern`` for ``polled``: the date in a ``day-YYYY-MM-DD.csv`` file's name."""
+
+
+def polled(
+    name: str,
+    glob: str,
+    schema: Sequence[str],
+    *,
+    merge: str = "Append",
+    primary_key: Sequence[str] = (),
+    header: bool = True,
+    event_time_pattern: str | None = None,
+) -> str:
+    """A root dataset polling the CSV files that match ``glob`` (``header``: with a header row);
+    ``event_time_pattern``: a regex whose group 1 in a file's path is its event time."""
+    fetch: dict[str, Any] = {"kind": "FilesGlob", "path": glob}
+    if event_time_pattern is not None:
+        fetch["eventTime"] = {"kind": "FromPath", "pattern": event_time_pattern}
+    reader: dict[str, Any] = {"kind": "Csv"}
+    if header:
+        reader["header"] = True
+    reader["schema"] = list(schema)
     source = {
         "kind": "SetPollingSource",
-        "fetch": {"kind": "FilesGlob", "path": glob},
-        "read": {"kind": "Csv", "header": True, "schema": list(schema)},
-        "merge": {"kind": merge},
+        "fetch": fetch,
+        "read": reader,
+        "merge": _merge(merge, primary_key),
     }
     return snapshot(name, "Root", [source])
 
@@ -61,10 +88,19 @@ def push_source(
     if read == "Csv":
         reader["header"] = True
     reader["schema"] = list(schema)
-    strategy: dict[str, Any] = {"kind": merge}
+    return {
+        "kind": "AddPushSource",
+        "sourceName": name,
+        "read": reader,
+        "merge": _merge(merge, primary_key),
+    }
+
+
+def _merge(kind: str, primary_key: Sequence[str]) -> dict[str, Any]:
+    strategy: dict[str, Any] = {"kind": kind}
     if primary_key:
         strategy["primaryKey"] = list(primary_key)
-    return {"kind": "AddPushSource", "sourceName": name, "read": reader, "merge": strategy}
+    return strategy
 
 
 def derivative(

@@ -34,14 +34,6 @@ SEEDED_KEY_BASE58 = "did:odf:z6MkmgVreHBu2ABaD59Jq1J2JneXwzpsUWwEWXS4kLhjb4V4"  
 # -- names ----------------------------------------------------------------------------------
 
 
-def assert_refused(cls: Any, text: str, reason: str) -> None:
-    """``cls.parse(text)`` fails saying that ``text`` is not a valid ``cls``, and ``reason``."""
-    with pytest.raises(ValidationError) as err:
-        cls.parse(text)
-    assert str(err.value).startswith(f"{text!r} is not a valid {cls.__name__}: ")
-    assert reason in str(err.value)
-
-
 @pytest.mark.parametrize(
     "text",
     ["cities", "local.id-only", "admin0.countries.10m", "ca.bc.gov", "NY-NewYork", "a", "0-9"],
@@ -53,26 +45,22 @@ def test_valid_names(text: str) -> None:
         assert kind(text) == name
 
 
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("My Dataset", "' ' at position 2 is not allowed"),
-        ("", "it is empty"),
-        (".invalid", "empty part"),
-        ("invalid.", "empty part"),
-        ("invalid..id", "empty part"),
-        ("invalid-", "part 'invalid-' starts or ends with '-'"),
-        ("-x.y", "part '-x' starts or ends with '-'"),
-        ("invalid--id", "two '-' in a row"),
-        ("in^valid", "'^' at position 2"),
-        ("under_score", "'_' at position 5"),
-        ("acc/name", "'/' at position 3"),
-        ("naïve", "'ï' at position 2"),
-        ("name\n", "'\\n' at position 4"),
-    ],
-)
-def test_invalid_names_say_why(text: str, reason: str) -> None:
-    assert_refused(DatasetName, text, reason)
+INVALID_NAMES: list[tuple[str, str]] = [
+    ("My Dataset", "' ' at position 2 is not allowed"),
+    ("", "it is empty"),
+    (".invalid", "empty part"),
+    ("invalid.", "empty part"),
+    ("invalid..id", "empty part"),
+    ("invalid-", "part 'invalid-' starts or ends with '-'"),
+    ("-x.y", "part '-x' starts or ends with '-'"),
+    ("invalid--id", "two '-' in a row"),
+    ("in^valid", "'^' at position 2"),
+    ("under_score", "'_' at position 5"),
+    ("acc/name", "'/' at position 3"),
+    ("naïve", "'ï' at position 2"),
+    ("name\n", "'\\n' at position 4"),
+]
+"""Text that is not a valid ``DatasetName``, and why."""
 
 
 def test_names_are_case_insensitive_but_keep_their_spelling() -> None:
@@ -119,17 +107,13 @@ def test_local_aliases() -> None:
     assert alias.as_remote(RepoName("hub")) == DatasetAliasRemote.parse("hub/user-name/local.id")
 
 
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("repo.name/user-name/blah", "expected 'name' or 'account/name'"),
-        ("user-name/.invalid", "'.invalid' is not a valid DatasetName"),
-        (".invalid/local.id", "'.invalid' is not a valid AccountName"),
-        ("/x", "'' is not a valid AccountName: it is empty"),
-    ],
-)
-def test_invalid_local_aliases(text: str, reason: str) -> None:
-    assert_refused(DatasetAlias, text, reason)
+INVALID_ALIASES: list[tuple[str, str]] = [
+    ("repo.name/user-name/blah", "expected 'name' or 'account/name'"),
+    ("user-name/.invalid", "'.invalid' is not a valid DatasetName"),
+    (".invalid/local.id", "'.invalid' is not a valid AccountName"),
+    ("/x", "'' is not a valid AccountName: it is empty"),
+]
+"""Text that is not a valid ``DatasetAlias``, and why."""
 
 
 def test_remote_aliases() -> None:
@@ -168,17 +152,13 @@ def test_dataset_ref_by_id_alias_or_handle() -> None:
     assert DatasetRef.parse(str(by_handle)) == by_alias
 
 
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("My Dataset", "'My Dataset' is not a valid DatasetName"),
-        ("did:odf:xyz", "invalid multibase string"),
-        ("did:odf:fed01", "key is 0 bytes"),
-        ("r/a/b", "expected 'name' or 'account/name'"),
-    ],
-)
-def test_invalid_dataset_refs(text: str, reason: str) -> None:
-    assert_refused(DatasetRef, text, reason)
+INVALID_REFS: list[tuple[str, str]] = [
+    ("My Dataset", "'My Dataset' is not a valid DatasetName"),
+    ("did:odf:xyz", "invalid multibase string"),
+    ("did:odf:fed01", "key is 0 bytes"),
+    ("r/a/b", "expected 'name' or 'account/name'"),
+]
+"""Text that is not a valid ``DatasetRef``, and why."""
 
 
 @pytest.mark.parametrize(
@@ -216,22 +196,18 @@ def test_remote_refs_by_id_and_alias() -> None:
     assert (by_handle.id, by_handle.alias, str(by_handle)) == (SEEDED_KEY, handle.alias, "hub/x")
 
 
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("dataset", "expected 'repo/name' or 'repo/account/name', '[repo/]did:odf:...' or a URL"),
-        ("a/b/c/d", "expected 'repo/name' or 'repo/account/name'"),
-        ("repo/My Data", "'My Data' is not a valid DatasetName"),
-        ("bad repo/did:odf:fed01" + "00" * 32, "'bad repo' is not a valid RepoName"),
-        ("repo/did:odf:fed01", "key is 0 bytes"),
-        ("http://[::1/x", "Invalid IPv6 URL"),
-        ("ht_tp://host/x", "expected a URL 'scheme://...'"),
-        ("https://", "expected a URL 'scheme://...'"),
-        ("https://host/\nx", "expected a URL 'scheme://...'"),
-    ],
-)
-def test_invalid_remote_refs(text: str, reason: str) -> None:
-    assert_refused(DatasetRefRemote, text, reason)
+INVALID_REMOTE_REFS: list[tuple[str, str]] = [
+    ("dataset", "expected 'repo/name' or 'repo/account/name', '[repo/]did:odf:...' or a URL"),
+    ("a/b/c/d", "expected 'repo/name' or 'repo/account/name'"),
+    ("repo/My Data", "'My Data' is not a valid DatasetName"),
+    ("bad repo/did:odf:fed01" + "00" * 32, "'bad repo' is not a valid RepoName"),
+    ("repo/did:odf:fed01", "key is 0 bytes"),
+    ("http://[::1/x", "Invalid IPv6 URL"),
+    ("ht_tp://host/x", "expected a URL 'scheme://...'"),
+    ("https://", "expected a URL 'scheme://...'"),
+    ("https://host/\nx", "expected a URL 'scheme://...'"),
+]
+"""Text that is not a valid ``DatasetRefRemote``, and why."""
 
 
 def test_any_refs_and_the_account_or_repo_ambiguity() -> None:
@@ -350,3 +326,20 @@ def test_any_text_is_a_ref_or_a_validation_error(text: str) -> None:
             assert str(e).startswith(f"{text!r} is not a valid ")
         else:
             assert kind.parse(str(ref)) == ref
+
+
+@pytest.mark.parametrize(
+    ("cls", "text", "reason"),
+    [
+        *((DatasetName, text, reason) for text, reason in INVALID_NAMES),
+        *((DatasetAlias, text, reason) for text, reason in INVALID_ALIASES),
+        *((DatasetRef, text, reason) for text, reason in INVALID_REFS),
+        *((DatasetRefRemote, text, reason) for text, reason in INVALID_REMOTE_REFS),
+    ],
+)
+def test_invalid_text_is_refused_saying_why(cls: Any, text: str, reason: str) -> None:
+    """``cls.parse(text)`` fails saying that ``text`` is not a valid ``cls``, and ``reason``."""
+    with pytest.raises(ValidationError) as err:
+        cls.parse(text)
+    assert str(err.value).startswith(f"{text!r} is not a valid {cls.__name__}: ")
+    assert reason in str(err.value)

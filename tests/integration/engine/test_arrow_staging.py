@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, OffsetInterval
-from common.odf.identity import DatasetID
+from common.odf.fragments import OffsetInterval
 from engine_spark.engine import SparkEngine
 from engine_spark.staging import STAGED_ROW_GROUP, Staging, arrow_frame, staging_area
+from engine_spark.warm_up import one_input_request
 from tests.integration.engine.datasets import TS, at, sql
 
 pytestmark = pytest.mark.spark
@@ -119,32 +119,17 @@ def test_large_staged_input_keeps_offset_order_across_partitions(
 
 
 def _exchange_request(root: Path, data: str, out: str) -> ep.TransformRequest:
-    interval = OffsetInterval(start=1, end=3)
-    return ep.TransformRequest(
-        dataset_id=DatasetID.new_seeded(b"out"),
-        dataset_alias="out",
-        system_time=at(100),
-        vocab=DatasetVocabulary(),
-        transform=sql(
+    return one_input_request(
+        sql(
             "select op, event_time, offset as source_offset, op as source_op, city, tags "
             "from cities where population > 1"
         ),
-        query_inputs=(
-            ep.TransformRequestInput(
-                dataset_id=DatasetID.new_seeded(b"cities"),
-                dataset_alias="cities",
-                query_alias="cities",
-                vocab=DatasetVocabulary(),
-                offset_interval=interval,
-                data_paths=(data,),
-                schema_file=data,
-                explicit_watermarks=(),
-            ),
-        ),
+        "cities",
+        (data,),
+        root / out,
+        system_time=at(100),
+        offsets=OffsetInterval(start=1, end=3),
         next_offset=10,
-        prev_checkpoint_path=None,
-        new_checkpoint_path=str(root / out / "checkpoint"),
-        new_data_path=str(root / out / "data"),
     )
 
 

@@ -59,6 +59,15 @@ class Pipeline:
         return rows
 
 
+def over_readings(
+    engine: SparkEngine, workdir: Path, name: str, transform: Any, prefix: str = ""
+) -> tuple[InputDataset, Pipeline]:
+    """The input ``readings`` and a pipeline of the output ``name`` of ``transform`` over it
+    (in ``workdir``'s ``{prefix}in`` and ``{prefix}out``)."""
+    readings = InputDataset(workdir / f"{prefix}in", "readings", READINGS)
+    return readings, Pipeline(engine, OutputDataset(workdir / f"{prefix}out", name, transform))
+
+
 def window_rows(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(r["op"], r["event_time"], r["sensor"], r["total"], r["n"]) for r in rows]
 
@@ -72,8 +81,7 @@ TUMBLING = sql(
 def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "hourly", TUMBLING))
+    readings, pipe = over_readings(spark_engine, workdir, "hourly", TUMBLING)
 
     # tx1: records of hours 0 and 1, watermark inside hour 0: nothing closes.
     readings.append(
@@ -111,8 +119,7 @@ def test_windows_labelled_by_their_start_hold_the_output_watermark_back_by_a_wid
         "SELECT window.start AS event_time, sensor, sum(value) AS total, count(*) AS n "
         "FROM readings GROUP BY window(event_time, '1 hour'), sensor"
     )
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "hourly", by_start))
+    readings, pipe = over_readings(spark_engine, workdir, "hourly", by_start)
     readings.append([reading(0.5, "a", 1), reading(1.5, "a", 2)], watermark=at(1.5))
     # Hour 0 closes, labelled 0:00; hour 1, still open, will be labelled 1:00: the output
     # watermark must not pass 1:00, so it is the input's (1.5) less the width.
@@ -125,8 +132,7 @@ def test_window_state_of_structured_streaming_carries_on_as_structured_streaming
 ) -> None:
     """A dataset whose window state an earlier engine kept as Spark's streaming checkpoint
     goes on with it (the runner is part of the state)."""
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "hourly", TUMBLING))
+    readings, pipe = over_readings(spark_engine, workdir, "hourly", TUMBLING)
     with monkeypatch.context() as patched:
         patched.setattr(window, "window_aggregate", lambda *_: None)
         readings.append([reading(0.1, "a", 1), reading(1.2, "a", 2)], watermark=at(0.5))
@@ -148,8 +154,7 @@ TOP_TWO = sql(
 
 def run_all(engine: SparkEngine, workdir: Path, name: str, transform: Any, rounds: list) -> list:
     """Feed ``rounds`` (each: rows, watermark) through a fresh pipeline; all output rows."""
-    readings = InputDataset(workdir / f"{name}-in", "readings", READINGS)
-    pipe = Pipeline(engine, OutputDataset(workdir / f"{name}-out", name, transform))
+    readings, pipe = over_readings(engine, workdir, name, transform, prefix=f"{name}-")
     rows: list = []
     for records, watermark in rounds:
         readings.append(records, watermark=watermark)
@@ -227,8 +232,7 @@ CHANGELOG = sql(
 def test_unbounded_aggregate_is_a_changelog_of_inserts_and_update_pairs(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "totals", CHANGELOG))
+    readings, pipe = over_readings(spark_engine, workdir, "totals", CHANGELOG)
     readings.append([reading(0, "a", 1), reading(1, "b", 2), reading(2, "a", 3)])
     assert window_rows(pipe.run(readings.take())) == [
         (0, at(2), "a", 4, 2),
@@ -472,8 +476,7 @@ def validate_over_readings(transform: Any) -> ep.ValidateQueryRequest:
 def test_top_n_per_key_is_a_changelog_of_ranks(spark_engine: SparkEngine, workdir: Path) -> None:
     # accepted: a top-N runs incrementally
     spark_engine.validate_query(validate_over_readings(TOP_TWO))
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "top", TOP_TWO))
+    readings, pipe = over_readings(spark_engine, workdir, "top", TOP_TWO)
 
     def rows(out: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         return [(r["op"], r["event_time"], r["sensor"], r["value"], r["rn"]) for r in out]
@@ -517,8 +520,7 @@ def test_top_n_per_key_is_a_changelog_of_ranks(spark_engine: SparkEngine, workdi
 def test_retractions_into_a_stateful_query_are_refused(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
-    readings = InputDataset(workdir / "in", "readings", READINGS)
-    pipe = Pipeline(spark_engine, OutputDataset(workdir / "out", "totals", CHANGELOG))
+    readings, pipe = over_readings(spark_engine, workdir, "totals", CHANGELOG)
     readings.append([reading(0, "a", 1), reading(0, "a", 1, op=1)])
     with pytest.raises(InvalidQueryError, match=r"'readings' has a retraction .* at offset 1"):
         pipe.run(readings.take())

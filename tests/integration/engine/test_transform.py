@@ -43,6 +43,17 @@ def over_cities(
     return src, OutputDataset(workdir / "out", name, transform)
 
 
+def union_of_cities(
+    workdir: Path, columns: str
+) -> tuple[InputDataset, InputDataset, OutputDataset]:
+    """The inputs ``a`` and ``b`` (both cities) and the output ``both``: their ``columns``,
+    ``a``'s rows then ``b``'s (``union all``)."""
+    a = InputDataset(workdir / "a", "a", CITIES)
+    b = InputDataset(workdir / "b", "b", CITIES)
+    query = f"select {columns} from a union all select {columns} from b"
+    return a, b, OutputDataset(workdir / "out", "both", sql(query))
+
+
 def run(
     stub: engine_pb2_grpc.EngineStub, out: OutputDataset, request: ep.TransformRequest
 ) -> ep.TransformResponseSuccess:
@@ -171,13 +182,7 @@ def test_replaying_a_transaction_gives_identical_output(
 def test_union_of_two_inputs_keeps_input_order_and_takes_the_minimum_watermark(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    a = InputDataset(workdir / "a", "a", CITIES)
-    b = InputDataset(workdir / "b", "b", CITIES)
-    out = OutputDataset(
-        workdir / "out",
-        "both",
-        sql("select event_time, city from a union all select event_time, city from b"),
-    )
+    a, b, out = union_of_cities(workdir, "event_time, city")
     a.append([city(2, "A2", 1), city(1, "A1", 1)], watermark=at(6))
     b.append([city(0, "B0", 1), city(3, "B3", 1)], watermark=at(4))
     req = out.request([a.take(), b.take()])
@@ -189,16 +194,7 @@ def test_union_of_two_inputs_keeps_input_order_and_takes_the_minimum_watermark(
 def test_an_input_with_no_new_data_is_empty_with_its_schema(
     engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
 ) -> None:
-    a = InputDataset(workdir / "a", "a", CITIES)
-    b = InputDataset(workdir / "b", "b", CITIES)
-    out = OutputDataset(
-        workdir / "out",
-        "both",
-        sql(
-            "select event_time, city, population from a "
-            "union all select event_time, city, population from b"
-        ),
-    )
+    a, b, out = union_of_cities(workdir, "event_time, city, population")
     a.append([city(0, "X", 1)], watermark=at(1))
     b.append([city(0, "X", 42)], watermark=at(1))
     run(engine_stub, out, out.request([a.take(), b.take()]))

@@ -15,28 +15,7 @@ from coordinator.conformance.loader import (
     load_case,
     load_cases,
 )
-
-MINIMAL = """\
-case: minimal
-spec: "Engine Contract"
-inputs:
-  - alias: events
-    columns: {n: int64}
-transform:
-  spark:
-    queries:
-      - query: SELECT event_time, n FROM events
-transactions:
-  - inputs:
-      events:
-        rows:
-          - {event_time: "00:01", n: 1}
-        watermark: 2024-01-01T00:01:00Z
-    expect:
-      order: ordered
-      records:
-        - {event_time: "00:01", n: 1}
-"""
+from tests.support.engine_cases import MINIMAL
 
 
 def write(tmp_path: Path, text: str, name: str = "case.yaml") -> Path:

@@ -11,39 +11,27 @@ import pytest
 
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, TransformSql
-from common.odf.identity import DatasetID
 from engine_spark.data_roots import (
     NO_DATA_ROOTS,
     DataRoots,
     PathOutsideRootsError,
     request_paths,
 )
+from engine_spark.warm_up import one_input_request
 
 SQL = TransformSql(engine="spark", query="select 1")
 
 
 def transform_request(root: Path) -> ep.TransformRequest:
-    return ep.TransformRequest(
-        dataset_id=DatasetID.new_seeded(b"x"),
-        dataset_alias="x",
+    return one_input_request(
+        SQL,
+        "in",
+        (str(root / "in" / "a"), str(root / "in" / "b")),
+        root / "out",
         system_time=datetime(2024, 1, 1, tzinfo=UTC),
-        vocab=DatasetVocabulary(),
-        transform=SQL,
-        query_inputs=(
-            ep.TransformRequestInput(
-                dataset_id=DatasetID.new_seeded(b"in"),
-                dataset_alias="in",
-                query_alias="in",
-                vocab=DatasetVocabulary(),
-                data_paths=(str(root / "in" / "a"), str(root / "in" / "b")),
-                schema_file=str(root / "in" / "schema"),
-                explicit_watermarks=(),
-            ),
-        ),
-        next_offset=0,
+        offsets=None,
+        schema_file=str(root / "in" / "schema"),
         prev_checkpoint_path=str(root / "in" / "cp"),
-        new_checkpoint_path=str(root / "out" / "checkpoint"),
-        new_data_path=str(root / "out" / "data"),
     )
 
 

@@ -48,41 +48,38 @@ def test_session_conf_is_utc_ansi_and_quiet() -> None:
     assert cluster["spark.master"] == "spark://spark:7077"
 
 
-def test_warm_up_is_on_by_default_and_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("attribute", "variable", "default", "from_variable", "from_flag", "refused"),
+    [
+        ("warm_up", "ODF_ENGINE_WARM_UP", "on", "off", "on", "sometimes"),
+        ("output_writer", "ODF_ENGINE_OUTPUT_WRITER", "stream", "collect", "spark", "python"),
+        ("arrow_inputs", "ODF_ENGINE_ARROW_INPUTS", "staged", "in-place", "staged", "mapped"),
+    ],
+)
+def test_a_choice_is_its_flag_else_its_variable_else_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+    attribute: str,
+    variable: str,
+    default: str,
+    from_variable: str,
+    from_flag: str,
+    refused: str,
+) -> None:
+    flag = "--" + attribute.replace("_", "-")
+    monkeypatch.delenv(variable, raising=False)
+    assert getattr(parse_args([]), attribute) == default
+    monkeypatch.setenv(variable, from_variable)
+    assert getattr(parse_args([]), attribute) == from_variable
+    assert getattr(parse_args([flag, from_flag]), attribute) == from_flag
+    monkeypatch.setenv(variable, refused)
+    with pytest.raises(SystemExit):
+        parse_args([])
+
+
+def test_no_warm_up_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ODF_ENGINE_WARM_UP", raising=False)
-    assert parse_args([]).warm_up == "on"
     assert parse_args(["--warm-up", "off"]).warm_up == "off"
     assert parse_args(["--no-warm-up"]).warm_up == "off"
-    monkeypatch.setenv("ODF_ENGINE_WARM_UP", "off")
-    assert parse_args([]).warm_up == "off"
-    assert parse_args(["--warm-up", "on"]).warm_up == "on"
-    monkeypatch.setenv("ODF_ENGINE_WARM_UP", "sometimes")
-    with pytest.raises(SystemExit):
-        parse_args([])
-
-
-def test_output_writer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ODF_ENGINE_OUTPUT_WRITER", raising=False)
-    assert parse_args([]).output_writer == "stream"
-    monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "collect")
-    assert parse_args([]).output_writer == "collect"
-    assert parse_args(["--output-writer", "spark"]).output_writer == "spark"
-    monkeypatch.setenv("ODF_ENGINE_OUTPUT_WRITER", "python")
-    with pytest.raises(SystemExit):
-        parse_args([])
-
-
-def test_arrow_inputs_are_staged_by_default_or_read_in_place(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("ODF_ENGINE_ARROW_INPUTS", raising=False)
-    assert parse_args([]).arrow_inputs == "staged"
-    monkeypatch.setenv("ODF_ENGINE_ARROW_INPUTS", "in-place")
-    assert parse_args([]).arrow_inputs == "in-place"
-    assert parse_args(["--arrow-inputs", "staged"]).arrow_inputs == "staged"
-    monkeypatch.setenv("ODF_ENGINE_ARROW_INPUTS", "mapped")
-    with pytest.raises(SystemExit):
-        parse_args([])
 
 
 def test_shared_staging_must_be_a_directory(

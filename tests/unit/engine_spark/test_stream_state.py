@@ -6,6 +6,7 @@ import io
 import json
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,35 +60,48 @@ def test_unpack_refuses_names_outside_the_checkpoint(tmp_path: Path, name: str) 
         stream_state.unpack({name: b"x"}, tmp_path / "ck", tmp_path / "in")
 
 
-def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
-    state = StreamState(
+def state_of(
+    mode: Mode, *, files: dict[str, bytes] | None = None, transactions: int = 1, **more: Any
+) -> StreamState:
+    """A query ``q``'s state on Spark 4.3 (``more``: the other fields)."""
+    return StreamState(
         query="q",
         spark_version="4.3",
-        mode=Mode.CHANGELOG,
-        transactions=7,
+        mode=mode,
+        transactions=transactions,
+        files=files or {},
+        **more,
+    )
+
+
+def round_trip(state: StreamState) -> bytes:
+    """``state`` in a checkpoint, checked to read back equal and to write back the same bytes."""
+    data = encode_checkpoint(EngineCheckpoint(stream=state))
+    assert decode_checkpoint(data).stream == state
+    assert encode_checkpoint(decode_checkpoint(data)) == data
+    return data
+
+
+def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
+    state = state_of(
+        Mode.CHANGELOG,
         files={"offsets/6": b"o", "state/0/0/7.delta": b"d"},
+        transactions=7,
         keys=("k",),
         emitted=b"PAR1",
     )
-    data = encode_checkpoint(EngineCheckpoint(stream=state))
-    assert decode_checkpoint(data).stream == state
-    assert encode_checkpoint(decode_checkpoint(data)) == data
-    assert b'"version":2' in data
+    assert b'"version":2' in round_trip(state)
 
 
 def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> None:
-    state = StreamState(
-        query="q",
-        spark_version="4.3",
-        mode=Mode.APPEND,
-        transactions=3,
+    state = state_of(
+        Mode.APPEND,
         files={"abc.parquet": b"PAR1"},
+        transactions=3,
         runner=Runner.WINDOW_RECOMPUTE,
         window=WindowSpec(column="window", width_us=60_000_000, lag_us=0),
     )
-    data = encode_checkpoint(EngineCheckpoint(stream=state))
-    assert decode_checkpoint(data).stream == state
-    assert encode_checkpoint(decode_checkpoint(data)) == data
+    data = round_trip(state)
     assert b'"version":3' in data and b"stream/retained/abc.parquet" in data
 
 
@@ -97,9 +111,7 @@ def test_runner_and_mode_are_written_as_their_names_and_read_back_as_enums(
     runner: Runner, mode: Mode
 ) -> None:
     """The enums keep the checkpoint's bytes: the same strings as before they were enums."""
-    state = StreamState(
-        query="q", spark_version="4.3", mode=mode, transactions=1, files={}, runner=runner
-    )
+    state = state_of(mode, runner=runner)
     data = encode_checkpoint(EngineCheckpoint(stream=state))
     doc = json.loads(_tar_entries(data)["checkpoint.json"])["stream"]
     assert doc["mode"] == {Mode.APPEND: "append", Mode.CHANGELOG: "changelog"}[mode]
@@ -120,14 +132,7 @@ def test_runner_and_mode_are_written_as_their_names_and_read_back_as_enums(
     ],
 )
 def test_a_bad_streaming_runner_is_refused(field: str, value: object, message: str) -> None:
-    state = StreamState(
-        query="q",
-        spark_version="4.3",
-        mode=Mode.APPEND,
-        transactions=1,
-        files={},
-        runner=Runner.WINDOW_RECOMPUTE,
-    )
+    state = state_of(Mode.APPEND, runner=Runner.WINDOW_RECOMPUTE)
     files = _tar_entries(encode_checkpoint(EngineCheckpoint(stream=state)))
     doc = json.loads(files["checkpoint.json"])
     doc["stream"][field] = value
