@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import OdfError
+from coordinator.cli.arguments import command_group
 from coordinator.cli.output import render_document, render_rows
 from coordinator.cli.progress import terminal_progress
 from coordinator.tempdirs import owned_temp_dir
@@ -32,8 +33,7 @@ CAPABILITY_ALL = "all"
 
 
 def register(subparsers: Any) -> None:
-    engine = subparsers.add_parser("engine", help="engine tools: the conformance kit")
-    commands = engine.add_subparsers(dest="engine_command", metavar="COMMAND", required=True)
+    commands = command_group(subparsers, "engine", "engine tools: the conformance kit")
     p = commands.add_parser(
         "test",
         help="certify an engine against the ODF engine contract (the conformance kit)",

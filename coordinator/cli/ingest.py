@@ -18,6 +18,7 @@ from typing import Any
 from common.humanize import human_time, plural
 from common.odf.errors import ValidationError
 from coordinator.app import IngestFile
+from coordinator.cli.arguments import add_name_argument
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.context import IngestResult
@@ -30,7 +31,7 @@ STDIN = "-"
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("ingest", help="push data files into a root dataset")
-    p.add_argument("name", metavar="NAME", help="the dataset")
+    add_name_argument(p, "the dataset")
     p.add_argument("files", nargs="+", metavar="FILE", help="files to ingest; - reads stdin")
     p.add_argument("--source-name", help="the push source to use when there are several")
     p.add_argument(
@@ -49,7 +50,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "set-watermark", help="move a root dataset's watermark forward (no records)"
     )
-    p.add_argument("name", metavar="NAME", help="the root dataset")
+    add_name_argument(p, "the root dataset")
     p.add_argument("time", metavar="TIME", help="the new watermark (RFC 3339)")
     add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_set_watermark)
