@@ -141,11 +141,14 @@ class EngineSession:
             version = self.default_version()
         client = self._engines.get(version)
         if client is None:
-            self.provider.check_version(version)
-            with self.starting(version):
-                client = self._stack.enter_context(self.provider.engine(version, self.mounts))
-            self._engines[version] = client
+            client = self._engines[version] = self._start(version)
         return client
+
+    def _start(self, version: str | None) -> EngineClient:
+        """The engine of ``version`` for this session, started now (stopped on ``close``)."""
+        self.provider.check_version(version)
+        with self.starting(version):
+            return self._stack.enter_context(self.provider.engine(version, self.mounts))
 
     def default_version(self) -> str | None:
         """The version the provider runs when none is pinned (resolved once per session)."""
