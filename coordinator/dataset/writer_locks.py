@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -155,25 +155,18 @@ _held: dict[Path, _Held] = {}
 _held_guard = threading.Lock()
 
 
+@dataclass(eq=False, slots=True)
 class WriterLocks:
     """The writer locks of one workspace (``directory``: its ``.odf/locks``)."""
 
-    def __init__(
-        self,
-        directory: Path,
-        *,
-        owner: str = COMMAND,
-        timeout: float = DEFAULT_WAIT_TIMEOUT_S,
-        on_wait: OnWait | None = None,
-        timeout_hint: str = "writers.waitTimeout in .odf/config.yaml",
-    ) -> None:
-        self.directory = directory
-        self.owner = owner
-        self.timeout = timeout
-        """Seconds a writer waits, in all, for the datasets it locks."""
-        self.on_wait = on_wait
-        self.timeout_hint = timeout_hint
-        """How to wait longer, named in the timeout error."""
+    directory: Path
+    _: KW_ONLY
+    owner: str = COMMAND
+    timeout: float = DEFAULT_WAIT_TIMEOUT_S
+    """Seconds a writer waits, in all, for the datasets it locks."""
+    on_wait: OnWait | None = None
+    timeout_hint: str = "writers.waitTimeout in .odf/config.yaml"
+    """How to wait longer, named in the timeout error."""
 
     def path(self, dataset_key: str) -> Path:
         return self.directory / f"{dataset_key}.lock"
