@@ -1,8 +1,9 @@
 """Argparse pieces that many commands share: a command with subcommands, the dataset-name
-argument, an on/off flag."""
+argument, an on/off flag, whole-number option types."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 
@@ -23,3 +24,19 @@ def add_name_argument(parser: Any, help: str) -> None:
 def add_flag(parser: Any, *flags: str, help: str) -> None:
     """An on/off option (``store_true``)."""
     parser.add_argument(*flags, action="store_true", help=help)
+
+
+def positive_int(text: str) -> int:
+    """An option's whole number, at least 1 (an argparse ``type``)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An option's whole number, 0 or more (an argparse ``type``)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
+from coordinator.cli.arguments import non_negative_int
 from coordinator.cli.connect import add_daemon_argument, show_engine_starts, use_cases
 from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
 from coordinator.cli.progress import terminal_progress
@@ -54,7 +55,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "-n",
         "--limit",
-        type=_non_negative,
+        type=non_negative_int,
         default=DEFAULT_LIMIT,
         help=f"print at most this many rows (default: {DEFAULT_LIMIT}; 0: all)",
     )
@@ -139,10 +140,3 @@ def _read_script(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
     return Path(path).read_text(encoding="utf-8")
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
