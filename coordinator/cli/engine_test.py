@@ -98,9 +98,10 @@ def engine_target(args: argparse.Namespace) -> EngineTarget:
 
 
 def cmd_engine_test(args: argparse.Namespace) -> int:
+    from coordinator.config import ExchangeFormat
     from coordinator.conformance.loader import load_cases
     from coordinator.conformance.report import summary_line
-    from coordinator.conformance.runner import Exchange, RunOptions, Status
+    from coordinator.conformance.runner import RunOptions, Status
 
     cases = load_cases(args.cases, args.filter)
     if not cases:
@@ -108,7 +109,7 @@ def cmd_engine_test(args: argparse.Namespace) -> int:
     options = RunOptions(
         dialect=args.dialect,
         capabilities=parse_capabilities(args.capabilities),
-        exchange=Exchange(args.exchange),
+        exchange=ExchangeFormat(args.exchange),
     )
     target = engine_target(args)
     with terminal_progress(args) as progress:
