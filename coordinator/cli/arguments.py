@@ -1,10 +1,13 @@
 """Argparse pieces that many commands share: a command with subcommands, the dataset-name
-argument, an on/off flag, whole-number option types."""
+argument, an on/off flag, whole-number option types, a time argument."""
 
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 from typing import Any
+
+from common.odf.errors import ValidationError
 
 
 def command_group(
@@ -40,3 +43,17 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
     return value
+
+
+def parse_time(text: str, where: str) -> datetime:
+    """``text`` as an RFC 3339 time (UTC); else a one-line error naming ``where`` (the
+    argument or option)."""
+    from coordinator.ingest.source_state import parse_rfc3339
+
+    try:
+        return parse_rfc3339(text)
+    except (ValueError, OverflowError):  # OverflowError: before year 1 once in UTC
+        raise ValidationError(
+            f"{text!r} is not an RFC 3339 time in years 1 to 9999 (e.g. 2020-01-01T00:00:00Z)",
+            path=where,
+        ) from None

@@ -150,6 +150,24 @@ class _Held:
     depth: int
 
 
+def lock_exclusively(
+    fd: int, waiting: Callable[[], None], *, first_delay: float, max_delay: float
+) -> None:
+    """Take the exclusive ``flock`` of ``fd``, polling: while another process holds it, call
+    ``waiting`` (which raises to give up), then sleep, from ``first_delay`` doubling up to
+    ``max_delay`` seconds."""
+    delay = first_delay
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        waiting()
+        time.sleep(delay)
+        delay = min(delay * 2, max_delay)
+
+
 _held: dict[Path, _Held] = {}
 """The lock files this process holds, and which thread holds each."""
 _held_guard = threading.Lock()
@@ -229,14 +247,10 @@ class WriterLocks:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             started = time.monotonic()
-            delay = _POLL_FIRST_S
             told = False
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    pass
+
+            def waiting() -> None:
+                nonlocal told
                 holder = self.holder(path.stem)
                 if not told and (
                     holder is not None or time.monotonic() - started > _ANONYMOUS_AFTER_S
@@ -251,8 +265,8 @@ class WriterLocks:
                     raise timed_out(what, self.timeout, self.timeout_hint)
                 if call is not None:
                     call.check()
-                time.sleep(delay)
-                delay = min(delay * 2, _POLL_MAX_S)
+
+            lock_exclusively(fd, waiting, first_delay=_POLL_FIRST_S, max_delay=_POLL_MAX_S)
             if told:
                 log.info("writers.acquired", dataset=name, waited=time.monotonic() - started)
             me = Writer(os.getpid(), self.owner, operation, name)
