@@ -66,6 +66,18 @@ class EngineMounts:
         return [arg for path in self.all for arg in ("--data-root", str(path))]
 
 
+def server_command(
+    python: str, socket: str, master: str, driver_memory: str | None, mounts: EngineMounts
+) -> list[str]:
+    """The engine server's command line (run by ``python``): serving on the Unix socket
+    ``socket`` only, files under ``mounts``; the master reaches Spark unchanged."""
+    memory = ["--driver-memory", driver_memory] if driver_memory else []
+    return [
+        *(python, "-m", "engine_spark", "--ports", "", "--unix-socket", socket),
+        *("--master", master, *memory, *mounts.data_root_args()),
+    ]
+
+
 def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(p.resolve() for p in paths))
 
