@@ -505,17 +505,17 @@ class Application:
         kind = dataset.state().kind
         if kind is DatasetKind.ROOT:
             from coordinator.engine.raw_query import RawQueryEngines
-            from coordinator.ingest.polling import pull_root  # the ingest code: only for roots
+            from coordinator.ingest.polling import PollOptions, pull_root  # only for roots
             from coordinator.ingest.progress import NO_PROGRESS
 
-            for result in pull_root(
-                dataset,
+            options = PollOptions(
                 fetch_uncacheable=fetch_uncacheable,
                 engines=RawQueryEngines(engines),
                 progress=progress or NO_PROGRESS,
                 system_time=system_time,
                 csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
-            ):
+            )
+            for result in pull_root(dataset, options):
                 yield RootPulled(dataset.alias, result)
         elif kind is DatasetKind.DERIVATIVE:
             from coordinator.transform.plan import UpToDate

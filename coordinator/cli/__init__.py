@@ -40,7 +40,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 aliases) its ``register`` adds. Only the module of the command being run is imported: a
 command imports only what it uses (``tests/unit/cli`` checks this table against the modules)."""
 
-_GLOBAL_FLAGS = frozenset({"-v", "-vv", "-vvv", "--verbose", "--debug", "-q", "--quiet"})
+GLOBAL_FLAGS = frozenset({"-v", "-vv", "-vvv", "--verbose", "--debug", "-q", "--quiet"})
+"""The options of ``odf`` itself, allowed anywhere on the command line."""
 
 
 def command_modules(argv: Sequence[str] | None = None) -> list[ModuleType]:
@@ -58,7 +59,7 @@ def command_modules(argv: Sequence[str] | None = None) -> list[ModuleType]:
 
 def _command_of(argv: Sequence[str]) -> str | None:
     for arg in argv:
-        if arg not in _GLOBAL_FLAGS:
+        if arg not in GLOBAL_FLAGS:
             return arg  # the command, or an option only the full parser can report
     return None
 
@@ -103,8 +104,8 @@ def hoist_global_flags(argv: Sequence[str]) -> list[str]:
     """``argv`` with the global flags moved before the command, so that ``odf pull X -q``
     means ``odf -q pull X`` (no command has options of these names); ``--`` ends the search."""
     end = argv.index("--") if "--" in argv else len(argv)
-    flags = [a for a in argv[:end] if a in _GLOBAL_FLAGS]
-    rest = [a for a in argv[:end] if a not in _GLOBAL_FLAGS]
+    flags = [a for a in argv[:end] if a in GLOBAL_FLAGS]
+    rest = [a for a in argv[:end] if a not in GLOBAL_FLAGS]
     return [*flags, *rest, *argv[end:]]
 
 

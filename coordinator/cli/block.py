@@ -21,15 +21,15 @@ from typing import Any
 from common.odf.block import MetadataBlock
 from common.odf.errors import ValidationError
 from common.serde import flatbuffers_codec, yaml_codec
+from coordinator.cli.arguments import command_group
 
 STDIN = "-"
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "block", help="metadata blocks: hash and decode", description="Metadata blocks."
+    commands = command_group(
+        subparsers, "block", "metadata blocks: hash and decode", description="Metadata blocks."
     )
-    commands = parser.add_subparsers(dest="block_command", metavar="COMMAND", required=True)
 
     hash_parser = commands.add_parser(
         "hash",

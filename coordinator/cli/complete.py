@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from coordinator.cli import GLOBAL_FLAGS
+
 DATASET = "dataset"
 PULLABLE = "dataset, or a repository alias and a slash (REPO/NAME: a clone)"
 REPO = "repository alias"
@@ -144,7 +146,6 @@ CONFIG_KEYS = (
 )
 """``coordinator.config.SETTINGS``' keys (importing it costs a TAB 20 ms); tested equal."""
 
-_GLOBAL_FLAGS = frozenset({"-v", "-vv", "-vvv", "--verbose", "--debug", "-q", "--quiet"})
 _VALUE_COMPLETIONS = {"--to": REMOTE}
 """Options whose value this path completes (the others' values are argcomplete's)."""
 
@@ -162,7 +163,7 @@ def candidates(words: Sequence[str], prefix: str, cwd: Path) -> list[str] | None
             after_option = None
             continue
         if word.startswith("-") and word != "-":
-            if not path and word in _GLOBAL_FLAGS:
+            if not path and word in GLOBAL_FLAGS:
                 continue
             valued = GRAMMAR[path].valued if path else frozenset()
             if "=" not in word and word in valued:

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from common.odf.errors import OdfError, ValidationError
+from coordinator.cli.arguments import command_group
 from coordinator.cli.output import add_output_format_argument, render_rows
 from coordinator.config import (
     SETTINGS,
@@ -26,8 +27,9 @@ from coordinator.workspace import Workspace
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("config", help="the workspace's configuration (.odf/config.yaml)")
-    commands = p.add_subparsers(dest="config_command", metavar="COMMAND", required=True)
+    commands = command_group(
+        subparsers, "config", "the workspace's configuration (.odf/config.yaml)"
+    )
     listing = commands.add_parser("list", help="every key and its effective value")
     add_output_format_argument(listing)
     listing.set_defaults(handler=cmd_list)

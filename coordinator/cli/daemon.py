@@ -17,6 +17,7 @@ from common.humanize import human_time
 from common.logs import INFO, LogFile, configure_logging
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
+from coordinator.cli.arguments import command_group
 from coordinator.cli.terminal_text import visible
 from coordinator.config import DaemonConfig, parse_optional_address
 from coordinator.daemon.rundir import DaemonInfo, RunDir
@@ -52,8 +53,7 @@ def register(subparsers: Any) -> None:
     )
     p.set_defaults(handler=cmd_serve)
 
-    p = subparsers.add_parser("daemon", help="the daemon of this workspace")
-    commands = p.add_subparsers(dest="daemon_command", metavar="COMMAND", required=True)
+    commands = command_group(subparsers, "daemon", "the daemon of this workspace")
     status = commands.add_parser(
         "status",
         help="whether a daemon runs (exit 1 if not), where, and what it is doing: its queue,"
@@ -67,8 +67,9 @@ def register(subparsers: Any) -> None:
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new entries")
     logs.add_argument("--json", action="store_true", help="the entries as stored (JSON lines)")
     logs.set_defaults(handler=cmd_logs)
-    token = commands.add_parser("token", help="tokens for the daemon's clients, with scopes")
-    token_commands = token.add_subparsers(dest="token_command", metavar="COMMAND", required=True)
+    token_commands = command_group(
+        commands, "token", "tokens for the daemon's clients, with scopes"
+    )
     create = token_commands.add_parser(
         "create",
         help="issue a token (printed once): read (list, log, tail, query, verify), push"

@@ -10,11 +10,11 @@ import argparse
 from typing import Any
 
 from common.hashing import logical_hash_parquet, physical_hash_file
+from coordinator.cli.arguments import command_group
 
 
 def register(subparsers: Any) -> None:
-    data = subparsers.add_parser("data", help="commands on data files")
-    commands = data.add_subparsers(dest="data_command", metavar="COMMAND", required=True)
+    commands = command_group(subparsers, "data", "commands on data files")
 
     hash_parser = commands.add_parser(
         "hash",

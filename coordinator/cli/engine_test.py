@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import OdfError
+from coordinator.cli.arguments import command_group
 from coordinator.cli.output import render_document, render_rows
 from coordinator.cli.progress import terminal_progress
 from coordinator.tempdirs import owned_temp_dir
@@ -32,8 +33,7 @@ CAPABILITY_ALL = "all"
 
 
 def register(subparsers: Any) -> None:
-    engine = subparsers.add_parser("engine", help="engine tools: the conformance kit")
-    commands = engine.add_subparsers(dest="engine_command", metavar="COMMAND", required=True)
+    commands = command_group(subparsers, "engine", "engine tools: the conformance kit")
     p = commands.add_parser(
         "test",
         help="certify an engine against the ODF engine contract (the conformance kit)",
@@ -98,9 +98,10 @@ def engine_target(args: argparse.Namespace) -> EngineTarget:
 
 
 def cmd_engine_test(args: argparse.Namespace) -> int:
+    from coordinator.config import ExchangeFormat
     from coordinator.conformance.loader import load_cases
     from coordinator.conformance.report import summary_line
-    from coordinator.conformance.runner import Exchange, RunOptions, Status
+    from coordinator.conformance.runner import RunOptions, Status
 
     cases = load_cases(args.cases, args.filter)
     if not cases:
@@ -108,7 +109,7 @@ def cmd_engine_test(args: argparse.Namespace) -> int:
     options = RunOptions(
         dialect=args.dialect,
         capabilities=parse_capabilities(args.capabilities),
-        exchange=Exchange(args.exchange),
+        exchange=ExchangeFormat(args.exchange),
     )
     target = engine_target(args)
     with terminal_progress(args) as progress:

@@ -11,12 +11,13 @@ from typing import Any
 
 from common.odf.errors import ValidationError
 from coordinator.app import Application
+from coordinator.cli.arguments import add_flag, add_name_argument
 from coordinator.query.export import ExportFormat
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("export", help="write a dataset's records to files")
-    p.add_argument("name", metavar="NAME", help="the dataset")
+    add_name_argument(p, "the dataset")
     p.add_argument(
         "--format",
         choices=[f.value for f in ExportFormat],
@@ -35,10 +36,8 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="a directory of files of at most N records each, instead of one file",
     )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing file (or an earlier partitioned export's directory)",
+    add_flag(
+        p, "--force", help="replace an existing file (or an earlier partitioned export's directory)"
     )
     p.set_defaults(handler=cmd_export)
 

@@ -11,18 +11,17 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from common.humanize import human_time, plural
 from common.odf.errors import ValidationError
 from coordinator.app import IngestFile
+from coordinator.cli.arguments import add_name_argument, parse_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.context import IngestResult
 from coordinator.ingest.readers import FORMATS
-from coordinator.ingest.source_state import parse_rfc3339
 from coordinator.tempdirs import owned_temp_dir
 
 STDIN = "-"
@@ -30,7 +29,7 @@ STDIN = "-"
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("ingest", help="push data files into a root dataset")
-    p.add_argument("name", metavar="NAME", help="the dataset")
+    add_name_argument(p, "the dataset")
     p.add_argument("files", nargs="+", metavar="FILE", help="files to ingest; - reads stdin")
     p.add_argument("--source-name", help="the push source to use when there are several")
     p.add_argument(
@@ -49,14 +48,16 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "set-watermark", help="move a root dataset's watermark forward (no records)"
     )
-    p.add_argument("name", metavar="NAME", help="the root dataset")
+    add_name_argument(p, "the root dataset")
     p.add_argument("time", metavar="TIME", help="the new watermark (RFC 3339)")
     add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_set_watermark)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    event_time = _event_time(args.event_time)
+    event_time = (
+        parse_time(args.event_time, "--event-time") if args.event_time is not None else None
+    )
     app = use_cases(args)
     app.summary(args.name)  # it exists, before stdin is read
     if args.files.count(STDIN) > 1:
@@ -80,12 +81,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_set_watermark(args: argparse.Namespace) -> int:
-    try:
-        watermark = parse_rfc3339(args.time)
-    except (ValueError, OverflowError):
-        raise ValidationError(
-            f"{args.time!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="TIME"
-        ) from None
+    watermark = parse_time(args.time, "TIME")
     head = use_cases(args).set_watermark(args.name, watermark)
     print(f"{args.name}: watermark {human_time(watermark)} (head {head})")
     return 0
@@ -97,18 +93,6 @@ def describe(result: IngestResult, source: str) -> str:
         return f"{result.dataset}: up to date{why}"
     records = plural(result.num_records, "record")
     return f"{result.dataset}: {records} from {source} (head {result.new_head})"
-
-
-def _event_time(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        return parse_rfc3339(text)
-    except (ValueError, OverflowError):  # OverflowError: before year 1 once in UTC
-        raise ValidationError(
-            f"{text!r} is not an RFC 3339 time in years 1 to 9999 (e.g. 2020-01-01T00:00:00Z)",
-            path="--event-time",
-        ) from None
 
 
 @contextmanager

@@ -8,6 +8,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator.app import listing
+from coordinator.cli.arguments import (
+    add_name_argument,
+    command_group,
+    non_negative_int,
+    positive_int,
+)
 from coordinator.cli.connect import add_daemon_argument, use_cases, workspace_or_daemon
 from coordinator.cli.output import (
     OutputFormat,
@@ -43,8 +49,8 @@ TRANSACTION_COLUMNS = (
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("log", help="show the metadata blocks of a dataset, newest first")
-    p.add_argument("name", metavar="NAME", help="dataset name or id")
-    p.add_argument("-n", "--limit", type=_positive, help="show at most this many blocks")
+    add_name_argument(p, "dataset name or id")
+    p.add_argument("-n", "--limit", type=positive_int, help="show at most this many blocks")
     add_output_format_argument(
         p, (OutputFormat.TABLE, OutputFormat.JSON, OutputFormat.YAML, OutputFormat.CSV)
     )
@@ -52,27 +58,26 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=cmd_log)
 
     p = subparsers.add_parser("tail", help="show the latest records of a dataset")
-    p.add_argument("name", metavar="NAME", help="dataset name or id")
-    p.add_argument("-n", "--num-records", type=_positive, default=10, help="default: 10")
-    p.add_argument("-s", "--skip", type=_non_negative, default=0, help="skip the latest S")
+    add_name_argument(p, "dataset name or id")
+    p.add_argument("-n", "--num-records", type=positive_int, default=10, help="default: 10")
+    p.add_argument("-s", "--skip", type=non_negative_int, default=0, help="skip the latest S")
     add_output_format_argument(p)
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_tail)
 
-    p = subparsers.add_parser("inspect", help="inspect a dataset")
-    inspect = p.add_subparsers(dest="what", metavar="WHAT", required=True)
+    inspect = command_group(subparsers, "inspect", "inspect a dataset", dest="what", metavar="WHAT")
     p = inspect.add_parser(
         "info",
         help="what a dataset is: id, kind, description, keywords, license, attachments"
         " (Markdown rendered on a terminal)",
     )
-    p.add_argument("name", metavar="NAME", help="dataset name or id")
+    add_name_argument(p, "dataset name or id")
     add_output_format_argument(p, (OutputFormat.TABLE, OutputFormat.JSON))
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_inspect_info)
 
     p = inspect.add_parser("schema", help="the data schema from SetDataSchema")
-    p.add_argument("name", metavar="NAME", help="dataset name or id")
+    add_name_argument(p, "dataset name or id")
     add_output_format_argument(p)
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_inspect_schema)
@@ -87,30 +92,16 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=cmd_inspect_lineage)
 
     p = inspect.add_parser("query", help="every query the dataset has had, oldest first")
-    p.add_argument("name", metavar="NAME", help="dataset name or id")
+    add_name_argument(p, "dataset name or id")
     add_output_format_argument(p)
     p.set_defaults(handler=cmd_inspect_query)
 
     p = inspect.add_parser(
         "transactions", help="each transaction (ExecuteTransform): inputs, offsets, records"
     )
-    p.add_argument("name", metavar="NAME", help="dataset name or id")
+    add_name_argument(p, "dataset name or id")
     add_output_format_argument(p)
     p.set_defaults(handler=cmd_inspect_transactions)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
 
 
 # --- log ---------------------------------------------------------------------------------------

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from common.humanize import human_time, plural
-from common.odf.errors import ValidationError
 from coordinator.app import (
     DerivativeDone,
     PullEvent,
@@ -26,11 +24,11 @@ from coordinator.app import (
     RootPulled,
     TransactionCommitted,
 )
+from coordinator.cli.arguments import parse_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
 from coordinator.cli.terminal_text import visible
-from coordinator.ingest.source_state import parse_rfc3339
 
 if TYPE_CHECKING:
     from coordinator.ingest.progress import Progress, ProgressTask
@@ -97,7 +95,9 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 def _pull_local(args: argparse.Namespace) -> int:
     app = use_cases(args)
-    system_time = parse_system_time(args.system_time)
+    system_time = (
+        parse_time(args.system_time, "--system-time") if args.system_time is not None else None
+    )
     failures: list[PullFailed] = []
     with terminal_progress(args) as progress:
         tasks = _PullTasks(progress)
@@ -130,17 +130,6 @@ def _pull_local(args: argparse.Namespace) -> int:
         print(f"error: {summary}", file=sys.stderr)
         return 1
     return 0
-
-
-def parse_system_time(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        return parse_rfc3339(text)
-    except ValueError:
-        raise ValidationError(
-            f"{text!r} is not an RFC 3339 time (e.g. 2020-01-01T00:00:00Z)", path="--system-time"
-        ) from None
 
 
 class _PullTasks:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from coordinator.cli.arguments import command_group
 from coordinator.cli.output import add_output_format_argument, render_rows
 from coordinator.sharing.repos import RepoRegistry
 from coordinator.workspace import Workspace
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("repo", help="repositories that REPO/NAME references point into")
-    commands = p.add_subparsers(dest="repo_command", metavar="COMMAND", required=True)
+    commands = command_group(
+        subparsers, "repo", "repositories that REPO/NAME references point into"
+    )
     add = commands.add_parser("add", help="a repository alias for a URL")
     add.add_argument("name", metavar="NAME", help="the alias (a hostname-like name)")
     add.add_argument(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from common.odf.errors import ValidationError
+from coordinator.cli.arguments import non_negative_int
 from coordinator.cli.connect import add_daemon_argument, show_engine_starts, use_cases
 from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
 from coordinator.cli.progress import terminal_progress
@@ -54,7 +55,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "-n",
         "--limit",
-        type=_non_negative,
+        type=non_negative_int,
         default=DEFAULT_LIMIT,
         help=f"print at most this many rows (default: {DEFAULT_LIMIT}; 0: all)",
     )
@@ -85,28 +86,26 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 def parse_as_of(specs: Sequence[str]) -> dict[str, str]:
     """``["x=f1620ab..."]`` -> ``{"x": "f1620ab..."}``; each dataset once."""
-    found: dict[str, str] = {}
-    for spec in specs:
-        name, sep, when = (part.strip() for part in spec.partition("="))
-        if not sep or not name or not when:
-            raise ValidationError(f"expected NAME=BLOCK or NAME=TIME, got {spec!r}", path="--as-of")
-        if name.lower() in (n.lower() for n in found):
-            raise ValidationError(f"dataset {name!r} is given twice", path="--as-of")
-        found[name] = when
-    return found
+    return _parse_pairs(specs, "--as-of", "NAME=BLOCK or NAME=TIME", "dataset")
 
 
 def parse_aliases(specs: Sequence[str]) -> dict[str, str]:
     """``["f=nyc.flights"]`` -> ``{"f": "nyc.flights"}``; each alias once."""
-    aliases: dict[str, str] = {}
+    return _parse_pairs(specs, "--input", "ALIAS=NAME", "alias")
+
+
+def _parse_pairs(specs: Sequence[str], option: str, expected: str, what: str) -> dict[str, str]:
+    """``KEY=VALUE`` specs given to ``option``, each key once (ignoring case); ``expected``
+    names the form in errors, ``what`` the key."""
+    found: dict[str, str] = {}
     for spec in specs:
-        alias, sep, name = (part.strip() for part in spec.partition("="))
-        if not sep or not alias or not name:
-            raise ValidationError(f"expected ALIAS=NAME, got {spec!r}", path="--input")
-        if alias.lower() in (a.lower() for a in aliases):
-            raise ValidationError(f"alias {alias!r} is given twice", path="--input")
-        aliases[alias] = name
-    return aliases
+        key, sep, value = (part.strip() for part in spec.partition("="))
+        if not sep or not key or not value:
+            raise ValidationError(f"expected {expected}, got {spec!r}", path=option)
+        if key.lower() in (k.lower() for k in found):
+            raise ValidationError(f"{what} {key!r} is given twice", path=option)
+        found[key] = value
+    return found
 
 
 def print_result(result: QueryResult, fmt: str, *, wide: bool = False) -> None:
@@ -141,10 +140,3 @@ def _read_script(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
     return Path(path).read_text(encoding="utf-8")
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value

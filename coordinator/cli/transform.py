@@ -17,6 +17,7 @@ from common.humanize import human_time
 from common.odf.errors import ValidationError
 from common.odf.fragments import TransformSql
 from common.serde.yaml_codec import load_object
+from coordinator.cli.arguments import add_name_argument
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.terminal_text import visible
 from coordinator.evolution.query_change import QueryChange
@@ -28,7 +29,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "set-transform", help="change a derivative dataset's query (validated, then migrated)"
     )
-    p.add_argument("name", metavar="NAME", help="the derivative dataset")
+    add_name_argument(p, "the derivative dataset")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--query", metavar="SQL", help="the new query")
     source.add_argument(

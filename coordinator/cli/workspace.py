@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from common.humanize import plural
 from common.odf.errors import ValidationError
 from coordinator.app.listing import list_datasets
+from coordinator.cli.arguments import add_flag, add_name_argument
 from coordinator.cli.connect import (
     add_daemon_argument,
     application,
@@ -40,12 +41,7 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("add", help="create datasets from DatasetSnapshot YAML files")
     p.add_argument("paths", nargs="+", type=Path, metavar="FILE", help="snapshot files")
-    p.add_argument(
-        "-r",
-        "--recursive",
-        action="store_true",
-        help="also take every *.yaml file under the given directories",
-    )
+    add_flag(p, "-r", "--recursive", help="also take every *.yaml file under the given directories")
     add_daemon_argument(p)
     p.set_defaults(handler=cmd_add)
 
@@ -60,22 +56,19 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("delete", aliases=["rm"], help="delete datasets")
     p.add_argument("names", nargs="+", metavar="NAME", help="dataset names or ids")
-    p.add_argument(
-        "-r",
-        "--recursive",
-        action="store_true",
-        help="also delete every dataset downstream (listed, then confirmed)",
+    add_flag(
+        p, "-r", "--recursive", help="also delete every dataset downstream (listed, then confirmed)"
     )
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_delete)
 
     p = subparsers.add_parser("reset", help="move a dataset's head back to an earlier block")
-    p.add_argument("name", metavar="NAME", help="the dataset")
+    add_name_argument(p, "the dataset")
     p.add_argument("block", metavar="BLOCK", help="the block hash (or a unique prefix of it)")
-    p.add_argument(
+    add_flag(
+        p,
         "--force",
-        action="store_true",
         help="even when dependents have consumed later blocks (they must then be reset too)",
     )
     add_daemon_argument(p, writes=True)
@@ -84,12 +77,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "compact", help="merge a root dataset's small data files (rewrites its chain: --hard)"
     )
-    p.add_argument("name", metavar="NAME", help="the root dataset")
-    p.add_argument(
-        "--hard",
-        action="store_true",
-        help="required: the chain is rewritten, so block hashes change",
-    )
+    add_name_argument(p, "the root dataset")
+    add_flag(p, "--hard", help="required: the chain is rewritten, so block hashes change")
     p.add_argument(
         "--max-records",
         type=int,
@@ -101,7 +90,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=cmd_compact)
 
     p = subparsers.add_parser("rename", aliases=["mv"], help="rename a dataset")
-    p.add_argument("name", metavar="NAME", help="the dataset")
+    add_name_argument(p, "the dataset")
     p.add_argument("new_name", metavar="NEW_NAME", help="its new name")
     add_daemon_argument(p, writes=True)
     p.set_defaults(handler=cmd_rename)

@@ -29,7 +29,6 @@ log = get_logger(__name__)
 
 ENGINE_IN = "/opt/engine/in"
 ENGINE_OUT = "/opt/engine/out"
-ENGINE_PORT = "2884/tcp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +123,7 @@ class ImageTarget:
     def start(self, workdir: Path) -> Iterator[EngineUnderTest]:
         from coordinator.engine.container import _stop  # the docker SDK, only when needed
         from coordinator.engine.container_runtime import (
+            ENGINE_PORT,
             ContainerRuntimeUnavailable,
             EngineNotReadyError,
             connect,

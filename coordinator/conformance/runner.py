@@ -34,6 +34,7 @@ from common.odf.fragments import (
 )
 from common.odf.identity import DatasetID
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
+from coordinator.config import ExchangeFormat
 from coordinator.conformance.case import (
     Case,
     Dialects,
@@ -61,12 +62,6 @@ log = get_logger(__name__)
 DEFAULT_SYSTEM_TIME = "2030-01-01T00:00:00Z"
 """Transaction ``i`` runs at this time plus ``i`` hours unless the case says otherwise."""
 OUTPUT_ID = DatasetID.new_seeded(b"conformance-output")
-
-
-class Exchange(StrEnum):
-    PARQUET = "parquet"
-    ARROW = "arrow"
-    """Arrow IPC files (``.arrow``): inputs written as such, the output path ends in .arrow."""
 
 
 class Status(StrEnum):
@@ -108,8 +103,9 @@ class RunOptions:
     dialect: str = "spark"
     capabilities: frozenset[str] | None = None
     """What the engine declares (None: everything)."""
-    exchange: Exchange = Exchange.PARQUET
-    """How data files are exchanged: Parquet (the spec's, default) or Arrow IPC files."""
+    exchange: ExchangeFormat = ExchangeFormat.PARQUET
+    """How data files are exchanged: Parquet (the spec's, default) or Arrow IPC files
+    (``.arrow``: inputs written as such, the output path ends in .arrow)."""
 
 
 def skip_reason(case: Case, options: RunOptions) -> str | None:
@@ -198,9 +194,9 @@ class _InputState:
 
 class _CaseRun:
     def __init__(
-        self, engine: EngineUnderTest, case: Case, dialect: str, exchange: Exchange
+        self, engine: EngineUnderTest, case: Case, dialect: str, exchange: ExchangeFormat
     ) -> None:
-        self.suffix = ".arrow" if exchange is Exchange.ARROW else ".parquet"
+        self.suffix = ".arrow" if exchange is ExchangeFormat.ARROW else ".parquet"
         self.engine = engine
         self.case = case
         self.dialect = dialect

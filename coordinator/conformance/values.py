@@ -26,24 +26,13 @@ from common.odf.errors import OdfError
 OPS = {"+A": 0, "-R": 1, "-C": 2, "+C": 3}
 """RFC-015 operation types by their changelog names (cases may use either form)."""
 
+_INTS = tuple(f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64))
+_ALIASES = ("string", "bool", *_INTS, "float32", "float64")
+"""Type names of cases that are pyarrow's names of the type too."""
 _SCALARS: dict[str, pa.DataType] = {
-    "string": pa.string(),
-    "bool": pa.bool_(),
-    "int8": pa.int8(),
-    "int16": pa.int16(),
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "uint8": pa.uint8(),
-    "uint16": pa.uint16(),
-    "uint32": pa.uint32(),
-    "uint64": pa.uint64(),
-    "float32": pa.float32(),
-    "float64": pa.float64(),
+    **{name: pa.type_for_alias(name) for name in _ALIASES},
     "date": pa.date32(),
-    "timestamp-s": pa.timestamp("s", tz="UTC"),
-    "timestamp-ms": pa.timestamp("ms", tz="UTC"),
-    "timestamp-us": pa.timestamp("us", tz="UTC"),
-    "timestamp-ns": pa.timestamp("ns", tz="UTC"),
+    **{f"timestamp-{unit}": pa.timestamp(unit, tz="UTC") for unit in ("s", "ms", "us", "ns")},
 }
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
 _LIST = re.compile(r"list<(.+)>")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from common.odf.block import MetadataBlock
 from common.odf.errors import DecodeError, NotFoundError
@@ -10,6 +11,14 @@ from common.odf.multihash import Multihash
 from common.serde.block_codec import block_hash, decode_block
 from coordinator.dataset.errors import CorruptDatasetError
 from coordinator.dataset.layout import DatasetLayout
+
+
+@dataclass(frozen=True, slots=True)
+class NamedBlock:
+    """A block of a chain and its name (its hash: what links point at)."""
+
+    name: Multihash
+    block: MetadataBlock
 
 
 class MetadataChain:

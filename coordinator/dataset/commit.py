@@ -22,7 +22,6 @@ with any pending files.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
@@ -45,6 +44,7 @@ from coordinator.dataset.errors import ConflictError, LockTimeoutError, StagedFi
 from coordinator.dataset.layout import PENDING_PREFIX, DatasetLayout
 from coordinator.dataset.rules import validate_append
 from coordinator.dataset.state import DatasetState, advance
+from coordinator.dataset.writer_locks import lock_exclusively
 from coordinator.tempdirs import pid_alive, require_real_dir
 
 log = get_logger(__name__)
@@ -96,19 +96,14 @@ def commit_lock(layout: DatasetLayout, timeout: float = LOCK_TIMEOUT_SECONDS) ->
     fd = os.open(layout.commit_lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         deadline = time.monotonic() + timeout
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockTimeoutError(
-                        f"{layout.root}: another process has been committing for over"
-                        f" {timeout:.0f}s"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+
+        def waiting() -> None:
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(
+                    f"{layout.root}: another process has been committing for over {timeout:.0f}s"
+                )
+
+        lock_exclusively(fd, waiting, first_delay=0.005, max_delay=0.1)
         yield
     finally:
         os.close(fd)  # releases the lock

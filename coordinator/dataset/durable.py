@@ -36,7 +36,12 @@ def pid_of_pending(name: str) -> int | None:
 
 
 def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    _fsync(path, os.O_DIRECTORY)
+
+
+def _fsync(path: Path, flags: int = 0) -> None:
+    """fsync the file (or, with ``O_DIRECTORY``, the directory) at ``path``."""
+    fd = os.open(path, os.O_RDONLY | flags)
     try:
         os.fsync(fd)
     finally:
@@ -157,19 +162,11 @@ def _rename_in(src: Path, dst: Path) -> None:
         src.unlink(missing_ok=True)
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _copy_in(src: Path, dst: Path) -> None:
     tmp = pending_name(dst)
     try:
         shutil.copyfile(src, tmp)
-        _fsync_file(tmp)
+        _fsync(tmp)
         os.replace(tmp, dst)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -203,7 +200,7 @@ def store_objects(moves: Sequence[tuple[Path, Path]], writes: Sequence[tuple[Pat
                 src.unlink(missing_ok=True)
             else:
                 sources.append((src, dst))
-        _concurrently(_fsync_file, [p for p, _ in [*sources, *pending]])
+        _concurrently(_fsync, [p for p, _ in [*sources, *pending]])
         for src, dst in sources:
             _rename_in(src, dst)
         for tmp, dst in pending:
@@ -229,7 +226,7 @@ def _concurrently(sync: Callable[[Path], None], paths: Iterable[Path]) -> None:
 def flush(path: Path) -> None:
     """Write a finished file's data to the disk now (``fsync``), e.g. while it is being read
     for its hashes: storing it later (``store_objects``) then waits for nothing."""
-    _fsync_file(path)
+    _fsync(path)
 
 
 def remove_durably(paths: list[Path]) -> None:

@@ -18,13 +18,31 @@ that the transfer protocol never asks for.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import overload
 
 from common.odf.multihash import Multihash
 from common.odf.record import positional_record
 
 HEAD_REF = "head"
+PRIVATE_DIR = ".coordinator"
 PENDING_PREFIX = ".pending-"
 """Prefix of a file being written; it becomes visible only by an atomic rename."""
+
+
+class _Under:
+    """A path under the dataset's root: ``DatasetLayout(root).<name>`` is ``root/<parts>``."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    @overload
+    def __get__(self, layout: None, owner: type) -> _Under: ...
+
+    @overload
+    def __get__(self, layout: DatasetLayout, owner: type) -> Path: ...
+
+    def __get__(self, layout: DatasetLayout | None, owner: type) -> Path | _Under:
+        return self if layout is None else layout.root.joinpath(*self.parts)
 
 
 @positional_record
@@ -33,29 +51,12 @@ class DatasetLayout:
 
     root: Path
 
-    @property
-    def blocks_dir(self) -> Path:
-        return self.root / "blocks"
-
-    @property
-    def refs_dir(self) -> Path:
-        return self.root / "refs"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def checkpoints_dir(self) -> Path:
-        return self.root / "checkpoints"
-
-    @property
-    def info_dir(self) -> Path:
-        return self.root / "info"
-
-    @property
-    def head_ref_path(self) -> Path:
-        return self.refs_dir / HEAD_REF
+    blocks_dir = _Under("blocks")
+    refs_dir = _Under("refs")
+    data_dir = _Under("data")
+    checkpoints_dir = _Under("checkpoints")
+    info_dir = _Under("info")
+    head_ref_path = _Under("refs", HEAD_REF)
 
     def block_path(self, block_hash: Multihash) -> Path:
         return self.blocks_dir / block_hash.to_multibase()
@@ -68,27 +69,13 @@ class DatasetLayout:
 
     # --- private bookkeeping (not part of the ODF layout) ---------------------------------
 
-    @property
-    def private_dir(self) -> Path:
-        return self.root / ".coordinator"
-
-    @property
-    def commit_lock_path(self) -> Path:
-        """Held (``flock``) by a committing process for the whole commit."""
-        return self.private_dir / "commit.lock"
-
-    @property
-    def journal_path(self) -> Path:
-        """Names the objects an in-flight commit creates, for clean-up after a crash."""
-        return self.private_dir / "commit.journal"
-
-    @property
-    def state_cache_path(self) -> Path:
-        return self.private_dir / "state.json"
-
-    @property
-    def staging_root(self) -> Path:
-        return self.private_dir / "staging"
+    private_dir = _Under(PRIVATE_DIR)
+    commit_lock_path = _Under(PRIVATE_DIR, "commit.lock")
+    """Held (``flock``) by a committing process for the whole commit."""
+    journal_path = _Under(PRIVATE_DIR, "commit.journal")
+    """Names the objects an in-flight commit creates, for clean-up after a crash."""
+    state_cache_path = _Under(PRIVATE_DIR, "state.json")
+    staging_root = _Under(PRIVATE_DIR, "staging")
 
     def object_dirs(self) -> tuple[Path, ...]:
         """Directories whose files are written through a pending file and a rename."""

@@ -214,12 +214,18 @@ def advance(state: DatasetState, block_hash: Multihash, block: MetadataBlock) ->
         origins = _with_origin(origins, key, block_hash)
     if isinstance(block.event, AddData | ExecuteTransform):
         changes["last_data_block"] = block_hash
+    return with_head(state, block_hash, block, origins=origins, **changes)
+
+
+def with_head(
+    state: DatasetState, block_hash: Multihash, block: MetadataBlock, **changes: Any
+) -> DatasetState:
+    """``state`` with ``block`` (named ``block_hash``) as its head, and ``changes``."""
     return replace(
         state,
         head=block_hash,
         sequence_number=block.sequence_number,
         system_time=block.system_time,
-        origins=origins,
         **changes,
     )
 

@@ -12,7 +12,6 @@ only the new blocks are folded in. The cache is a pure optimisation: anything un
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from common.logs import get_logger
 from common.odf.block import MetadataBlock
@@ -20,7 +19,7 @@ from common.odf.errors import OdfError
 from common.odf.multihash import Multihash
 from coordinator.dataset import durable, listing
 from coordinator.dataset.chain import MetadataChain
-from coordinator.dataset.state import DatasetState, advance, fold
+from coordinator.dataset.state import DatasetState, advance, fold, with_head
 from coordinator.tempdirs import require_real_dir
 
 log = get_logger(__name__)
@@ -70,14 +69,7 @@ def _replay(
     head_block = chain.get_block(head)
     blocks: dict[Multihash, MetadataBlock] = {h: chain.get_block(h) for _, h in origins}
     ordered = sorted(blocks.items(), key=lambda kv: kv[1].sequence_number)
-    state = fold(ordered)
-    return replace(
-        state,
-        head=head,
-        sequence_number=head_block.sequence_number,
-        system_time=head_block.system_time,
-        data_size=data_size,
-    )
+    return with_head(fold(ordered), head, head_block, data_size=data_size)
 
 
 def compute(chain: MetadataChain, head: Multihash | None) -> tuple[DatasetState, bool]:

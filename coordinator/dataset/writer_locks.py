@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -150,30 +150,41 @@ class _Held:
     depth: int
 
 
+def lock_exclusively(
+    fd: int, waiting: Callable[[], None], *, first_delay: float, max_delay: float
+) -> None:
+    """Take the exclusive ``flock`` of ``fd``, polling: while another process holds it, call
+    ``waiting`` (which raises to give up), then sleep, from ``first_delay`` doubling up to
+    ``max_delay`` seconds."""
+    delay = first_delay
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        waiting()
+        time.sleep(delay)
+        delay = min(delay * 2, max_delay)
+
+
 _held: dict[Path, _Held] = {}
 """The lock files this process holds, and which thread holds each."""
 _held_guard = threading.Lock()
 
 
+@dataclass(eq=False, slots=True)
 class WriterLocks:
     """The writer locks of one workspace (``directory``: its ``.odf/locks``)."""
 
-    def __init__(
-        self,
-        directory: Path,
-        *,
-        owner: str = COMMAND,
-        timeout: float = DEFAULT_WAIT_TIMEOUT_S,
-        on_wait: OnWait | None = None,
-        timeout_hint: str = "writers.waitTimeout in .odf/config.yaml",
-    ) -> None:
-        self.directory = directory
-        self.owner = owner
-        self.timeout = timeout
-        """Seconds a writer waits, in all, for the datasets it locks."""
-        self.on_wait = on_wait
-        self.timeout_hint = timeout_hint
-        """How to wait longer, named in the timeout error."""
+    directory: Path
+    _: KW_ONLY
+    owner: str = COMMAND
+    timeout: float = DEFAULT_WAIT_TIMEOUT_S
+    """Seconds a writer waits, in all, for the datasets it locks."""
+    on_wait: OnWait | None = None
+    timeout_hint: str = "writers.waitTimeout in .odf/config.yaml"
+    """How to wait longer, named in the timeout error."""
 
     def path(self, dataset_key: str) -> Path:
         return self.directory / f"{dataset_key}.lock"
@@ -236,14 +247,10 @@ class WriterLocks:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             started = time.monotonic()
-            delay = _POLL_FIRST_S
             told = False
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    pass
+
+            def waiting() -> None:
+                nonlocal told
                 holder = self.holder(path.stem)
                 if not told and (
                     holder is not None or time.monotonic() - started > _ANONYMOUS_AFTER_S
@@ -258,8 +265,8 @@ class WriterLocks:
                     raise timed_out(what, self.timeout, self.timeout_hint)
                 if call is not None:
                     call.check()
-                time.sleep(delay)
-                delay = min(delay * 2, _POLL_MAX_S)
+
+            lock_exclusively(fd, waiting, first_delay=_POLL_FIRST_S, max_delay=_POLL_MAX_S)
             if told:
                 log.info("writers.acquired", dataset=name, waited=time.monotonic() - started)
             me = Writer(os.getpid(), self.owner, operation, name)

@@ -33,7 +33,7 @@ from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.client import EngineClient
 from coordinator.engine.container_runtime import Runtime, connect
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
-from coordinator.engine.provider import EngineMounts, jvm_environment
+from coordinator.engine.provider import EngineMounts, jvm_environment, server_command
 from coordinator.tempdirs import owned_temp_dir, pid_alive
 
 log = get_logger(__name__)
@@ -157,19 +157,8 @@ class ContainerEngineProvider:
         volumes = {str(p): {"bind": str(p), "mode": "ro"} for p in mounts.read_only}
         volumes |= {str(p): {"bind": str(p), "mode": "rw"} for p in mounts.read_write}
         volumes[str(socket_dir)] = {"bind": SOCKET_DIR_IN_CONTAINER, "mode": "rw"}
-        command = [
-            "python",
-            "-m",
-            "engine_spark",
-            "--ports",
-            "",
-            "--unix-socket",
-            f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}",
-            "--master",
-            self.master,
-            *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
-            *mounts.data_root_args(),
-        ]
+        address = f"{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"
+        command = server_command("python", address, self.master, self.driver_memory, mounts)
         name = f"odf-engine-{secrets.token_hex(5)}"
         try:
             container = self.runtime.client.containers.run(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from common.logs import get_logger
 from coordinator.config import DEFAULT_DRIVER_MEMORY
 from coordinator.engine.errors import EngineUnavailableError, EngineVersionError
-from coordinator.engine.provider import EngineMounts, jvm_environment
+from coordinator.engine.provider import EngineMounts, jvm_environment, server_command
 from coordinator.engine.version import (
     embedded_engine_version,
     embedded_engine_versions,
@@ -118,19 +118,8 @@ class EmbeddedEngineProvider:
 
     def command(self, workdir: Path, mounts: EngineMounts) -> list[str]:
         """The engine server's command line (the master reaches Spark unchanged)."""
-        args = [
-            sys.executable,
-            "-m",
-            "engine_spark",
-            "--ports",
-            "",
-            "--unix-socket",
-            str(workdir / SOCKET_NAME),
-            "--master",
-            self.master,
-            *(["--driver-memory", self.driver_memory] if self.driver_memory else []),
-            *mounts.data_root_args(),
-        ]
+        address = str(workdir / SOCKET_NAME)
+        args = server_command(sys.executable, address, self.master, self.driver_memory, mounts)
         if self.shared_staging is not None:
             shared = str(self.shared_staging)
             args += ["--shared-staging", shared, "--data-root", shared]

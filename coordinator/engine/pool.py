@@ -205,25 +205,14 @@ class PooledSession(EngineSession):
     def __init__(self, pool: EnginePool) -> None:
         super().__init__(pool.provider, pool.mounts)
         self.pool = pool
-        self._leased: dict[str | None, EngineClient] = {}
 
-    @property
-    def started(self) -> int:
-        return len(self._leased)
-
-    def get(self, version: str | None) -> EngineClient:
-        if version is None:
-            version = self.default_version()
-        client = self._leased.get(version)
-        if client is None:
-            client = self.pool.lease(version)
-            self._leased[version] = client
-        return client
+    def _start(self, version: str | None) -> EngineClient:
+        return self.pool.lease(version)
 
     def default_version(self) -> str | None:
         return self.pool.default_version()
 
     def close(self) -> None:
-        for version in self._leased:
+        for version in self._engines:
             self.pool.release(version)
-        self._leased.clear()
+        self._engines.clear()

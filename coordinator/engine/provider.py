@@ -66,6 +66,18 @@ class EngineMounts:
         return [arg for path in self.all for arg in ("--data-root", str(path))]
 
 
+def server_command(
+    python: str, socket: str, master: str, driver_memory: str | None, mounts: EngineMounts
+) -> list[str]:
+    """The engine server's command line (run by ``python``): serving on the Unix socket
+    ``socket`` only, files under ``mounts``; the master reaches Spark unchanged."""
+    memory = ["--driver-memory", driver_memory] if driver_memory else []
+    return [
+        *(python, "-m", "engine_spark", "--ports", "", "--unix-socket", socket),
+        *("--master", master, *memory, *mounts.data_root_args()),
+    ]
+
+
 def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(p.resolve() for p in paths))
 
@@ -141,11 +153,14 @@ class EngineSession:
             version = self.default_version()
         client = self._engines.get(version)
         if client is None:
-            self.provider.check_version(version)
-            with self.starting(version):
-                client = self._stack.enter_context(self.provider.engine(version, self.mounts))
-            self._engines[version] = client
+            client = self._engines[version] = self._start(version)
         return client
+
+    def _start(self, version: str | None) -> EngineClient:
+        """The engine of ``version`` for this session, started now (stopped on ``close``)."""
+        self.provider.check_version(version)
+        with self.starting(version):
+            return self._stack.enter_context(self.provider.engine(version, self.mounts))
 
     def default_version(self) -> str | None:
         """The version the provider runs when none is pinned (resolved once per session)."""

@@ -219,27 +219,24 @@ class _Parser:
         self._i += 1
         return tok
 
-    def _accept(self, punct: str) -> bool:
+    def _accept(self, text: str, kind: str = "punct") -> bool:
+        """Move past the next token if it is ``text`` of ``kind`` (a word: in any case)."""
         tok = self._peek()
-        if tok is not None and tok.kind == "punct" and tok.text == punct:
+        if tok is not None and tok.kind == kind and tok.text.upper() == text:
             self._i += 1
             return True
         return False
 
-    def _expect(self, punct: str) -> None:
-        if not self._accept(punct):
-            raise SchemaError(f"expected {punct!r}, got {self._peek_text()!r}")
+    def _expect(self, text: str, kind: str = "punct") -> None:
+        if not self._accept(text, kind):
+            wanted = repr(text) if kind == "punct" else text
+            raise SchemaError(f"expected {wanted}, got {self._peek_text()!r}")
 
     def _accept_word(self, word: str) -> bool:
-        tok = self._peek()
-        if tok is not None and tok.kind == "word" and tok.text.upper() == word:
-            self._i += 1
-            return True
-        return False
+        return self._accept(word, "word")
 
     def _expect_word(self, word: str) -> None:
-        if not self._accept_word(word):
-            raise SchemaError(f"expected {word}, got {self._peek_text()!r}")
+        self._expect(word, "word")
 
 
 def _decimal(args: list[int]) -> pa.DataType:

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TypedDict, Unpack
 
 from common.logs import get_logger
 from common.odf.events import SetPollingSource
@@ -46,38 +45,31 @@ MAX_ITERATIONS = 100_000
 """A guard against a source that always says it has more."""
 
 
-def poll_once(
-    dataset: Dataset,
-    *,
-    fetch_uncacheable: bool = False,
-    engines: RawQueryEngineProvider | None = None,
-    progress: Progress = NO_PROGRESS,
-    container_client: ClientFactory = default_client,
-    system_time: datetime | None = None,
-    csv_columns_by_position: bool = False,
-) -> IngestResult:
-    """One polling iteration: at most one commit (prepared again after a conflict).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PollOptions:
+    """How ``poll_once`` polls (``pull_root`` passes them on to each iteration).
 
     ``system_time`` (default: now) must not be before the head block's.
     ``csv_columns_by_position``: see ``read_data``.
     """
-    options = _PollOptions(
-        fetch_uncacheable, engines, progress, container_client, system_time, csv_columns_by_position
-    )
+
+    fetch_uncacheable: bool = False
+    engines: RawQueryEngineProvider | None = None
+    progress: Progress = NO_PROGRESS
+    container_client: ClientFactory = default_client
+    system_time: datetime | None = None
+    csv_columns_by_position: bool = False
+
+
+DEFAULT_OPTIONS = PollOptions()
+
+
+def poll_once(dataset: Dataset, options: PollOptions = DEFAULT_OPTIONS) -> IngestResult:
+    """One polling iteration: at most one commit (prepared again after a conflict)."""
     return retrying_conflicts(dataset, lambda: _poll(dataset, options))
 
 
-@dataclass(frozen=True, slots=True)
-class _PollOptions:
-    fetch_uncacheable: bool
-    engines: RawQueryEngineProvider | None
-    progress: Progress
-    container_client: ClientFactory
-    system_time: datetime | None
-    csv_columns_by_position: bool
-
-
-def _poll(dataset: Dataset, poll: _PollOptions) -> IngestResult:
+def _poll(dataset: Dataset, poll: PollOptions) -> IngestResult:
     check_may_run(dataset.layout, dataset.alias, "running its polling source")
     state, context = chain_context(dataset)
     source = state.polling_source
@@ -124,7 +116,7 @@ def mqtt_client_id(dataset: Dataset) -> str:
 
 
 def _read(
-    source: SetPollingSource, fetched: Fetched, staging: Path, poll: _PollOptions
+    source: SetPollingSource, fetched: Fetched, staging: Path, poll: PollOptions
 ) -> DataStream | None:
     prepared = prepare(source.prepare or (), fetched.path, staging, name=fetched.name)
     if not prepared.exists() or prepared.stat().st_size == 0:
@@ -169,21 +161,10 @@ def _unchanged(dataset: Dataset, state: DatasetState, message: str | None) -> In
     return IngestResult(dataset.alias, state.head, state.head, 0, up_to_date=True, message=message)
 
 
-class PollOptions(TypedDict, total=False):
-    """``poll_once``'s options, passed on by ``pull_root``."""
-
-    fetch_uncacheable: bool
-    engines: RawQueryEngineProvider | None
-    progress: Progress
-    container_client: ClientFactory
-    system_time: datetime | None
-    csv_columns_by_position: bool
-
-
-def pull_root(dataset: Dataset, **options: Unpack[PollOptions]) -> Iterator[IngestResult]:
+def pull_root(dataset: Dataset, options: PollOptions = DEFAULT_OPTIONS) -> Iterator[IngestResult]:
     """Poll until the source is exhausted; yields the result of every iteration."""
     for _ in range(MAX_ITERATIONS):
-        result = poll_once(dataset, **options)
+        result = poll_once(dataset, options)
         yield result
         if result.up_to_date or not result.has_more:
             return

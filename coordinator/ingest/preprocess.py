@@ -24,9 +24,7 @@ from common.odf.engine_protocol import (
 )
 from common.odf.fragments import TransformSql
 from coordinator.ingest.errors import PreprocessError
-from coordinator.ingest.readers.stream import DataStream
-
-BATCH_ROWS = 65536
+from coordinator.ingest.readers.stream import BATCH_ROWS, DataStream
 
 
 class RawQueryEngine(Protocol):

@@ -28,7 +28,7 @@ from common.odf.events import AddPushSource, MetadataEvent, SetPollingSource, Se
 from common.odf.fragments import DatasetVocabulary, MergeStrategySnapshot, ReadStepCsv
 from coordinator.dataset.state import resolve_vocab
 from coordinator.ingest.ddl import parse_ddl_schema, parse_read_schema
-from coordinator.ingest.system_columns import is_event_time_type
+from coordinator.ingest.readers.temporal import is_temporal
 
 Source = AddPushSource | SetPollingSource
 
@@ -67,7 +67,7 @@ def check_source(source: Source, vocab: DatasetVocabulary, *, event_time_declare
     event_time = vocab.event_time_column
     if event_time in schema.names:
         dtype = schema.field(event_time).type
-        if not is_event_time_type(dtype):
+        if not is_temporal(dtype):
             raise ValidationError(
                 f"the event-time column {event_time!r} must be a DATE or TIMESTAMP, got {dtype}",
                 path="read.schema",

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from common.arrow_values import timestamp_scalar
 from common.odf.fragments import DatasetVocabulary
 from coordinator.ingest.errors import BadInputSchemaError
+from coordinator.ingest.readers.temporal import is_temporal
 
 OFFSET_TYPE = pa.int64()
 OP_TYPE = pa.int32()
@@ -41,16 +42,12 @@ def validate_input(schema: pa.Schema, vocab: DatasetVocabulary, *, source: str) 
             )
     if vocab.event_time_column in schema.names:
         dtype = schema.field(vocab.event_time_column).type
-        if not is_event_time_type(dtype):
+        if not is_temporal(dtype):
             raise BadInputSchemaError(
                 f"event time column {vocab.event_time_column!r} must be a DATE or TIMESTAMP,"
                 f" got {dtype}",
                 path=source,
             )
-
-
-def is_event_time_type(dtype: pa.DataType) -> bool:
-    return bool(pa.types.is_timestamp(dtype) or pa.types.is_date(dtype))
 
 
 def normalized_type(dtype: pa.DataType) -> pa.DataType:

@@ -29,9 +29,8 @@ import pyarrow.parquet as pq
 from common.odf.errors import ValidationError
 from coordinator.dataset import CorruptDatasetError, Dataset
 from coordinator.ingest.context import data_files
+from coordinator.ingest.readers.stream import BATCH_ROWS
 from coordinator.tempdirs import remove_tree
-
-BATCH_ROWS = 64 * 1024
 
 
 class ExportFormat(enum.Enum):

@@ -12,38 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from common.odf.block import MetadataBlock
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import ExecuteTransformInput, Watermark
 from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
+from coordinator.dataset.chain import NamedBlock
 from coordinator.dataset.state import DatasetState, advance
 from coordinator.transform.errors import RecordedInputError
 from coordinator.transform.plan import DataFileRef, InputPlan
 
 
-class ChainBlock(Protocol):
-    """A block of a chain and its name (the hash links point at)."""
-
-    @property
-    def name(self) -> Multihash: ...
-
-    @property
-    def block(self) -> MetadataBlock: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Block:
-    name: Multihash
-    block: MetadataBlock
-
-
 @dataclass(frozen=True, slots=True)
 class InputHistory:
     dataset: Dataset
-    blocks: tuple[ChainBlock, ...]
+    blocks: tuple[NamedBlock, ...]
     """Oldest first."""
     states: tuple[DatasetState, ...]
     """The input's state after each block."""
@@ -54,7 +37,7 @@ class InputHistory:
         return self.dataset.alias
 
     @classmethod
-    def of(cls, dataset: Dataset, blocks: Sequence[ChainBlock]) -> InputHistory:
+    def of(cls, dataset: Dataset, blocks: Sequence[NamedBlock]) -> InputHistory:
         """From the blocks of ``dataset``'s chain, oldest first."""
         states, state = [], DatasetState()
         for read in blocks:
@@ -72,7 +55,7 @@ class InputHistory:
         """The input's state at its first ``SetDataSchema`` (``None``: it has no data yet)."""
         return next((s for s in self.states if s.schema is not None), None)
 
-    def window(self, prev: Multihash | None, new: Multihash | None) -> tuple[ChainBlock, ...]:
+    def window(self, prev: Multihash | None, new: Multihash | None) -> tuple[NamedBlock, ...]:
         """The blocks in (``prev``, ``new``], oldest first."""
         if new is None:
             return ()
@@ -95,7 +78,7 @@ class InputHistory:
 def read_input_history(dataset: Dataset) -> InputHistory:
     """The input's history from its chain, read as a transform reads it (a damaged block is
     an error)."""
-    blocks = [_Block(name, block) for name, block in dataset.iter_blocks()]
+    blocks = [NamedBlock(name, block) for name, block in dataset.iter_blocks()]
     return InputHistory.of(dataset, blocks[::-1])
 
 

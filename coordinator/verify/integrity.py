@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.odf.block import MetadataBlock
 from common.odf.errors import ValidationError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import Checkpoint, DataSlice
@@ -33,21 +32,15 @@ from coordinator.verify.files import (
     data_file_facts,
     data_slice_problems,
 )
-from coordinator.verify.report import BlockRef, Check, Problem
+from coordinator.verify.report import Check, Problem
 from coordinator.verify.stored_chain import ReadBlock, StoredChain, hidden_blocks, walk_chain
 
 
 @dataclass(frozen=True, slots=True)
-class StoredBlock:
+class StoredBlock(ReadBlock):
     """A block of the chain with the dataset's state just before it."""
 
-    name: Multihash
-    block: MetadataBlock
     state_before: DatasetState
-
-    @property
-    def ref(self) -> BlockRef:
-        return BlockRef(self.name, self.block.sequence_number)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,20 +13,17 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from common.odf.block import MetadataBlock
 from common.odf.errors import DecodeError, ValidationError
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import block_hash, decode_block
+from coordinator.dataset.chain import NamedBlock
 from coordinator.dataset.layout import PENDING_PREFIX, DatasetLayout
 from coordinator.verify.report import BlockRef, Check, Problem
 
 
 @dataclass(frozen=True, slots=True)
-class ReadBlock:
+class ReadBlock(NamedBlock):
     """A block reached from the head: its name (what links point at) and its decoded form."""
-
-    name: Multihash
-    block: MetadataBlock
 
     @property
     def ref(self) -> BlockRef:

@@ -12,9 +12,7 @@ import pyarrow.parquet as pq
 from common.odf.fragments import ReadStepParquet
 from coordinator.ingest.ddl import parse_read_schema
 from coordinator.ingest.errors import ReadError
-from coordinator.ingest.readers.stream import DataStream
-
-BATCH_ROWS = 65536
+from coordinator.ingest.readers.stream import BATCH_ROWS, DataStream
 
 
 def read_parquet(step: ReadStepParquet, path: Path, *, name: str) -> DataStream:

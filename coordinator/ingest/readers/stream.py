@@ -8,6 +8,9 @@ from typing import Any
 
 import pyarrow as pa
 
+BATCH_ROWS = 64 * 1024
+"""Rows per batch when a file is read, or a table cut, batch by batch."""
+
 
 @dataclass(frozen=True, slots=True)
 class DataStream:
@@ -23,7 +26,7 @@ class DataStream:
         return iter(self.batches)
 
     @classmethod
-    def of_table(cls, table: pa.Table, max_rows: int = 65536) -> DataStream:
+    def of_table(cls, table: pa.Table, max_rows: int = BATCH_ROWS) -> DataStream:
         return cls(table.schema, table.to_batches(max_chunksize=max_rows))
 
 

@@ -105,6 +105,7 @@ def conform_batch(
 
 
 def is_temporal(dtype: pa.DataType) -> bool:
+    """A date or a timestamp type (what an event time column may be)."""
     return bool(pa.types.is_timestamp(dtype) or pa.types.is_date(dtype))
 
 

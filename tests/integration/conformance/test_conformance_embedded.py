@@ -10,9 +10,10 @@ from dataclasses import replace
 
 import pytest
 
+from coordinator.config import ExchangeFormat
 from coordinator.conformance.engines import AddressTarget, EmbeddedTarget, EngineUnderTest
 from coordinator.conformance.loader import load_cases
-from coordinator.conformance.runner import Exchange, RunOptions, Status, run_case, run_cases
+from coordinator.conformance.runner import RunOptions, Status, run_case, run_cases
 from coordinator.conformance.testing import assert_conforms, conformance_cases, engine_fixture
 from tests.support.breaking_engine import Breakage, BreakingProxy
 
@@ -123,7 +124,7 @@ ARROW_SUBSET = (
 def test_arrow_ipc_exchange(engine: EngineUnderTest, name: str) -> None:
     """Our coordinator's exchange: Arrow IPC input files and an ``.arrow`` output path."""
     [case] = [c for c in CASES if c.name == name]
-    assert_conforms(engine, case, RunOptions(exchange=Exchange.ARROW))
+    assert_conforms(engine, case, RunOptions(exchange=ExchangeFormat.ARROW))
 
 
 def test_a_known_difference_that_passes_fails_and_one_that_holds_is_reported(

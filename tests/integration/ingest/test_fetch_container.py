@@ -25,7 +25,7 @@ from common.odf.fragments import (
 from coordinator.engine.container_runtime import Runtime, connect, image_present
 from coordinator.ingest.errors import ParameterError, ProcessError
 from coordinator.ingest.fetch import ClientFactory, Fetched, UpToDate, fetch
-from coordinator.ingest.polling import pull_root
+from coordinator.ingest.polling import PollOptions, pull_root
 from coordinator.ingest.source_state import ETag
 from tests.unit.ingest.helpers import add_data_events, all_data, new_dataset
 
@@ -170,7 +170,7 @@ def test_pull_ingests_every_page(tmp_path: Path, runtime: Runtime, image: str) -
         merge=MergeStrategyAppend(),
     )
     ds = new_dataset(tmp_path, source)
-    results = list(pull_root(ds, container_client=new_client(runtime)))
+    results = list(pull_root(ds, PollOptions(container_client=new_client(runtime))))
     assert [r.num_records for r in results] == [40, 40, 20]
     data = all_data(ds)
     assert data.column("offset").to_pylist() == list(range(100))
@@ -180,4 +180,6 @@ def test_pull_ingests_every_page(tmp_path: Path, runtime: Runtime, image: str) -
         "80",
         "100",
     ]
-    assert [r.up_to_date for r in pull_root(ds, container_client=new_client(runtime))] == [True]
+    assert [
+        r.up_to_date for r in pull_root(ds, PollOptions(container_client=new_client(runtime)))
+    ] == [True]

@@ -18,7 +18,7 @@ from common.odf.fragments import (
 )
 from coordinator.ingest.errors import SourceNotFoundError, UnreachableError
 from coordinator.ingest.fetch import Fetched, UpToDate, fetch
-from coordinator.ingest.polling import poll_once
+from coordinator.ingest.polling import PollOptions, poll_once
 from coordinator.ingest.source_state import ETag, LastModified
 from tests.integration.ingest.http_server import Resource, Server, http_server
 from tests.unit.ingest.helpers import add_data_events, all_data, new_dataset, rows
@@ -129,4 +129,4 @@ def test_polling_a_source_without_state_is_not_fetched_again(
     assert result.up_to_date and result.message and "--fetch-uncacheable" in result.message
     assert len(server.requests) == requests
     server.resources["/data.csv"] = Resource(BODY + b"E,5\n")
-    assert poll_once(ds, fetch_uncacheable=True).num_records == 1
+    assert poll_once(ds, PollOptions(fetch_uncacheable=True)).num_records == 1
