@@ -7,8 +7,9 @@ The two rules every runner applies (``engine_spark/README.md``, semantics):
   it arrives; a record exactly at the watermark is on time.
 * output watermark (``output_watermark``): the greatest T such that no later output can have
   an event time below T, computed exactly from the inputs' watermarks and the query's
-  ``lag`` (how far behind its inputs' watermark an output row may still be emitted: a
-  window labelled by its start lags by its width, an interval join by its bound), with no
+  ``lag`` (how far behind its inputs' watermark an output row may still be emitted: an
+  interval join lags by its bound; a window aggregation by what ``window_bound`` says, which
+  depends on where the watermark falls on the windows' grid and may be negative), with no
   engine margin added.
 
 Spark's Structured Streaming (``streaming.py``) keeps its watermark in whole milliseconds and
@@ -70,6 +71,31 @@ def output_watermark(
     if previous is not None and previous > current:
         return previous
     return current
+
+
+def window_bound(
+    watermark: datetime,
+    *,
+    width: timedelta,
+    slide: timedelta,
+    offset: timedelta,
+    by_end: bool,
+) -> datetime:
+    """The output watermark of a window aggregation once its input watermark is
+    ``watermark``: the earliest event time a window still to be emitted can carry.
+
+    Windows are ``[s, s + width)`` with ``s`` on the grid ``offset + n * slide`` (tumbling:
+    ``slide == width``), and a window is emitted once the watermark reaches its end. Every
+    window still to come, open now or opened by a record on time (at ``watermark`` or
+    later), therefore ends after ``watermark``: its start is a grid point after
+    ``watermark - width``. The first such start is the bound of windows labelled by their
+    start (or by any time inside them), and its window's end the bound of windows labelled
+    by their end. Daily windows at a watermark of day 8 00:00 give day 8 (by start) and
+    day 9 (by end); at day 7 01:00, day 7 and day 8."""
+    after = (watermark - width - _EPOCH) // _US - offset // _US
+    step = slide // _US
+    start = _EPOCH + offset + (after // step + 1) * slide
+    return start + width if by_end else start
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

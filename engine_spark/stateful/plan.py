@@ -52,9 +52,10 @@ WINDOW_FUNCTIONS = (
     "window functions (OVER ...) over a stream are supported in these shapes, over one input: "
     "the latest row or top N per key or overall, SELECT <columns> FROM (SELECT ..., "
     "row_number() | rank() | dense_rank() OVER ([PARTITION BY k] ORDER BY v) AS rn FROM t) "
-    "WHERE rn <= N (or rn = 1), with only projections above; a running aggregate, "
+    "WHERE rn <= N (or rn = 1), with only projections above; a running aggregate or number, "
     "SUM | COUNT | MIN | MAX | AVG(x) OVER ([PARTITION BY k] ORDER BY event_time [, ...] "
-    "ROWS UNBOUNDED PRECEDING), with projections and filters above; otherwise write an "
+    "ROWS UNBOUNDED PRECEDING) or row_number() | rank() | dense_rank() OVER ([PARTITION BY "
+    "k] ORDER BY event_time [, ...]), with projections and filters above; otherwise write an "
     "aggregation (GROUP BY key with max_by/min_by, or GROUP BY window(...))"
 )
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame
 
 from engine_spark.jvm_plan import analyzed, expr_id, seq, single_operator, view_name, walk
+from engine_spark.watermark import window_bound
 
 _ROW_WISE = frozenset(
     {
@@ -45,10 +46,29 @@ class WindowAggregate:
     window_column: str
     """The name of the window column below the aggregation."""
     lag: timedelta
-    """How far the output watermark stays behind the input watermark: zero when the output's
-    event time is the window's end (every window still to come ends after the watermark),
-    the width otherwise (a window labelled by its start, or by anything inside it, may still
-    be emitted with an event time up to a width behind)."""
+    """Zero when the output's event time is the window's end, the width otherwise (a window
+    labelled by its start, or by anything inside it): how far behind the input watermark
+    the output watermark may stay at most. ``lag_at`` gives the exact lag."""
+    slide: timedelta | None = None
+    """The distance between window starts (the width for tumbling windows); None when not
+    known (a checkpoint written before it was kept): the output watermark then lags by
+    ``lag``."""
+    offset: timedelta = timedelta(0)
+    """Where the windows' grid starts: every start is ``offset + n * slide``."""
+
+    def lag_at(self, watermark: datetime) -> timedelta:
+        """How far behind ``watermark`` the output watermark is (``watermark.window_bound``:
+        negative for windows labelled by their end)."""
+        if self.slide is None:
+            return self.lag
+        bound = window_bound(
+            watermark,
+            width=self.width,
+            slide=self.slide,
+            offset=self.offset,
+            by_end=self.lag == timedelta(0),
+        )
+        return watermark - bound
 
 
 def window_aggregate(
@@ -68,15 +88,16 @@ def window_aggregate(
     ]
     if len(windows) != 1:
         return None
-    width = _window_width(aggregate, windows[0], event_time, inputs)
-    if width is None:
+    found = _window_width(aggregate, windows[0], event_time, inputs)
+    if found is None:
         return None
+    width, slide, offset = found
     names = [str(a.name()) for a in seq(aggregate.child().output())]
     window_column = str(windows[0].name())
     if names.count(window_column) != 1:
         return None
     by_end = _labelled_by_end(root, aggregate, windows[0], output_event_time)
-    return WindowAggregate(width, window_column, timedelta(0) if by_end else width)
+    return WindowAggregate(width, window_column, timedelta(0) if by_end else width, slide, offset)
 
 
 def labelled_by_window_end(result: DataFrame, output_event_time: str) -> bool:
@@ -120,10 +141,15 @@ def _is_window_type(data_type: Any) -> bool:
     return str(data_type.simpleString()) == "struct<start:timestamp,end:timestamp>"
 
 
+_Grid = tuple[timedelta, timedelta, timedelta]
+"""A time window's width, slide and offset."""
+
+
 def _window_width(
     aggregate: Any, window: Any, event_time: str, inputs: frozenset[str]
-) -> timedelta | None:
-    """The width of the time window ``window`` (an attribute the aggregation groups by), as
+) -> _Grid | None:
+    """The width, slide and offset of the time window ``window`` (an attribute the
+    aggregation groups by), as
     Spark's analyzer writes it: ``named_struct(start, ..., end, start + <width>)`` in a
     Project (tumbling) or an Expand (sliding) below the aggregation, over an input column
     named ``event_time`` that no operator redefines; None for anything else (session
@@ -143,19 +169,18 @@ def _window_width(
             output = [expr_id(a) for a in seq(node.output())]
             if target in output:
                 position = output.index(target)
-                widths = {
+                grids = {
                     _struct_width(list(seq(p))[position], node, event_time, inputs)
                     for p in seq(node.projections())
                 }
-                return widths.pop() if len(widths) == 1 else None
+                return grids.pop() if len(grids) == 1 else None
     return None
 
 
-def _struct_width(
-    struct: Any, node: Any, event_time: str, inputs: frozenset[str]
-) -> timedelta | None:
+def _struct_width(struct: Any, node: Any, event_time: str, inputs: frozenset[str]) -> _Grid | None:
     """``named_struct(start, s, end, knownnullable(precisetimestampconversion(s' + W)))``:
-    W microseconds, when the struct reads only the input column ``event_time``."""
+    W microseconds, when the struct reads only the input column ``event_time``; with the
+    slide and offset of ``s`` (``_grid``)."""
     if str(struct.nodeName()) != "CreateNamedStruct":
         return None
     names = [str(n) for n in seq(struct.names())]
@@ -180,7 +205,34 @@ def _struct_width(
         return None  # the windows are over a time computed from event_time
     if not _read_from_input(node, references[0], inputs):
         return None
-    return timedelta(microseconds=int(end.right().value()))
+    grid = _grid(struct)
+    if grid is None:
+        return None
+    return timedelta(microseconds=int(end.right().value())), *grid
+
+
+def _grid(struct: Any) -> tuple[timedelta, timedelta] | None:
+    """The slide and offset of a window's start as Spark's analyzer writes it: the start is
+    the event time less ``(t - <offset>) % <slide>`` (made non-negative), less a multiple of
+    the slide; None unless every such remainder names the same slide and offset."""
+    grids = set()
+    for e in _descendants(struct):
+        if str(e.nodeName()) != "Remainder":
+            continue
+        slide, shifted = e.right(), e.left()
+        if (
+            str(slide.nodeName()) != "Literal"
+            or str(shifted.nodeName()) != "Subtract"
+            or str(shifted.right().nodeName()) != "Literal"
+        ):
+            return None
+        grids.add((int(slide.value()), int(shifted.right().value())))
+    if len(grids) != 1:
+        return None
+    slide_us, offset_us = grids.pop()
+    if slide_us <= 0:
+        return None
+    return timedelta(microseconds=slide_us), timedelta(microseconds=offset_us)
 
 
 def _descendants(expression: Any) -> Iterator[Any]:

@@ -74,7 +74,11 @@ from engine_spark.stateful.stream_inputs import (
     work_area,
 )
 from engine_spark.stateful.structured_streaming import state as stream_state
-from engine_spark.stateful.window_shape import labelled_by_window_end, window_aggregate
+from engine_spark.stateful.window_shape import (
+    WindowAggregate,
+    labelled_by_window_end,
+    window_aggregate,
+)
 from engine_spark.watermark import (
     is_late,
     spark_eviction_watermark,
@@ -391,7 +395,9 @@ class StructuredStreamingRunner:
         )
         known = [i.watermark for i in inputs if i.watermark is not None]
         margin = spark_output_margin(min(known), points=plan_.points) if known else timedelta(0)
-        lag = max(plan_.lag, _window_lag(result, inputs, request.vocab.event_time_column)) + margin
+        window = _window(result, inputs, request.vocab.event_time_column)
+        # a window aggregation has no join below it (``window_aggregate``): its own exact lag
+        lag = (window.lag_at(min(known)) if window is not None and known else plan_.lag) + margin
         if known and not labelled_by_window_end(result, request.vocab.event_time_column):
             # a session labelled by its start: no later output before the oldest open session
             with query_errors(None, in_step=False):
@@ -401,18 +407,17 @@ class StructuredStreamingRunner:
         return StatefulRun(table, columns, state, lag)
 
 
-def _window_lag(
+def _window(
     result: DataFrame, inputs: Sequence[StreamInput], output_event_time: str
-) -> timedelta:
-    """A window aggregation's lag under Structured Streaming, as the window runner reads it
-    (0 labelled by its end, its width by its start); 0 when it reads none."""
+) -> WindowAggregate | None:
+    """The query's window aggregation, as the window runner reads it (its output watermark
+    is ``WindowAggregate.lag_at`` behind the input watermark); None when it reads none."""
     names = {i.request.vocab.event_time_column for i in inputs}
     if len(names) != 1:
-        return timedelta(0)
+        return None
     aliases = frozenset(i.request.query_alias for i in inputs)
     with query_errors(None, in_step=False):
-        found = window_aggregate(result, names.pop(), aliases, output_event_time)
-    return found.lag if found is not None else timedelta(0)
+        return window_aggregate(result, names.pop(), aliases, output_event_time)
 
 
 def accepts(

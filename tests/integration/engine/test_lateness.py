@@ -185,14 +185,16 @@ def events(rows: list[dict[str, Any]], *names: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize(
-    ("label", "slide", "used"),
+    ("label", "slide", "used", "bounds"),
     [
-        ("end", "", cp.Runner.WINDOW_RECOMPUTE),
-        ("start", "", cp.Runner.WINDOW_RECOMPUTE),
-        ("end", "", cp.Runner.SPARK_STREAMING),
-        ("start", "", cp.Runner.SPARK_STREAMING),
-        ("end", ", '12 hours'", cp.Runner.SPARK_STREAMING),
-        ("start", ", '12 hours'", cp.Runner.SPARK_STREAMING),
+        # the output watermark at input watermarks 2h and 24h: the start (end) of the
+        # earliest window still to come
+        ("end", "", cp.Runner.WINDOW_RECOMPUTE, (24, 48)),
+        ("start", "", cp.Runner.WINDOW_RECOMPUTE, (0, 24)),
+        ("end", "", cp.Runner.SPARK_STREAMING, (24, 48)),
+        ("start", "", cp.Runner.SPARK_STREAMING, (0, 24)),
+        ("end", ", '12 hours'", cp.Runner.SPARK_STREAMING, (12, 36)),
+        ("start", ", '12 hours'", cp.Runner.SPARK_STREAMING, (-12, 12)),
     ],
     ids=[
         "tumbling-end",
@@ -209,12 +211,13 @@ def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
     label: str,
     slide: str,
     used: str,
+    bounds: tuple[int, int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A record at the previous watermark is counted, one a microsecond earlier is not; a
-    window closes in the transaction whose watermark reaches its end; labelled by its start,
-    the output watermark lags by the width. Recomputed, and on the streaming runner (as a
-    carried-on Spark state runs them)."""
+    window closes in the transaction whose watermark reaches its end; the output watermark
+    is the earliest event time a window still to come can carry (``watermark.window_bound``).
+    Recomputed, and on the streaming runner (as a carried-on Spark state runs them)."""
     query = (
         f"SELECT window.{label} AS event_time, sensor, count(*) AS n "
         f"FROM readings GROUP BY window(event_time, '1 day'{slide}), sensor"
@@ -230,8 +233,8 @@ def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
     readings.append([reading(2, "a", 1)], watermark=at(24))
     day = at(24) if label == "end" else at(0)
     assert counts(pipe.run(readings.take()))[-1] == (day, "a", 3)
-    lag = timedelta(0) if label == "end" else timedelta(days=1)
-    assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
+    first, last = at(bounds[0]), at(bounds[1])
+    assert pipe.watermarks == [first, first, last]
     assert runner(pipe) == used
 
 

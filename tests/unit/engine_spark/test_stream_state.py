@@ -75,7 +75,18 @@ def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
     assert b'"version":2' in data
 
 
-def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> None:
+@pytest.mark.parametrize(
+    "window",
+    [
+        WindowSpec(column="window", width_us=60_000_000, lag_us=0),
+        WindowSpec(
+            column="w", width_us=60_000_000, lag_us=60_000_000, slide_us=30_000_000, offset_us=7
+        ),
+    ],
+)
+def test_retained_window_records_round_trip_through_a_version_3_checkpoint(
+    window: WindowSpec,
+) -> None:
     state = StreamState(
         query="q",
         spark_version="4.3",
@@ -83,7 +94,7 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> 
         transactions=3,
         files={"abc.parquet": b"PAR1"},
         runner=Runner.WINDOW_RECOMPUTE,
-        window=WindowSpec(column="window", width_us=60_000_000, lag_us=0),
+        window=window,
     )
     data = encode_checkpoint(EngineCheckpoint(stream=state))
     assert decode_checkpoint(data).stream == state
@@ -117,6 +128,7 @@ def test_runner_and_mode_are_written_as_their_names_and_read_back_as_enums(
         ("mode", "retract", "unknown streaming mode"),
         ("window", {"column": "w", "widthMicros": 0, "lagMicros": 0}, "not positive"),
         ("window", {"column": "w", "widthMicros": 5, "lagMicros": 6}, "not within"),
+        ("window", {"column": "w", "widthMicros": 5, "lagMicros": 0, "slideMicros": 0}, "slide"),
     ],
 )
 def test_a_bad_streaming_runner_is_refused(field: str, value: object, message: str) -> None:
