@@ -137,6 +137,9 @@ class StreamState:
     """``WINDOW_RECOMPUTE``: the aggregation's window, as found in the query's plan."""
     join: JoinSpec | None = None
     """``JOIN_RECOMPUTE``: the join's sides and bounds, as found in the query's plan."""
+    off_millisecond: datetime | None = None
+    """``SPARK_STREAMING``: the latest key off a whole millisecond that Spark may still hold
+    below the watermark (``watermark.off_millisecond_key``)."""
 
     @property
     def files_size(self) -> int:
@@ -249,6 +252,8 @@ def _encode_stream(stream: StreamState) -> tuple[dict[str, Any], list[tuple[str,
         if stream.window.slide_us is not None:
             doc["window"]["slideMicros"] = stream.window.slide_us
             doc["window"]["offsetMicros"] = stream.window.offset_us
+    if stream.off_millisecond is not None:
+        doc["offMillisecondKey"] = format_instant(stream.off_millisecond)
     if stream.join is not None:
         doc["join"] = {
             "left": stream.join.left,
@@ -396,6 +401,11 @@ def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamS
             runner=runner,
             window=_decode_window(entry.get("window"), where),
             join=_decode_join(entry.get("join"), where),
+            off_millisecond=(
+                parse_instant(entry["offMillisecondKey"], path=f"{where}: offMillisecondKey")
+                if entry.get("offMillisecondKey")
+                else None
+            ),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputDataError(f"missing or malformed field {e}", path=where) from e

@@ -62,12 +62,14 @@ def input_watermark(explicit: Iterable[Watermark], previous: datetime | None) ->
 def output_watermark(
     inputs: Iterable[datetime | None], previous: datetime | None, lag: timedelta = timedelta(0)
 ) -> datetime | None:
-    """Minimum over inputs with a watermark less ``lag``, clamped so it never goes below
-    ``previous``."""
+    """Minimum over inputs with a watermark less ``lag``, down to the millisecond (the output's
+    event times are written in whole milliseconds, truncated: a row after T may be written
+    as the millisecond T falls in), clamped so it never goes below ``previous``."""
     known = [w - lag for w in inputs if w is not None]
     current = min(known, default=None)
     if current is None:
         return previous
+    current = _EPOCH + ((current - _EPOCH) // _MS) * _MS
     if previous is not None and previous > current:
         return previous
     return current
@@ -127,12 +129,30 @@ def spark_eviction_watermark(watermark: datetime, *, points: bool) -> datetime:
     return _EPOCH + ((watermark - _EPOCH) // _MS) * _MS
 
 
-def spark_output_margin(watermark: datetime, *, points: bool) -> timedelta:
+def spark_output_margin(
+    watermark: datetime, *, points: bool, off_millisecond: datetime | None = None
+) -> timedelta:
     """How far below the inputs' watermark Spark may still emit an output's event time
-    because it evicts only in whole milliseconds (``spark_eviction_watermark``): keys in the
-    open interval between the eviction watermark and ``watermark`` are still held, and an
-    output row for one of them can come later. Zero for windows; for point keys,
+    because it evicts only in whole milliseconds (``spark_eviction_watermark``): a key in
+    the open interval between the eviction watermark and ``watermark`` is still held, and
+    its output row can come later. Only a key off a whole millisecond can lie there, so the
+    margin is zero for windows, and for point keys unless one may be held there:
+    ``off_millisecond`` is the latest such key Spark may still hold (None: none). Otherwise
     ``watermark`` less the first microsecond after the eviction watermark (up to 999 us)."""
-    if not points:
+    evicted = spark_eviction_watermark(watermark, points=True)
+    if not points or off_millisecond is None or off_millisecond <= evicted:
         return timedelta(0)
-    return watermark - (spark_eviction_watermark(watermark, points=True) + _US)
+    return watermark - (evicted + _US)
+
+
+def off_millisecond_key(
+    latest: datetime | None, previous: datetime | None, evicted: datetime | None
+) -> datetime | None:
+    """The latest key off a whole millisecond Spark may still hold after this transaction:
+    the newer of ``latest`` (this transaction's) and ``previous`` (carried), None once Spark
+    has evicted it (at or below ``evicted``, Spark's eviction watermark)."""
+    keys = [k for k in (latest, previous) if k is not None]
+    if not keys:
+        return None
+    key = max(keys)
+    return None if evicted is not None and key <= evicted else key

@@ -59,16 +59,20 @@ class WindowAggregate:
     def lag_at(self, watermark: datetime) -> timedelta:
         """How far behind ``watermark`` the output watermark is (``watermark.window_bound``:
         negative for windows labelled by their end)."""
+        return watermark - self.bound_after(watermark)
+
+    def bound_after(self, watermark: datetime) -> datetime:
+        """The output watermark once the windows ending at or before ``watermark`` are
+        closed (``watermark.window_bound``; without a grid, ``watermark`` less ``lag``)."""
         if self.slide is None:
-            return self.lag
-        bound = window_bound(
+            return watermark - self.lag
+        return window_bound(
             watermark,
             width=self.width,
             slide=self.slide,
             offset=self.offset,
             by_end=self.lag == timedelta(0),
         )
-        return watermark - bound
 
 
 def window_aggregate(
@@ -98,6 +102,30 @@ def window_aggregate(
         return None
     by_end = _labelled_by_end(root, aggregate, windows[0], output_event_time)
     return WindowAggregate(width, window_column, timedelta(0) if by_end else width, slide, offset)
+
+
+def windows_anywhere(result: DataFrame, output_event_time: str) -> list[WindowAggregate]:
+    """Every time-window aggregation in the query, wherever its event time comes from (a
+    join's output, say), each with its grid; an aggregation whose grid cannot be read gets
+    none, and so lags by its width (``WindowAggregate.bound_after``)."""
+    root = analyzed(result)
+    found = []
+    for node in walk(root):
+        if str(node.nodeName()) != "Aggregate":
+            continue
+        for window in seq(node.groupingExpressions()):
+            if str(window.nodeName()) != "AttributeReference" or not _is_window_type(
+                window.dataType()
+            ):
+                continue
+            grid = _window_width(node, window, "", frozenset(), strict=False)
+            by_end = _labelled_by_end(root, node, window, output_event_time)
+            if grid is None:
+                return []  # the width is not known: no bound (the caller's own lag holds)
+            width, slide, offset = grid
+            lag = timedelta(0) if by_end else width
+            found.append(WindowAggregate(width, str(window.name()), lag, slide, offset))
+    return found
 
 
 def labelled_by_window_end(result: DataFrame, output_event_time: str) -> bool:
@@ -146,7 +174,7 @@ _Grid = tuple[timedelta, timedelta, timedelta]
 
 
 def _window_width(
-    aggregate: Any, window: Any, event_time: str, inputs: frozenset[str]
+    aggregate: Any, window: Any, event_time: str, inputs: frozenset[str], *, strict: bool = True
 ) -> _Grid | None:
     """The width, slide and offset of the time window ``window`` (an attribute the
     aggregation groups by), as
@@ -164,23 +192,25 @@ def _window_width(
                 if str(e.child().nodeName()) == "AttributeReference":
                     target = expr_id(e.child())  # the window column renamed: follow it
                     break
-                return _struct_width(e.child(), node, event_time, inputs)
+                return _struct_width(e.child(), node, event_time, inputs, strict=strict)
         elif name == "Expand":
             output = [expr_id(a) for a in seq(node.output())]
             if target in output:
                 position = output.index(target)
                 grids = {
-                    _struct_width(list(seq(p))[position], node, event_time, inputs)
+                    _struct_width(list(seq(p))[position], node, event_time, inputs, strict=strict)
                     for p in seq(node.projections())
                 }
                 return grids.pop() if len(grids) == 1 else None
     return None
 
 
-def _struct_width(struct: Any, node: Any, event_time: str, inputs: frozenset[str]) -> _Grid | None:
+def _struct_width(
+    struct: Any, node: Any, event_time: str, inputs: frozenset[str], *, strict: bool = True
+) -> _Grid | None:
     """``named_struct(start, s, end, knownnullable(precisetimestampconversion(s' + W)))``:
-    W microseconds, when the struct reads only the input column ``event_time``; with the
-    slide and offset of ``s`` (``_grid``)."""
+    W microseconds, when the struct reads only the input column ``event_time`` (``strict``;
+    any one column otherwise); with the slide and offset of ``s`` (``_grid``)."""
     if str(struct.nodeName()) != "CreateNamedStruct":
         return None
     names = [str(n) for n in seq(struct.names())]
@@ -194,7 +224,7 @@ def _struct_width(struct: Any, node: Any, event_time: str, inputs: frozenset[str
     if str(end.nodeName()) != "Add" or str(end.right().nodeName()) != "Literal":
         return None
     references = list(seq(struct.references().toSeq()))
-    if len(references) != 1 or str(references[0].name()) != event_time:
+    if len(references) != 1 or (strict and str(references[0].name()) != event_time):
         return None
     if not all(
         str(e.child().nodeName()) == "AttributeReference"
@@ -203,7 +233,7 @@ def _struct_width(struct: Any, node: Any, event_time: str, inputs: frozenset[str
         and str(e.fromType().simpleString()) == "timestamp"
     ):
         return None  # the windows are over a time computed from event_time
-    if not _read_from_input(node, references[0], inputs):
+    if strict and not _read_from_input(node, references[0], inputs):
         return None
     grid = _grid(struct)
     if grid is None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,16 @@ def test_retained_window_records_round_trip_through_a_version_3_checkpoint(
     assert decode_checkpoint(data).stream == state
     assert encode_checkpoint(decode_checkpoint(data)) == data
     assert b'"version":3' in data and b"stream/retained/abc.parquet" in data
+
+
+def test_an_off_millisecond_key_round_trips_and_is_absent_without_one() -> None:
+    held = datetime(2024, 1, 1, 2, 0, 0, 500, tzinfo=UTC)
+    state = StreamState(query="q", spark_version="4.3", mode=Mode.APPEND, transactions=1, files={})
+    data = encode_checkpoint(EngineCheckpoint(stream=state))
+    assert b"offMillisecondKey" not in data
+    held_state = dataclasses.replace(state, off_millisecond=held)
+    data = encode_checkpoint(EngineCheckpoint(stream=held_state))
+    assert decode_checkpoint(data).stream == held_state
 
 
 @pytest.mark.parametrize("runner", list(Runner))

@@ -22,6 +22,7 @@ from engine_spark.errors import InputDataError
 from engine_spark.watermark import (
     input_watermark,
     is_late,
+    off_millisecond_key,
     output_watermark,
     spark_eviction_watermark,
     spark_late_watermark,
@@ -55,6 +56,12 @@ def test_output_watermark_is_the_minimum_and_monotonic() -> None:
 def test_output_watermark_lags_exactly() -> None:
     assert output_watermark([t(4), t(3)], None, timedelta(hours=1)) == t(2)
     assert output_watermark([t(4)], t(3), timedelta(hours=2)) == t(3)
+    # down to the millisecond the output's rows are written in
+    lag = timedelta(hours=1) - timedelta(microseconds=1)
+    assert output_watermark([t(4)], None, lag) == t(3)
+    assert output_watermark([t(4) - timedelta(microseconds=1)], None, timedelta(0)) == (
+        t(4) - timedelta(milliseconds=1)
+    )
 
 
 H, DAY, MICRO = timedelta(hours=1), timedelta(days=1), timedelta(microseconds=1)
@@ -142,7 +149,22 @@ def test_spark_watermarks_follow_the_odf_rules(
     assert spark_eviction_watermark(watermark, points=True) == points
     assert points < watermark  # Spark closes keys <= points: the key at the watermark stays
     assert spark_output_margin(watermark, points=False) == timedelta(0)
-    assert spark_output_margin(watermark, points=True) == watermark - points - US
+    # a key off a whole millisecond held between Spark's eviction watermark and the ODF one
+    held = watermark - US
+    assert spark_output_margin(watermark, points=True, off_millisecond=held) == (
+        watermark - points - US
+    )
+    # none held there: Spark's eviction is exact
+    assert spark_output_margin(watermark, points=True) == timedelta(0)
+    assert spark_output_margin(watermark, points=True, off_millisecond=points) == timedelta(0)
+
+
+def test_an_off_millisecond_key_is_kept_until_spark_evicts_it() -> None:
+    key = T + 500 * US
+    assert off_millisecond_key(None, None, T) is None
+    assert off_millisecond_key(key, None, T) == key  # above the eviction watermark: held
+    assert off_millisecond_key(key - US, key, T) == key  # the newer one
+    assert off_millisecond_key(None, key, T + MS) is None  # evicted
 
 
 def test_checkpoint_round_trips_and_is_deterministic() -> None:
