@@ -10,7 +10,7 @@ The two rules every runner applies (``engine_spark/README.md``, semantics):
   ``lag`` (how far behind its inputs' watermark an output row may still be emitted: an
   interval join lags by its bound; a window aggregation by what ``window_bound`` says, which
   depends on where the watermark falls on the windows' grid and may be negative), with no
-  engine margin added.
+  engine margin added, down to the millisecond the output's event times are written in.
 
 Spark's Structured Streaming (``streaming.py``) keeps its watermark in whole milliseconds and
 compares with ``<=``: it drops a record as late when its event time is at or below the
@@ -18,7 +18,10 @@ previous batch's watermark, and closes a window (evicts a key) when its end (the
 time) is at or below the current one. The runner hands Spark watermarks that make those
 comparisons say what the rules above say (``spark_late_watermark``,
 ``spark_eviction_watermark``); records late by the ODF rule are dropped before Spark sees
-them, so Spark's own late filter only has to drop nothing more.
+them, so Spark's own late filter only has to drop nothing more. Evicting in whole
+milliseconds loses nothing for keys on whole milliseconds; a key off one may be held a
+transaction late, and while it may be, the output watermark stays below it
+(``spark_output_margin``, ``off_millisecond_key``).
 
 An input's watermark is the newest of its explicit watermarks in this request and the one
 carried in the previous checkpoint; watermarks never move back. The output watermark is the
