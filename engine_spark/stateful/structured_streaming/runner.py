@@ -470,7 +470,8 @@ def _output_lag(
       watermark (``_evicted``), so its output watermark is ``window_bound`` of that;
     * an outer join: the exact bound (``lag``), or the first microsecond after Spark's
       state watermark while a row off a whole millisecond may be held above it (evicted,
-      and emitted unmatched, a transaction late);
+      and emitted unmatched, a transaction late); point keys or sessions above a join: that
+      microsecond (they close by the join's state watermark);
     * otherwise the exact lag (an inner join's bound), with the point keys' margin."""
     margin = spark_output_margin(watermark, points=plan_.points, off_millisecond=off_key)
     window = _window(result, inputs, output_event_time)
@@ -485,9 +486,10 @@ def _output_lag(
     if above:
         return watermark - min(w.bound_after(evicted) for w in above)
     bound = watermark - plan_.lag
-    if plan_.outer and off_key is not None and off_key > evicted:
+    if plan_.points or (plan_.outer and off_key is not None and off_key > evicted):
+        # point keys or sessions above a join close by its state watermark too
         bound = min(bound, evicted + timedelta(microseconds=1))
-    return watermark - bound + margin
+    return watermark - bound
 
 
 def _window(
