@@ -137,6 +137,9 @@ class StreamState:
     """``WINDOW_RECOMPUTE``: the aggregation's window, as found in the query's plan."""
     join: JoinSpec | None = None
     """``JOIN_RECOMPUTE``: the join's sides and bounds, as found in the query's plan."""
+    off_millisecond: datetime | None = None
+    """``SPARK_STREAMING``: the latest key off a whole millisecond that Spark may still hold
+    below the watermark (``watermark.off_millisecond_key``)."""
 
     @property
     def files_size(self) -> int:
@@ -156,12 +159,15 @@ class JoinSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WindowSpec:
-    """A recomputed window aggregation's window column, width and output watermark lag
-    (microseconds)."""
+    """A recomputed window aggregation's window column, width, output watermark lag, and the
+    grid its windows start on (slide and offset; no slide in checkpoints written before the
+    grid was kept), in microseconds."""
 
     column: str
     width_us: int
     lag_us: int
+    slide_us: int | None = None
+    offset_us: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,6 +249,11 @@ def _encode_stream(stream: StreamState) -> tuple[dict[str, Any], list[tuple[str,
             "widthMicros": stream.window.width_us,
             "lagMicros": stream.window.lag_us,
         }
+        if stream.window.slide_us is not None:
+            doc["window"]["slideMicros"] = stream.window.slide_us
+            doc["window"]["offsetMicros"] = stream.window.offset_us
+    if stream.off_millisecond is not None:
+        doc["offMillisecondKey"] = format_instant(stream.off_millisecond)
     if stream.join is not None:
         doc["join"] = {
             "left": stream.join.left,
@@ -390,6 +401,11 @@ def _decode_stream(entry: Any, files: Mapping[str, bytes], path: str) -> StreamS
             runner=runner,
             window=_decode_window(entry.get("window"), where),
             join=_decode_join(entry.get("join"), where),
+            off_millisecond=(
+                parse_instant(entry["offMillisecondKey"], path=f"{where}: offMillisecondKey")
+                if entry.get("offMillisecondKey")
+                else None
+            ),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise InputDataError(f"missing or malformed field {e}", path=where) from e
@@ -409,11 +425,15 @@ def _decode_window(entry: Any, where: str) -> WindowSpec | None:
         column=str(entry["column"]),
         width_us=int(entry["widthMicros"]),
         lag_us=int(entry["lagMicros"]),
+        slide_us=int(entry["slideMicros"]) if "slideMicros" in entry else None,
+        offset_us=int(entry.get("offsetMicros", 0)),
     )
     if spec.width_us <= 0:
         raise InputDataError(f"window width {spec.width_us} is not positive", path=where)
     if not 0 <= spec.lag_us <= spec.width_us:
         raise InputDataError(f"window lag {spec.lag_us} is not within the width", path=where)
+    if spec.slide_us is not None and not 0 < spec.slide_us <= spec.width_us:
+        raise InputDataError(f"window slide {spec.slide_us} is not within the width", path=where)
     return spec
 
 

@@ -7,9 +7,10 @@ The two rules every runner applies (``engine_spark/README.md``, semantics):
   it arrives; a record exactly at the watermark is on time.
 * output watermark (``output_watermark``): the greatest T such that no later output can have
   an event time below T, computed exactly from the inputs' watermarks and the query's
-  ``lag`` (how far behind its inputs' watermark an output row may still be emitted: a
-  window labelled by its start lags by its width, an interval join by its bound), with no
-  engine margin added.
+  ``lag`` (how far behind its inputs' watermark an output row may still be emitted: an
+  interval join lags by its bound; a window aggregation by what ``window_bound`` says, which
+  depends on where the watermark falls on the windows' grid and may be negative), with no
+  engine margin added, down to the millisecond the output's event times are written in.
 
 Spark's Structured Streaming (``streaming.py``) keeps its watermark in whole milliseconds and
 compares with ``<=``: it drops a record as late when its event time is at or below the
@@ -17,7 +18,10 @@ previous batch's watermark, and closes a window (evicts a key) when its end (the
 time) is at or below the current one. The runner hands Spark watermarks that make those
 comparisons say what the rules above say (``spark_late_watermark``,
 ``spark_eviction_watermark``); records late by the ODF rule are dropped before Spark sees
-them, so Spark's own late filter only has to drop nothing more.
+them, so Spark's own late filter only has to drop nothing more. Evicting in whole
+milliseconds loses nothing for keys on whole milliseconds; a key off one may be held a
+transaction late, and while it may be, the output watermark stays below it
+(``spark_output_margin``, ``off_millisecond_key``).
 
 An input's watermark is the newest of its explicit watermarks in this request and the one
 carried in the previous checkpoint; watermarks never move back. The output watermark is the
@@ -61,15 +65,42 @@ def input_watermark(explicit: Iterable[Watermark], previous: datetime | None) ->
 def output_watermark(
     inputs: Iterable[datetime | None], previous: datetime | None, lag: timedelta = timedelta(0)
 ) -> datetime | None:
-    """Minimum over inputs with a watermark less ``lag``, clamped so it never goes below
-    ``previous``."""
+    """Minimum over inputs with a watermark less ``lag``, down to the millisecond (the output's
+    event times are written in whole milliseconds, truncated: a row after T may be written
+    as the millisecond T falls in), clamped so it never goes below ``previous``."""
     known = [w - lag for w in inputs if w is not None]
     current = min(known, default=None)
     if current is None:
         return previous
+    current = _EPOCH + ((current - _EPOCH) // _MS) * _MS
     if previous is not None and previous > current:
         return previous
     return current
+
+
+def window_bound(
+    watermark: datetime,
+    *,
+    width: timedelta,
+    slide: timedelta,
+    offset: timedelta,
+    by_end: bool,
+) -> datetime:
+    """The output watermark of a window aggregation once its input watermark is
+    ``watermark``: the earliest event time a window still to be emitted can carry.
+
+    Windows are ``[s, s + width)`` with ``s`` on the grid ``offset + n * slide`` (tumbling:
+    ``slide == width``), and a window is emitted once the watermark reaches its end. Every
+    window still to come, open now or opened by a record on time (at ``watermark`` or
+    later), therefore ends after ``watermark``: its start is a grid point after
+    ``watermark - width``. The first such start is the bound of windows labelled by their
+    start (or by any time inside them), and its window's end the bound of windows labelled
+    by their end. Daily windows at a watermark of day 8 00:00 give day 8 (by start) and
+    day 9 (by end); at day 7 01:00, day 7 and day 8."""
+    after = (watermark - width - _EPOCH) // _US - offset // _US
+    step = slide // _US
+    start = _EPOCH + offset + (after // step + 1) * slide
+    return start + width if by_end else start
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -101,12 +132,30 @@ def spark_eviction_watermark(watermark: datetime, *, points: bool) -> datetime:
     return _EPOCH + ((watermark - _EPOCH) // _MS) * _MS
 
 
-def spark_output_margin(watermark: datetime, *, points: bool) -> timedelta:
+def spark_output_margin(
+    watermark: datetime, *, points: bool, off_millisecond: datetime | None = None
+) -> timedelta:
     """How far below the inputs' watermark Spark may still emit an output's event time
-    because it evicts only in whole milliseconds (``spark_eviction_watermark``): keys in the
-    open interval between the eviction watermark and ``watermark`` are still held, and an
-    output row for one of them can come later. Zero for windows; for point keys,
+    because it evicts only in whole milliseconds (``spark_eviction_watermark``): a key in
+    the open interval between the eviction watermark and ``watermark`` is still held, and
+    its output row can come later. Only a key off a whole millisecond can lie there, so the
+    margin is zero for windows, and for point keys unless one may be held there:
+    ``off_millisecond`` is the latest such key Spark may still hold (None: none). Otherwise
     ``watermark`` less the first microsecond after the eviction watermark (up to 999 us)."""
-    if not points:
+    evicted = spark_eviction_watermark(watermark, points=True)
+    if not points or off_millisecond is None or off_millisecond <= evicted:
         return timedelta(0)
-    return watermark - (spark_eviction_watermark(watermark, points=True) + _US)
+    return watermark - (evicted + _US)
+
+
+def off_millisecond_key(
+    latest: datetime | None, previous: datetime | None, evicted: datetime | None
+) -> datetime | None:
+    """The latest key off a whole millisecond Spark may still hold after this transaction:
+    the newer of ``latest`` (this transaction's) and ``previous`` (carried), None once Spark
+    has evicted it (at or below ``evicted``, Spark's eviction watermark)."""
+    keys = [k for k in (latest, previous) if k is not None]
+    if not keys:
+        return None
+    key = max(keys)
+    return None if evicted is not None and key <= evicted else key

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from py4j.java_gateway import get_field  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame
 
 from engine_spark.checkpoint import Mode
@@ -52,9 +53,10 @@ WINDOW_FUNCTIONS = (
     "window functions (OVER ...) over a stream are supported in these shapes, over one input: "
     "the latest row or top N per key or overall, SELECT <columns> FROM (SELECT ..., "
     "row_number() | rank() | dense_rank() OVER ([PARTITION BY k] ORDER BY v) AS rn FROM t) "
-    "WHERE rn <= N (or rn = 1), with only projections above; a running aggregate, "
+    "WHERE rn <= N (or rn = 1), with only projections above; a running aggregate or number, "
     "SUM | COUNT | MIN | MAX | AVG(x) OVER ([PARTITION BY k] ORDER BY event_time [, ...] "
-    "ROWS UNBOUNDED PRECEDING), with projections and filters above; otherwise write an "
+    "ROWS UNBOUNDED PRECEDING) or row_number() | rank() | dense_rank() OVER ([PARTITION BY "
+    "k] ORDER BY event_time [, ...]), with projections and filters above; otherwise write an "
     "aggregation (GROUP BY key with max_by/min_by, or GROUP BY window(...))"
 )
 
@@ -73,6 +75,18 @@ class StatefulPlan:
     event_time, DISTINCT over it), or per session window (which still merges a record at
     its end): it closes a key only once the watermark is past it
     (``watermark.spark_eviction_watermark``)."""
+    spark_lag: timedelta = timedelta(0)
+    """How far below its watermark Spark's own join state watermark is (``lag`` with Spark's
+    margins, its widest over the joins' sides): Spark evicts a join's rows at or below it,
+    emits an outer join's unmatched rows then, and hands it to the operators above as their
+    watermark."""
+    outer: bool = False
+    """An outer join of two streams: it emits a row Spark evicts unmatched."""
+    reach: timedelta | None = timedelta(0)
+    """How far after a record's event time a key it makes may lie (points): zero for an
+    event time itself, the widest gap of session windows whose gaps are constants of whole
+    milliseconds; None when not known (a gap computed per row, or not a whole millisecond):
+    a key may then fall off a whole millisecond whatever the event times."""
 
 
 def stateful_plan(df: DataFrame) -> StatefulPlan:
@@ -80,7 +94,8 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
     root = analyzed(df)
     jvm = df.sparkSession.sparkContext._jvm
     aggregates = []
-    lag = timedelta(0)
+    lag = spark_lag = timedelta(0)
+    outer, whole_ms = False, True
     for node in walk(root):
         name = str(node.nodeName())
         if name in ("GlobalLimit", "LocalLimit", "Tail", "Offset"):
@@ -96,14 +111,21 @@ def stateful_plan(df: DataFrame) -> StatefulPlan:
         if name == "Window":
             raise InvalidQueryError(WINDOW_FUNCTIONS)
         if name == "Join" and bool(node.isStreaming()) and _check_bounded_join(node):
-            lag = max(lag, _join_lag(jvm, node))
+            exact = _join_lag(jvm, node)
+            lag = max(lag, exact)
+            spark_lag = max(spark_lag, _join_lag(jvm, node, spark=True))
+            outer = outer or str(node.joinType().sql()) != "INNER"
+            whole_ms = whole_ms and not exact % timedelta(milliseconds=1)
         if name in ("Aggregate", "Distinct") and bool(node.isStreaming()):
             _check_one_event_time(node)
             aggregates.append(node)
     unbounded = [a for a in aggregates if not _has_event_time_key(a)]
     if not unbounded:
         points = any(_has_event_time_point_key(a) for a in aggregates)
-        return StatefulPlan(Mode.APPEND, lag=lag, points=points)
+        reach = _session_reach(root) if whole_ms else None
+        return StatefulPlan(
+            Mode.APPEND, lag=lag, points=points, spark_lag=spark_lag, outer=outer, reach=reach
+        )
     return StatefulPlan(Mode.CHANGELOG, _changelog_keys(root, unbounded[0]), lag=lag)
 
 
@@ -124,20 +146,26 @@ _REFERENCE_MS = 10**15
 """A watermark far from the epoch, to read a join's bounds as differences from it."""
 
 
-def _join_lag(jvm: Any, join: Any) -> timedelta:
+def _join_lag(jvm: Any, join: Any, *, spark: bool = False) -> timedelta:
     """The widest bound of an interval join: how long after a row's event time the other
-    side's watermark must move before the row can no longer match."""
-    return max((lag for lag in join_state_lags(jvm, join) if lag is not None), default=timedelta(0))
+    side's watermark must move before the row can no longer match (``spark``: as Spark
+    evicts it, with its margins)."""
+    lags = join_state_lags(jvm, join, spark=spark)
+    return max((lag for lag in lags if lag is not None), default=timedelta(0))
 
 
-def join_state_lags(jvm: Any, join: Any) -> tuple[timedelta | None, timedelta | None]:
+def join_state_lags(
+    jvm: Any, join: Any, *, spark: bool = False
+) -> tuple[timedelta | None, timedelta | None]:
     """For each side of a join (left, right): how far behind the watermark a row of that side
     may still match a later row of the other side (None: no bound), exactly: a later row is
     not late (``watermark.is_late``), so a row at the watermark less an inclusive bound may
     still match, and a row at it less a strict bound may not. Spark's own analysis of each
     conjunct of the condition, as it uses it to evict join state, less the millisecond of
     margin Spark adds to an inclusive bound (it evicts at or before its state watermark);
-    the event-time columns are those carrying the watermark metadata."""
+    the event-time columns are those carrying the watermark metadata. ``spark``: Spark's own
+    lags, its margins kept (whole milliseconds: Spark's state watermark is the watermark
+    less them)."""
     helper = jvm.org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
     left, right = child(join, 0), child(join, 1)
     condition = join.condition()
@@ -158,8 +186,10 @@ def join_state_lags(jvm: Any, join: Any) -> tuple[timedelta | None, timedelta | 
             )
             if bool(state.isDefined()):
                 spark_lag = timedelta(milliseconds=_REFERENCE_MS - int(state.get()))
-                side_lags.append(spark_lag - _SPARK_MARGIN[str(conjunct.nodeName())])
-        lags.append(min(side_lags, default=None))  # every conjunct must hold
+                margin = timedelta(0) if spark else _SPARK_MARGIN[str(conjunct.nodeName())]
+                side_lags.append(spark_lag - margin)
+        # every conjunct must hold (Spark evicts by the one that holds longest)
+        lags.append((max if spark else min)(side_lags, default=None))
     return lags[0], lags[1]
 
 
@@ -260,6 +290,49 @@ def _is_session_window(attribute: Any) -> bool:
         return bool(attribute.metadata().contains(SESSION_WINDOW_METADATA_KEY))
     except Exception:  # not a named expression
         return False
+
+
+def _session_reach(root: Any) -> timedelta | None:
+    """The widest gap of the query's session windows (zero without any): each session
+    window's struct as the analyzer writes it, ``end`` its event time plus the gap; None
+    unless every interval in it is a constant of whole milliseconds."""
+    reach = timedelta(0)
+    for node in walk(root):
+        if str(node.nodeName()) != "Project":
+            continue
+        for window in seq(node.projectList()):
+            if not _is_session_window(window):
+                continue
+            stack = [window]
+            while stack:
+                e = stack.pop()
+                if not str(e.dataType().simpleString()).startswith("interval"):
+                    stack.extend(seq(e.children()))
+                    continue
+                gap = _constant_interval(e)
+                if gap is None or gap % timedelta(milliseconds=1):
+                    return None
+                reach = max(reach, gap)
+    return reach
+
+
+_CALENDAR_FIELDS = ("months", "days", "microseconds")
+"""The fields of Spark's ``CalendarInterval``."""
+
+
+def _constant_interval(expression: Any) -> timedelta | None:
+    """A constant interval's length (a day-time interval, or a calendar interval without
+    months); None for anything else."""
+    if not bool(expression.foldable()):
+        return None
+    value = expression.eval(None)
+    if isinstance(value, int):  # a day-time interval: microseconds
+        return timedelta(microseconds=value)
+    try:
+        months, days, micros = (int(get_field(value, f)) for f in _CALENDAR_FIELDS)
+    except Exception:  # not a calendar interval
+        return None
+    return timedelta(days=days, microseconds=micros) if months == 0 else None
 
 
 def _key_columns(aggregate: Any) -> list[Any]:

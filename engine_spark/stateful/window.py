@@ -90,7 +90,13 @@ class WindowRunner:
         if carried is not None and carried.window is not None:  # found in the first transaction
             micros = timedelta(microseconds=1)
             window = carried.window
-            return WindowAggregate(window.width_us * micros, window.column, window.lag_us * micros)
+            return WindowAggregate(
+                window.width_us * micros,
+                window.column,
+                window.lag_us * micros,
+                None if window.slide_us is None else window.slide_us * micros,
+                window.offset_us * micros,
+            )
         inputs = query.inputs
         names = {i.request.vocab.event_time_column for i in inputs}
         if len(names) != 1:
@@ -136,13 +142,16 @@ class WindowRunner:
             for i in inputs
         }
         clock.lap("retain")
+        micros = timedelta(microseconds=1)
         state = query.next_state(
             files,
             runner=self.runner,
             window=cp.WindowSpec(
                 column=plan.window_column,
-                width_us=plan.width // timedelta(microseconds=1),
-                lag_us=plan.lag // timedelta(microseconds=1),
+                width_us=plan.width // micros,
+                lag_us=plan.lag // micros,
+                slide_us=None if plan.slide is None else plan.slide // micros,
+                offset_us=plan.offset // micros,
             ),
         )
         log.info(
@@ -151,4 +160,4 @@ class WindowRunner:
             retained_bytes=state.files_size,
             **clock.laps,
         )
-        return StatefulRun(in_value_order(table, columns), columns, state, plan.lag)
+        return StatefulRun(in_value_order(table, columns), columns, state, plan.lag_at(upto))

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame
 
 from engine_spark.jvm_plan import analyzed, expr_id, seq, single_operator, view_name, walk
+from engine_spark.watermark import window_bound
 
 _ROW_WISE = frozenset(
     {
@@ -45,10 +46,33 @@ class WindowAggregate:
     window_column: str
     """The name of the window column below the aggregation."""
     lag: timedelta
-    """How far the output watermark stays behind the input watermark: zero when the output's
-    event time is the window's end (every window still to come ends after the watermark),
-    the width otherwise (a window labelled by its start, or by anything inside it, may still
-    be emitted with an event time up to a width behind)."""
+    """Zero when the output's event time is the window's end, the width otherwise (a window
+    labelled by its start, or by anything inside it): how far behind the input watermark
+    the output watermark may stay at most. ``lag_at`` gives the exact lag."""
+    slide: timedelta | None = None
+    """The distance between window starts (the width for tumbling windows); None when not
+    known (a checkpoint written before it was kept): the output watermark then lags by
+    ``lag``."""
+    offset: timedelta = timedelta(0)
+    """Where the windows' grid starts: every start is ``offset + n * slide``."""
+
+    def lag_at(self, watermark: datetime) -> timedelta:
+        """How far behind ``watermark`` the output watermark is (``watermark.window_bound``:
+        negative for windows labelled by their end)."""
+        return watermark - self.bound_after(watermark)
+
+    def bound_after(self, watermark: datetime) -> datetime:
+        """The output watermark once the windows ending at or before ``watermark`` are
+        closed (``watermark.window_bound``; without a grid, ``watermark`` less ``lag``)."""
+        if self.slide is None:
+            return watermark - self.lag
+        return window_bound(
+            watermark,
+            width=self.width,
+            slide=self.slide,
+            offset=self.offset,
+            by_end=self.lag == timedelta(0),
+        )
 
 
 def window_aggregate(
@@ -68,15 +92,40 @@ def window_aggregate(
     ]
     if len(windows) != 1:
         return None
-    width = _window_width(aggregate, windows[0], event_time, inputs)
-    if width is None:
+    found = _window_width(aggregate, windows[0], event_time, inputs)
+    if found is None:
         return None
+    width, slide, offset = found
     names = [str(a.name()) for a in seq(aggregate.child().output())]
     window_column = str(windows[0].name())
     if names.count(window_column) != 1:
         return None
     by_end = _labelled_by_end(root, aggregate, windows[0], output_event_time)
-    return WindowAggregate(width, window_column, timedelta(0) if by_end else width)
+    return WindowAggregate(width, window_column, timedelta(0) if by_end else width, slide, offset)
+
+
+def windows_anywhere(result: DataFrame, output_event_time: str) -> list[WindowAggregate]:
+    """Every time-window aggregation in the query, wherever its event time comes from (a
+    join's output, say), each with its grid; an aggregation whose grid cannot be read gets
+    none, and so lags by its width (``WindowAggregate.bound_after``)."""
+    root = analyzed(result)
+    found = []
+    for node in walk(root):
+        if str(node.nodeName()) != "Aggregate":
+            continue
+        for window in seq(node.groupingExpressions()):
+            if str(window.nodeName()) != "AttributeReference" or not _is_window_type(
+                window.dataType()
+            ):
+                continue
+            grid = _window_width(node, window, "", frozenset(), strict=False)
+            by_end = _labelled_by_end(root, node, window, output_event_time)
+            if grid is None:
+                return []  # the width is not known: no bound (the caller's own lag holds)
+            width, slide, offset = grid
+            lag = timedelta(0) if by_end else width
+            found.append(WindowAggregate(width, str(window.name()), lag, slide, offset))
+    return found
 
 
 def labelled_by_window_end(result: DataFrame, output_event_time: str) -> bool:
@@ -120,10 +169,15 @@ def _is_window_type(data_type: Any) -> bool:
     return str(data_type.simpleString()) == "struct<start:timestamp,end:timestamp>"
 
 
+_Grid = tuple[timedelta, timedelta, timedelta]
+"""A time window's width, slide and offset."""
+
+
 def _window_width(
-    aggregate: Any, window: Any, event_time: str, inputs: frozenset[str]
-) -> timedelta | None:
-    """The width of the time window ``window`` (an attribute the aggregation groups by), as
+    aggregate: Any, window: Any, event_time: str, inputs: frozenset[str], *, strict: bool = True
+) -> _Grid | None:
+    """The width, slide and offset of the time window ``window`` (an attribute the
+    aggregation groups by), as
     Spark's analyzer writes it: ``named_struct(start, ..., end, start + <width>)`` in a
     Project (tumbling) or an Expand (sliding) below the aggregation, over an input column
     named ``event_time`` that no operator redefines; None for anything else (session
@@ -138,24 +192,25 @@ def _window_width(
                 if str(e.child().nodeName()) == "AttributeReference":
                     target = expr_id(e.child())  # the window column renamed: follow it
                     break
-                return _struct_width(e.child(), node, event_time, inputs)
+                return _struct_width(e.child(), node, event_time, inputs, strict=strict)
         elif name == "Expand":
             output = [expr_id(a) for a in seq(node.output())]
             if target in output:
                 position = output.index(target)
-                widths = {
-                    _struct_width(list(seq(p))[position], node, event_time, inputs)
+                grids = {
+                    _struct_width(list(seq(p))[position], node, event_time, inputs, strict=strict)
                     for p in seq(node.projections())
                 }
-                return widths.pop() if len(widths) == 1 else None
+                return grids.pop() if len(grids) == 1 else None
     return None
 
 
 def _struct_width(
-    struct: Any, node: Any, event_time: str, inputs: frozenset[str]
-) -> timedelta | None:
+    struct: Any, node: Any, event_time: str, inputs: frozenset[str], *, strict: bool = True
+) -> _Grid | None:
     """``named_struct(start, s, end, knownnullable(precisetimestampconversion(s' + W)))``:
-    W microseconds, when the struct reads only the input column ``event_time``."""
+    W microseconds, when the struct reads only the input column ``event_time`` (``strict``;
+    any one column otherwise); with the slide and offset of ``s`` (``_grid``)."""
     if str(struct.nodeName()) != "CreateNamedStruct":
         return None
     names = [str(n) for n in seq(struct.names())]
@@ -169,7 +224,7 @@ def _struct_width(
     if str(end.nodeName()) != "Add" or str(end.right().nodeName()) != "Literal":
         return None
     references = list(seq(struct.references().toSeq()))
-    if len(references) != 1 or str(references[0].name()) != event_time:
+    if len(references) != 1 or (strict and str(references[0].name()) != event_time):
         return None
     if not all(
         str(e.child().nodeName()) == "AttributeReference"
@@ -178,9 +233,36 @@ def _struct_width(
         and str(e.fromType().simpleString()) == "timestamp"
     ):
         return None  # the windows are over a time computed from event_time
-    if not _read_from_input(node, references[0], inputs):
+    if strict and not _read_from_input(node, references[0], inputs):
         return None
-    return timedelta(microseconds=int(end.right().value()))
+    grid = _grid(struct)
+    if grid is None:
+        return None
+    return timedelta(microseconds=int(end.right().value())), *grid
+
+
+def _grid(struct: Any) -> tuple[timedelta, timedelta] | None:
+    """The slide and offset of a window's start as Spark's analyzer writes it: the start is
+    the event time less ``(t - <offset>) % <slide>`` (made non-negative), less a multiple of
+    the slide; None unless every such remainder names the same slide and offset."""
+    grids = set()
+    for e in _descendants(struct):
+        if str(e.nodeName()) != "Remainder":
+            continue
+        slide, shifted = e.right(), e.left()
+        if (
+            str(slide.nodeName()) != "Literal"
+            or str(shifted.nodeName()) != "Subtract"
+            or str(shifted.right().nodeName()) != "Literal"
+        ):
+            return None
+        grids.add((int(slide.value()), int(shifted.right().value())))
+    if len(grids) != 1:
+        return None
+    slide_us, offset_us = grids.pop()
+    if slide_us <= 0:
+        return None
+    return timedelta(microseconds=slide_us), timedelta(microseconds=offset_us)
 
 
 def _descendants(expression: Any) -> Iterator[Any]:

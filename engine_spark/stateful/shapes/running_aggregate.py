@@ -9,15 +9,18 @@ The shape, over one input::
 
 with ``SUM``, ``COUNT``, ``MIN``, ``MAX`` or ``AVG`` (several, one window specification),
 framed ``ROWS`` or ``RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`` (the default frame
-with an ORDER BY), ordered by the input's event-time column ascending (then anything),
-partitioned by columns or not at all; projections and filters above it.
+with an ORDER BY), or a running number, ``row_number()``, ``rank()`` or ``dense_rank()``;
+ordered by the input's event-time column ascending (then anything), partitioned by columns
+or not at all; projections and filters above it.
 
 A row is final once the watermark has passed its event time (``watermark.is_late``: a record
 before the watermark is late, so no row can come before it any more), and it is emitted then,
 once, with its running values (``+I``, never revised). The rows at or after the watermark
 wait: they are the state, as they enter the window function, with one row per key carrying
 the aggregates of every row emitted so far (a sum, a count, a minimum, a maximum; a sum and a
-count for an average). Emitted rows precede waiting ones in every partition's order (an
+count for an average; the rows emitted for a row number or a rank, the distinct orderings
+emitted for a dense rank: rows at one event time are emitted together, so no ordering is
+split between transactions). Emitted rows precede waiting ones in every partition's order (an
 event time less than the watermark against one at or after it; rows at one event time are
 emitted together), so a transaction computes the window over the rows it emits only, and
 combines each running value with its key's carried aggregate: the window function is replaced
@@ -52,6 +55,9 @@ from engine_spark.stateful.shapes.distinct_rows import passed, traced_event_time
 from engine_spark.stateful.shapes.ranked_rows import ABOVE_WINDOW, WINDOW_PLAN
 
 FUNCTIONS = frozenset({"Sum", "Count", "Min", "Max", "Average"})
+NUMBERS = frozenset({"RowNumber", "Rank", "DenseRank"})
+"""Window functions numbering the rows in order: a running count of the rows (or of the
+distinct orderings, ``DenseRank``) before each."""
 _KEY, _VALUE, _RUNNING = "__odf_key_{}", "__odf_value_{}", "__odf_running_{}"
 _CARRIED = "__odf_carried"
 
@@ -63,7 +69,7 @@ class RunningAggregate:
     event_time: str
     """The column of the rows entering the window that holds the input's event time."""
     functions: tuple[str, ...]
-    """Each window expression's aggregate function (``FUNCTIONS``), in order."""
+    """Each window expression's function (``FUNCTIONS``, ``NUMBERS``), in order."""
     kept_columns: tuple[str, ...]
     """The columns of the rows entering the window function (what the state keeps)."""
 
@@ -102,13 +108,16 @@ def running_aggregate(result: DataFrame, event_times: Mapping[str, str]) -> Runn
 
 def _running_function(expression: Any) -> str | None:
     """The aggregate function of a window expression framed from the partition's start to the
-    current row (ROWS or RANGE), without DISTINCT or FILTER; None for anything else."""
+    current row (ROWS or RANGE), without DISTINCT or FILTER, or a numbering function
+    (``NUMBERS``, whatever its frame); None for anything else."""
     if str(expression.nodeName()) != "Alias":
         return None
     window = expression.child()
     if str(window.nodeName()) != "WindowExpression":
         return None
     aggregate = window.windowFunction()
+    if str(aggregate.nodeName()) in NUMBERS:
+        return str(aggregate.nodeName())
     if str(aggregate.nodeName()) != "AggregateExpression":
         return None
     if bool(aggregate.isDistinct()) or bool(aggregate.filter().isDefined()):
@@ -210,21 +219,28 @@ class _Part:
         self.index = index
         self.alias = alias
         self.window = alias.child()
-        aggregate = self.window.windowFunction()
-        self.function = str(aggregate.aggregateFunction().nodeName())
+        function = self.window.windowFunction()
         self.type = _parse_datatype_json_string(str(alias.dataType().json()))
-        aggregates = jvm.org.apache.spark.sql.catalyst.expressions.aggregate
-        if self.function == "Average":
-            argument = aggregate.aggregateFunction().child()
-            parts = [aggregates.Sum(argument), aggregates.Count(scala_seq(session, [argument]))]
-        else:
-            parts = [aggregate.aggregateFunction()]
-        self._functions = [p.toAggregateExpression() for p in parts]
         self._jvm = jvm
         self._session = session
+        self._functions = []
+        if str(function.nodeName()) in NUMBERS:
+            self.function = str(function.nodeName())
+            self.names = [f"{_RUNNING.format(index)}_0"]
+            return
+        self.function = str(function.aggregateFunction().nodeName())
+        aggregates = jvm.org.apache.spark.sql.catalyst.expressions.aggregate
+        if self.function == "Average":
+            argument = function.aggregateFunction().child()
+            parts = [aggregates.Sum(argument), aggregates.Count(scala_seq(session, [argument]))]
+        else:
+            parts = [function.aggregateFunction()]
+        self._functions = [p.toAggregateExpression() for p in parts]
         self.names = [f"{_RUNNING.format(index)}_{k}" for k in range(len(parts))]
 
     def running(self) -> list[Column]:
+        if self.function in NUMBERS:  # numbered over the emitted rows, then shifted
+            return [_column(self._jvm, self.window).alias(self.names[0])]
         spec = self.window.windowSpec()
         return [
             _column(
@@ -234,6 +250,13 @@ class _Part:
         ]
 
     def totals(self) -> list[Column]:
+        if self.function == "DenseRank":  # the distinct orderings numbered
+            order = [
+                _column(self._jvm, o.child()) for o in seq(self.window.windowSpec().orderSpec())
+            ]
+            return [F.count_distinct(F.struct(*order)).alias(self.names[0])]
+        if self.function in NUMBERS:  # the rows numbered
+            return [F.count(F.lit(1)).alias(self.names[0])]
         return [
             _column(self._jvm, f).alias(n) for f, n in zip(self._functions, self.names, strict=True)
         ]
@@ -252,7 +275,7 @@ class _Part:
             value = F.when(running[1] > 0, running[0] / running[1])
         elif self.function == "Sum":
             value = F.coalesce(before[0] + running[0], before[0], running[0])
-        elif self.function == "Count":
+        elif self.function == "Count" or self.function in NUMBERS:
             value = F.coalesce(before[0], F.lit(0)) + running[0]
         elif self.function == "Min":
             value = F.least(before[0], running[0])

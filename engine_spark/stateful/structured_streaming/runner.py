@@ -53,7 +53,7 @@ from engine_spark.inputs import quote_identifier, register_view
 from engine_spark.queries import run_steps
 from engine_spark.schema_mapping import spark_input_schema
 from engine_spark.spark_errors import query_errors, user_message
-from engine_spark.stateful.plan import WATERMARK_METADATA_KEY, stateful_plan
+from engine_spark.stateful.plan import WATERMARK_METADATA_KEY, StatefulPlan, stateful_plan
 from engine_spark.stateful.runner import (
     StatefulQuery,
     StatefulRun,
@@ -66,6 +66,7 @@ from engine_spark.stateful.stream_inputs import (
     StreamInput,
     WorkArea,
     new_records,
+    on_time,
     previous_spark_watermark,
     query_fingerprint,
     spark_schema,
@@ -74,9 +75,15 @@ from engine_spark.stateful.stream_inputs import (
     work_area,
 )
 from engine_spark.stateful.structured_streaming import state as stream_state
-from engine_spark.stateful.window_shape import labelled_by_window_end, window_aggregate
+from engine_spark.stateful.window_shape import (
+    WindowAggregate,
+    labelled_by_window_end,
+    window_aggregate,
+    windows_anywhere,
+)
 from engine_spark.watermark import (
     is_late,
+    off_millisecond_key,
     spark_eviction_watermark,
     spark_late_watermark,
     spark_output_margin,
@@ -286,6 +293,23 @@ def oldest_open_session(session: SparkSession, area: WorkArea) -> datetime | Non
     return min(starts, default=None)
 
 
+def latest_off_millisecond(rows: pa.Table, inp: StreamInput) -> datetime | None:
+    """The latest event time of the input's new records that is on time and not a whole
+    millisecond (Spark's eviction cannot tell it from the millisecond below the watermark);
+    None when there is none."""
+    column = inp.request.vocab.event_time_column
+    if column not in rows.column_names or not pa.types.is_timestamp(rows.schema.field(column).type):
+        return None
+    if inp.previous_watermark is not None:
+        rows = rows.filter(on_time(rows, column, inp.previous_watermark))
+    values = rows.column(column).cast(pa.timestamp("us"), safe=False)
+    micros = values.cast(pa.int64()).drop_null().to_numpy()
+    off = micros[micros % 1000 != 0]
+    if not len(off):
+        return None
+    return EPOCH + timedelta(microseconds=int(off.max()))
+
+
 def _with_marker(rows: pa.Table, watermark: datetime) -> pa.Table:
     stamp_type = pa.timestamp("us", tz="UTC")
     data = rows.append_column(
@@ -327,9 +351,11 @@ class StructuredStreamingRunner:
         transaction = restore(area, carried, session)
         clock.lap("restore")
         staged = []
+        off_ms = []
         for inp in inputs:
             rows, schema = new_records(inp.request)
             staged.append((inp, rows))
+            off_ms.append(latest_off_millisecond(rows, inp))
             (area.inputs / inp.directory).mkdir(exist_ok=True)  # its files once planned
             view = stream_view(
                 session,
@@ -373,6 +399,17 @@ class StructuredStreamingRunner:
             table = changes.rows
             columns = dataclasses.replace(columns, op=op)
             emitted = parquet_bytes(changes.emitted)
+        upto = spark_watermark(inputs)
+        evicted = _evicted(plan_, upto)
+        if plan_.reach is None:  # keys off a whole millisecond whatever the event times
+            off_key = upto
+        else:
+            latest = max((t for t in off_ms if t is not None), default=None)
+            off_key = off_millisecond_key(
+                latest + plan_.reach if latest is not None else None,
+                carried.off_millisecond if carried is not None else None,
+                evicted,
+            )
         state = StreamState(
             query=query_fingerprint(request.transform),
             spark_version=spark_version(session),
@@ -381,6 +418,7 @@ class StructuredStreamingRunner:
             files=files,
             keys=plan_.keys,
             emitted=emitted,
+            off_millisecond=off_key if plan_.points or plan_.outer else None,
         )
         log.info(
             "transform.stream",
@@ -390,8 +428,11 @@ class StructuredStreamingRunner:
             **clock.laps,
         )
         known = [i.watermark for i in inputs if i.watermark is not None]
-        margin = spark_output_margin(min(known), points=plan_.points) if known else timedelta(0)
-        lag = max(plan_.lag, _window_lag(result, inputs, request.vocab.event_time_column)) + margin
+        lag = plan_.lag
+        if known:
+            lag = _output_lag(
+                plan_, result, inputs, request.vocab.event_time_column, min(known), off_key
+            )
         if known and not labelled_by_window_end(result, request.vocab.event_time_column):
             # a session labelled by its start: no later output before the oldest open session
             with query_errors(None, in_step=False):
@@ -401,18 +442,67 @@ class StructuredStreamingRunner:
         return StatefulRun(table, columns, state, lag)
 
 
-def _window_lag(
-    result: DataFrame, inputs: Sequence[StreamInput], output_event_time: str
+def _evicted(plan_: StatefulPlan, upto: datetime | None) -> datetime | None:
+    """Spark's eviction watermark for the keys the output may still hold (None without a
+    watermark): a join's state watermark (its rows at or below it are evicted, and it is
+    the watermark of the operators above), else the watermark closing point keys."""
+    if upto is None:
+        return None
+    if plan_.outer or plan_.spark_lag:
+        return spark_eviction_watermark(upto, points=plan_.points) - plan_.spark_lag
+    return spark_eviction_watermark(upto, points=True)
+
+
+def _output_lag(
+    plan_: StatefulPlan,
+    result: DataFrame,
+    inputs: Sequence[StreamInput],
+    output_event_time: str,
+    watermark: datetime,
+    off_key: datetime | None,
 ) -> timedelta:
-    """A window aggregation's lag under Structured Streaming, as the window runner reads it
-    (0 labelled by its end, its width by its start); 0 when it reads none."""
+    """How far the output watermark lags ``watermark`` (the inputs' minimum) after a run
+    under Structured Streaming, from what Spark may still emit (see ``watermark.py``):
+
+    * a window aggregation over the inputs: ``window_bound``, less Spark's margin for point
+      keys off a whole millisecond (``spark_output_margin``);
+    * a window aggregation above a join: Spark closes its windows by the join's state
+      watermark (``_evicted``), so its output watermark is ``window_bound`` of that;
+    * an outer join: the exact bound (``lag``), or the first microsecond after Spark's
+      state watermark while a row off a whole millisecond may be held above it (evicted,
+      and emitted unmatched, a transaction late); point keys or sessions above a join: that
+      microsecond (they close by the join's state watermark);
+    * otherwise the exact lag (an inner join's bound), with the point keys' margin."""
+    margin = spark_output_margin(watermark, points=plan_.points, off_millisecond=off_key)
+    window = _window(result, inputs, output_event_time)
+    if window is not None:
+        return window.lag_at(watermark) + margin
+    joined = plan_.outer or plan_.spark_lag
+    evicted = _evicted(plan_, watermark)
+    if not joined or evicted is None:
+        return plan_.lag + margin
+    with query_errors(None, in_step=False):
+        above = windows_anywhere(result, output_event_time)
+    if above:
+        return watermark - min(w.bound_after(evicted) for w in above)
+    bound = watermark - plan_.lag
+    if plan_.points or (plan_.outer and off_key is not None and off_key > evicted):
+        # point keys or sessions above a join close by its state watermark too
+        bound = min(bound, evicted + timedelta(microseconds=1))
+    return watermark - bound
+
+
+def _window(
+    result: DataFrame, inputs: Sequence[StreamInput], output_event_time: str
+) -> WindowAggregate | None:
+    """The query's window aggregation, as the window runner reads it (its output watermark
+    is ``WindowAggregate.lag_at`` behind the input watermark); None when it reads none."""
     names = {i.request.vocab.event_time_column for i in inputs}
     if len(names) != 1:
-        return timedelta(0)
+        return None
     aliases = frozenset(i.request.query_alias for i in inputs)
     with query_errors(None, in_step=False):
-        found = window_aggregate(result, names.pop(), aliases, output_event_time)
-    return found.lag if found is not None else timedelta(0)
+        return window_aggregate(result, names.pop(), aliases, output_event_time)
 
 
 def accepts(

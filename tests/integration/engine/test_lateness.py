@@ -6,7 +6,7 @@ from ``engine_spark/README.md``'s semantics table."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +36,31 @@ ZERO = timedelta(0)
 MS = timedelta(milliseconds=1)
 
 
+def to_ms(value: datetime) -> datetime:
+    """Down to the millisecond (the output's precision)."""
+    return value - (value - at(0)) % MS
+
+
 def runner(pipe: Pipeline) -> cp.Runner:
     state = cp.read_checkpoint(pipe.out.prev_checkpoint).stream
     assert state is not None
     return state.runner
 
 
+class MicrosecondInput(InputDataset):
+    """An input whose event times are in microseconds (the others' are in milliseconds)."""
+
+    @property
+    def schema(self) -> pa.Schema:
+        schema = super().schema
+        index = schema.get_field_index(self.event_time_column)
+        return schema.set(index, pa.field(self.event_time_column, pa.timestamp("us", tz="UTC")))
+
+
 def over_readings(
-    engine: SparkEngine, workdir: Path, transform: Any
+    engine: SparkEngine, workdir: Path, transform: Any, dataset: type[InputDataset] = InputDataset
 ) -> tuple[InputDataset, Pipeline]:
-    readings = InputDataset(workdir / "in", "readings", READINGS)
+    readings = dataset(workdir / "in", "readings", READINGS)
     return readings, Pipeline(engine, OutputDataset(workdir / "out", "out", transform))
 
 
@@ -91,9 +106,9 @@ def c(h: float, user: str, ad: str) -> dict[str, Any]:
 
 
 def join_pipeline(
-    engine: SparkEngine, workdir: Path, transform: Any
+    engine: SparkEngine, workdir: Path, transform: Any, dataset: type[InputDataset] = InputDataset
 ) -> tuple[InputDataset, InputDataset, Pipeline]:
-    views = InputDataset(workdir / "views", "views", VIEWS)
+    views = dataset(workdir / "views", "views", VIEWS)
     clicks = InputDataset(workdir / "clicks", "clicks", CLICKS)
     return views, clicks, Pipeline(engine, OutputDataset(workdir / "out", "joined", transform))
 
@@ -109,7 +124,8 @@ def test_join_records_at_the_previous_watermark_match_and_the_output_watermark_i
     spark_engine: SparkEngine, workdir: Path, bound: str, lag: timedelta
 ) -> None:
     """An inner interval join: an inclusive bound of an hour holds the output watermark back
-    by exactly an hour, a strict one by a microsecond less."""
+    by exactly an hour, a strict one by a microsecond less, down to the millisecond (the
+    output's rows are written in whole milliseconds)."""
     views, clicks, pipe = join_pipeline(spark_engine, workdir, join(bound))
     views.append([v(0, "u1")], watermark=at(1))
     clicks.append([c(0.5, "u9", "z")], watermark=at(1))
@@ -121,7 +137,7 @@ def test_join_records_at_the_previous_watermark_match_and_the_output_watermark_i
     rows = [(r["event_time"], r["user"], r["ad"]) for r in pipe.run(views.take(), clicks.take())]
     matches = [(at(1), "u2", "y")]
     assert rows == ([(at(0), "u1", "x")] if bound == INCLUSIVE else []) + matches
-    assert pipe.watermarks == [at(1) - lag, at(2) - lag]
+    assert pipe.watermarks == [to_ms(at(1) - lag), to_ms(at(2) - lag)] == [at(0), at(1)]
     assert runner(pipe) == cp.Runner.JOIN_RECOMPUTE
 
 
@@ -185,14 +201,16 @@ def events(rows: list[dict[str, Any]], *names: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize(
-    ("label", "slide", "used"),
+    ("label", "slide", "used", "bounds"),
     [
-        ("end", "", cp.Runner.WINDOW_RECOMPUTE),
-        ("start", "", cp.Runner.WINDOW_RECOMPUTE),
-        ("end", "", cp.Runner.SPARK_STREAMING),
-        ("start", "", cp.Runner.SPARK_STREAMING),
-        ("end", ", '12 hours'", cp.Runner.SPARK_STREAMING),
-        ("start", ", '12 hours'", cp.Runner.SPARK_STREAMING),
+        # the output watermark at input watermarks 2h and 24h: the start (end) of the
+        # earliest window still to come
+        ("end", "", cp.Runner.WINDOW_RECOMPUTE, (24, 48)),
+        ("start", "", cp.Runner.WINDOW_RECOMPUTE, (0, 24)),
+        ("end", "", cp.Runner.SPARK_STREAMING, (24, 48)),
+        ("start", "", cp.Runner.SPARK_STREAMING, (0, 24)),
+        ("end", ", '12 hours'", cp.Runner.SPARK_STREAMING, (12, 36)),
+        ("start", ", '12 hours'", cp.Runner.SPARK_STREAMING, (-12, 12)),
     ],
     ids=[
         "tumbling-end",
@@ -209,12 +227,13 @@ def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
     label: str,
     slide: str,
     used: str,
+    bounds: tuple[int, int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A record at the previous watermark is counted, one a microsecond earlier is not; a
-    window closes in the transaction whose watermark reaches its end; labelled by its start,
-    the output watermark lags by the width. Recomputed, and on the streaming runner (as a
-    carried-on Spark state runs them)."""
+    window closes in the transaction whose watermark reaches its end; the output watermark
+    is the earliest event time a window still to come can carry (``watermark.window_bound``).
+    Recomputed, and on the streaming runner (as a carried-on Spark state runs them)."""
     query = (
         f"SELECT window.{label} AS event_time, sensor, count(*) AS n "
         f"FROM readings GROUP BY window(event_time, '1 day'{slide}), sensor"
@@ -230,8 +249,8 @@ def test_a_record_at_the_previous_watermark_is_counted_in_its_daily_window(
     readings.append([reading(2, "a", 1)], watermark=at(24))
     day = at(24) if label == "end" else at(0)
     assert counts(pipe.run(readings.take()))[-1] == (day, "a", 3)
-    lag = timedelta(0) if label == "end" else timedelta(days=1)
-    assert pipe.watermarks == [at(2) - lag, at(2) - lag, at(24) - lag]
+    first, last = at(bounds[0]), at(bounds[1])
+    assert pipe.watermarks == [first, first, last]
     assert runner(pipe) == used
 
 
@@ -260,9 +279,9 @@ def test_a_session_takes_a_record_at_the_previous_watermark(
     assert counts(pipe.run(readings.take())) == []
     readings.append([reading(2.5, "a", 1)], watermark=at(4))
     assert counts(pipe.run(readings.take())) == [(at(3), "a", 3)]
-    # Spark evicts in whole milliseconds: a session ending within the millisecond below the
-    # watermark may still close later (watermark.spark_output_margin)
-    assert pipe.watermarks == [at(2) - MS + US, at(2) - MS + US, at(2.5) - MS + US, at(4) - MS + US]
+    # Spark evicts in whole milliseconds, but no session ends off one (whole-millisecond
+    # records and gap; the one off it was late): the output watermark is exact
+    assert pipe.watermarks == [at(2), at(2), at(2.5), at(4)]
     assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
@@ -280,8 +299,7 @@ def test_a_session_labelled_by_its_start_holds_the_output_watermark_at_the_open_
         emitted.append(counts(pipe.run(readings.take())))
     assert emitted == [[(at(0.5), "c", 1)], [], [(at(1.75), "a", 2), (at(2.2), "b", 1)]]
     # held at the oldest open session's start, then at the watermark once none is open
-    # (less Spark's margin for sessions ending within the millisecond below it)
-    assert pipe.watermarks == [at(1.75), at(1.75), at(3) - MS + US]
+    assert pipe.watermarks == [at(1.75), at(1.75), at(3)]
     assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
@@ -319,7 +337,7 @@ def test_an_outer_join_matches_records_at_the_previous_watermark(
         (
             "SELECT event_time, sensor, count(*) AS n FROM readings GROUP BY event_time, sensor",
             cp.Runner.SPARK_STREAMING,
-            MS - US,
+            ZERO,
         ),
         ("SELECT DISTINCT event_time, sensor FROM readings", cp.Runner.DISTINCT_ROWS, ZERO),
     ],
@@ -329,10 +347,9 @@ def test_a_key_at_the_watermark_stays_open_until_the_watermark_passes_it(
     spark_engine: SparkEngine, workdir: Path, query: str, used: cp.Runner, margin: timedelta
 ) -> None:
     """Keyed by the event time itself: the key at the watermark (2h) is not emitted (a record
-    at 2h is still on time, and it comes); the key a millisecond below is. Under Structured
-    Streaming, Spark evicts in whole milliseconds, so the output watermark is the first
-    microsecond after the last whole millisecond below the watermark
-    (``watermark.spark_output_margin``); the DISTINCT runner's is exact."""
+    at 2h is still on time, and it comes); the key a millisecond below is. Spark evicts in
+    whole milliseconds, which loses nothing when no key is off one (the key a microsecond
+    below the watermark is late): the output watermark is exact under both runners."""
     readings, pipe = over_readings(spark_engine, workdir, sql(query))
     readings.append(
         [reading(2, "b", 1), reading(2 - MS / timedelta(hours=1), "a", 1)], watermark=at(2)
@@ -347,6 +364,86 @@ def test_a_key_at_the_watermark_stays_open_until_the_watermark_passes_it(
         assert rows[0]["n"] == 2
     assert pipe.watermarks == [at(2) - margin, at(5) - margin]
     assert runner(pipe) == used
+
+
+def test_a_key_off_a_whole_millisecond_holds_the_streaming_output_watermark_until_evicted(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """Under Structured Streaming a key between Spark's eviction watermark (the last whole
+    millisecond below the watermark) and the watermark is final but still held, so it comes
+    a transaction late: while such a key may be held, the output watermark is the first
+    microsecond after Spark's eviction watermark (``watermark.spark_output_margin``), which
+    the late row never precedes; once Spark evicts it, the output watermark is exact."""
+    query = "SELECT event_time, sensor, count(*) AS n FROM readings GROUP BY event_time, sensor"
+    readings, pipe = over_readings(spark_engine, workdir, sql(query), MicrosecondInput)
+    off = at(2) + MS / 2
+    a = {**reading(2, "a", 1), "event_time": off}  # on time, after the watermark
+    readings.append([a, reading(1, "b", 1)], watermark=at(2))
+    assert events(pipe.run(readings.take()), "event_time", "sensor") == [(at(1), "b")]
+    readings.append([], watermark=at(2) + MS)  # a's key is final, but Spark holds it
+    assert pipe.run(readings.take()) == []
+    readings.append([], watermark=at(3))
+    # (written in whole milliseconds, as every output row, and so is the output watermark)
+    assert events(pipe.run(readings.take()), "event_time", "sensor") == [(at(2), "a")]
+    assert pipe.watermarks == [at(2) - MS, at(2), at(3)]
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
+
+
+def test_a_window_above_a_join_closes_by_sparks_join_watermark_and_the_output_follows(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """Hourly windows (labelled by their start) over a left outer join bounded by an hour:
+    Spark closes them by the join's state watermark, a millisecond short of the exact bound
+    (the harvested flink-interval-join-then-window-unmatched case), so the hour before the
+    bound closes a transaction later; the output watermark is the start of the earliest
+    window Spark still holds, so no row emitted later precedes it."""
+    counted = sql(
+        "SELECT window.start AS event_time, count(*) AS n FROM (SELECT v.event_time, v.user "
+        f"FROM views v LEFT JOIN clicks c ON v.user = c.user AND {INCLUSIVE}) "
+        "GROUP BY window(event_time, '1 hour')"
+    )
+    views, clicks, pipe = join_pipeline(spark_engine, workdir, counted)
+    emitted = []
+    for view_rows, click_rows, watermark in [
+        ([v(0.5, "u1"), v(1, "u2")], [c(0.75, "u1", "x")], at(2)),
+        ([], [], at(3)),
+        ([], [], at(4)),
+    ]:
+        views.append(view_rows, watermark=watermark)
+        clicks.append(click_rows, watermark=watermark)
+        emitted.append(events(pipe.run(views.take(), clicks.take()), "event_time", "n"))
+    assert emitted == [[], [(at(0), 1)], [(at(1), 1)]]
+    assert pipe.watermarks == [at(0), at(1), at(2)]
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
+
+
+def test_an_outer_join_row_off_a_whole_millisecond_holds_the_output_watermark_back(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """A left outer join: a view off a whole millisecond, final once the watermark is an
+    hour past it, stays in Spark's state until Spark's join watermark (whole milliseconds,
+    less a millisecond for the inclusive bound) passes it, and is emitted unmatched a
+    transaction late; meanwhile the output watermark is the first microsecond after Spark's,
+    which the late row does not precede. Whole-millisecond rows keep it exact."""
+    outer = sql(
+        "SELECT v.event_time, v.user, c.ad FROM views v LEFT JOIN clicks c "
+        f"ON v.user = c.user AND {INCLUSIVE}"
+    )
+    views, clicks, pipe = join_pipeline(spark_engine, workdir, outer, MicrosecondInput)
+    off = at(1) + MS / 2
+    emitted = []
+    for view_rows, watermark in [
+        ([{**v(1, "u1"), "event_time": off}], at(2)),
+        ([], at(2) + MS),  # u1 is final: clicks from 2:00:00.001 on are too late for it
+        ([], at(3)),
+    ]:
+        views.append(view_rows, watermark=watermark)
+        clicks.append([c(0.5, "u9", "z")] if watermark == at(2) else [], watermark=watermark)
+        emitted.append(events(pipe.run(views.take(), clicks.take()), "event_time", "user"))
+    # (written in whole milliseconds, as every output row, and so is the output watermark)
+    assert emitted == [[], [], [(at(1), "u1")]]
+    assert pipe.watermarks == [at(1) - MS, at(1), at(2)]
+    assert runner(pipe) == cp.Runner.SPARK_STREAMING
 
 
 # --- Inputs whose event-time column has another name (issue 34, item 1) -------------------

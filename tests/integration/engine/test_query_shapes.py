@@ -243,6 +243,68 @@ def test_a_running_aggregate_over_the_default_range_frame_with_no_partition(
     ]
 
 
+NUMBERED = sql(
+    "SELECT event_time, sensor, value, row_number() OVER w AS rn, rank() OVER w AS rk, "
+    "dense_rank() OVER w AS dr FROM readings "
+    "WINDOW w AS (PARTITION BY sensor ORDER BY event_time)"
+)
+
+
+def numbered(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Each row without its row number (ties at one event time take theirs in any order),
+    then the row numbers per key and event time."""
+    numbers: dict[tuple[Any, ...], list[int]] = {}
+    for r in rows:
+        numbers.setdefault((r["event_time"], r["sensor"]), []).append(r["rn"])
+    return [(r["op"], r["event_time"], r["sensor"], r["value"], r["rk"], r["dr"]) for r in rows] + [
+        (k, sorted(v)) for k, v in numbers.items()
+    ]
+
+
+def test_running_numbers_per_key_are_emitted_once_the_watermark_passes_each_row(
+    spark_engine: SparkEngine, workdir: Path
+) -> None:
+    """row_number(), rank() and dense_rank() per key in event-time order: a row is numbered
+    once the watermark has passed it, counting the rows (distinct event times, for the dense
+    rank) of its key emitted in earlier transactions; a row at the watermark waits, one at
+    the previous watermark is on time, one before it is late."""
+    spark_engine.validate_query(validate_over_readings(NUMBERED))
+    rounds = [
+        ([reading(1, "a", 1), reading(2, "a", 2), reading(1.5, "b", 3)], at(2)),
+        ([reading(2, "a", 4), reading(1.9, "a", 100), reading(2.5, "a", 5)], at(3)),
+        ([reading(4, "a", 6), reading(3, "b", 7)], at(5)),
+    ]
+    out, pipe = run_rounds(spark_engine, workdir, "numbered", NUMBERED, rounds)
+    assert numbered(out[0]) == [
+        (APPEND, at(1), "a", 1, 1, 1),
+        (APPEND, at(1.5), "b", 3, 1, 1),
+        ((at(1), "a"), [1]),
+        ((at(1.5), "b"), [1]),
+    ]
+    # a's two rows at 2 (one waited, one came at the previous watermark) tie after the row
+    # at 1 carried from the first transaction; 1.9 is late.
+    assert numbered(out[1]) == [
+        (APPEND, at(2), "a", 2, 2, 2),
+        (APPEND, at(2), "a", 4, 2, 2),
+        (APPEND, at(2.5), "a", 5, 4, 3),
+        ((at(2), "a"), [2, 3]),
+        ((at(2.5), "a"), [4]),
+    ]
+    assert numbered(out[2]) == [
+        (APPEND, at(3), "b", 7, 2, 2),
+        (APPEND, at(4), "a", 6, 5, 4),
+        ((at(3), "b"), [2]),
+        ((at(4), "a"), [5]),
+    ]
+    assert state_runner(pipe) == Runner.RUNNING_AGGREGATE
+    assert pipe.watermarks == [at(2), at(3), at(5)]
+    records = [r for rows, _ in rounds for r in rows if r["value"] != 100]  # the late one
+    whole, _ = run_rounds(spark_engine, workdir, "numbered-1", NUMBERED, [(records, at(5))])
+    assert sorted(map(str, numbered(whole[0]))) == sorted(
+        map(str, numbered([r for rows in out for r in rows]))
+    )
+
+
 # --- SELECT DISTINCT ---------------------------------------------------------------------
 
 

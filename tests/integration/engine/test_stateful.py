@@ -100,7 +100,8 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     # tx4: out of order inside hour 1, then the watermark passes hour 1 only.
     readings.append([reading(2.5, "a", 7), reading(1.9, "a", 5)], watermark=at(2.2))
     assert window_rows(pipe.run(readings.take())) == [(0, at(2), "a", 7, 2)]
-    assert pipe.watermarks == [at(0.5), at(0.9), at(1.0), at(2.2)]
+    # The output watermark: the end of the earliest window still to come.
+    assert pipe.watermarks == [at(1), at(1), at(2), at(3)]
     # Replay of tx4 from tx3's checkpoint gives the same bytes.
     state = read_checkpoint(pipe.out.prev_checkpoint)
     assert state.stream is not None and state.stream.mode == "append"
@@ -112,7 +113,7 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     assert b"/tmp" not in Path(pipe.out.prev_checkpoint).read_bytes()
 
 
-def test_windows_labelled_by_their_start_hold_the_output_watermark_back_by_a_width(
+def test_windows_labelled_by_their_start_hold_the_output_watermark_at_the_open_ones(
     spark_engine: SparkEngine, workdir: Path
 ) -> None:
     by_start = sql(
@@ -122,9 +123,9 @@ def test_windows_labelled_by_their_start_hold_the_output_watermark_back_by_a_wid
     readings, pipe = over_readings(spark_engine, workdir, "hourly", by_start)
     readings.append([reading(0.5, "a", 1), reading(1.5, "a", 2)], watermark=at(1.5))
     # Hour 0 closes, labelled 0:00; hour 1, still open, will be labelled 1:00: the output
-    # watermark must not pass 1:00, so it is the input's (1.5) less the width.
+    # watermark is 1:00, the start of the earliest window still to come.
     assert window_rows(pipe.run(readings.take())) == [(0, at(0), "a", 1, 1)]
-    assert pipe.watermarks == [at(0.5)]
+    assert pipe.watermarks == [at(1)]
 
 
 def test_window_state_of_structured_streaming_carries_on_as_structured_streaming(

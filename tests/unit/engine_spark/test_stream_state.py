@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,16 +95,37 @@ def test_streaming_state_round_trips_through_a_version_2_checkpoint() -> None:
     assert b'"version":2' in round_trip(state)
 
 
-def test_retained_window_records_round_trip_through_a_version_3_checkpoint() -> None:
+@pytest.mark.parametrize(
+    "window",
+    [
+        WindowSpec(column="window", width_us=60_000_000, lag_us=0),
+        WindowSpec(
+            column="w", width_us=60_000_000, lag_us=60_000_000, slide_us=30_000_000, offset_us=7
+        ),
+    ],
+)
+def test_retained_window_records_round_trip_through_a_version_3_checkpoint(
+    window: WindowSpec,
+) -> None:
     state = state_of(
         Mode.APPEND,
         files={"abc.parquet": b"PAR1"},
         transactions=3,
         runner=Runner.WINDOW_RECOMPUTE,
-        window=WindowSpec(column="window", width_us=60_000_000, lag_us=0),
+        window=window,
     )
     data = round_trip(state)
     assert b'"version":3' in data and b"stream/retained/abc.parquet" in data
+
+
+def test_an_off_millisecond_key_round_trips_and_is_absent_without_one() -> None:
+    held = datetime(2024, 1, 1, 2, 0, 0, 500, tzinfo=UTC)
+    state = state_of(Mode.APPEND)
+    data = encode_checkpoint(EngineCheckpoint(stream=state))
+    assert b"offMillisecondKey" not in data
+    held_state = dataclasses.replace(state, off_millisecond=held)
+    data = encode_checkpoint(EngineCheckpoint(stream=held_state))
+    assert decode_checkpoint(data).stream == held_state
 
 
 @pytest.mark.parametrize("runner", list(Runner))
@@ -129,6 +152,7 @@ def test_runner_and_mode_are_written_as_their_names_and_read_back_as_enums(
         ("mode", "retract", "unknown streaming mode"),
         ("window", {"column": "w", "widthMicros": 0, "lagMicros": 0}, "not positive"),
         ("window", {"column": "w", "widthMicros": 5, "lagMicros": 6}, "not within"),
+        ("window", {"column": "w", "widthMicros": 5, "lagMicros": 0, "slideMicros": 0}, "slide"),
     ],
 )
 def test_a_bad_streaming_runner_is_refused(field: str, value: object, message: str) -> None:

@@ -22,10 +22,12 @@ from engine_spark.errors import InputDataError
 from engine_spark.watermark import (
     input_watermark,
     is_late,
+    off_millisecond_key,
     output_watermark,
     spark_eviction_watermark,
     spark_late_watermark,
     spark_output_margin,
+    window_bound,
 )
 
 
@@ -54,6 +56,57 @@ def test_output_watermark_is_the_minimum_and_monotonic() -> None:
 def test_output_watermark_lags_exactly() -> None:
     assert output_watermark([t(4), t(3)], None, timedelta(hours=1)) == t(2)
     assert output_watermark([t(4)], t(3), timedelta(hours=2)) == t(3)
+    # down to the millisecond the output's rows are written in
+    lag = timedelta(hours=1) - timedelta(microseconds=1)
+    assert output_watermark([t(4)], None, lag) == t(3)
+    assert output_watermark([t(4) - timedelta(microseconds=1)], None, timedelta(0)) == (
+        t(4) - timedelta(milliseconds=1)
+    )
+
+
+H, DAY, MICRO = timedelta(hours=1), timedelta(days=1), timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize(
+    ("watermark", "width", "slide", "offset", "by_start", "by_end"),
+    [
+        # daily tumbling windows: on a window's start the watermark is the bound itself
+        (datetime(2000, 1, 8, tzinfo=UTC), DAY, DAY, 0 * H, datetime(2000, 1, 8, tzinfo=UTC), None),
+        (
+            datetime(2000, 1, 7, 1, tzinfo=UTC),
+            DAY,
+            DAY,
+            0 * H,
+            datetime(2000, 1, 7, tzinfo=UTC),
+            None,
+        ),
+        (t(1) - MICRO, H, H, 0 * H, t(0), t(1)),  # the last microsecond of an hour
+        (t(1), H, H, 0 * H, t(1), t(2)),
+        # two hours sliding by one: the earliest window still open started an hour before
+        (t(3), 2 * H, H, 0 * H, t(2), t(4)),
+        (t(3) + H / 2, 2 * H, H, 0 * H, t(2), t(4)),
+        # a day sliding by six hours from 01:00
+        (t(1), DAY, 6 * H, H, t(1) - 18 * H, t(7)),
+        (t(2), DAY, 6 * H, H, t(1) - 18 * H, t(7)),
+        (t(7), DAY, 6 * H, H, t(7) - DAY + 6 * H, t(13)),
+    ],
+)
+def test_a_window_aggregations_output_watermark_is_the_earliest_window_still_to_come(
+    watermark: datetime,
+    width: timedelta,
+    slide: timedelta,
+    offset: timedelta,
+    by_start: datetime,
+    by_end: datetime | None,
+) -> None:
+    """Every window still to come ends after the watermark (a record at the watermark is on
+    time and opens the window containing it): by start, the first grid start after
+    ``watermark - width``; by end, that window's end."""
+    grid = {"width": width, "slide": slide, "offset": offset}
+    assert window_bound(watermark, **grid, by_end=False) == by_start
+    assert window_bound(watermark, **grid, by_end=True) == (by_end or by_start + width)
+    # exact: the window starting there is still open, the one a slide before is closed
+    assert by_start + width > watermark >= by_start - slide + width
 
 
 def test_a_record_is_late_only_before_the_watermark() -> None:
@@ -96,7 +149,22 @@ def test_spark_watermarks_follow_the_odf_rules(
     assert spark_eviction_watermark(watermark, points=True) == points
     assert points < watermark  # Spark closes keys <= points: the key at the watermark stays
     assert spark_output_margin(watermark, points=False) == timedelta(0)
-    assert spark_output_margin(watermark, points=True) == watermark - points - US
+    # a key off a whole millisecond held between Spark's eviction watermark and the ODF one
+    held = watermark - US
+    assert spark_output_margin(watermark, points=True, off_millisecond=held) == (
+        watermark - points - US
+    )
+    # none held there: Spark's eviction is exact
+    assert spark_output_margin(watermark, points=True) == timedelta(0)
+    assert spark_output_margin(watermark, points=True, off_millisecond=points) == timedelta(0)
+
+
+def test_an_off_millisecond_key_is_kept_until_spark_evicts_it() -> None:
+    key = T + 500 * US
+    assert off_millisecond_key(None, None, T) is None
+    assert off_millisecond_key(key, None, T) == key  # above the eviction watermark: held
+    assert off_millisecond_key(key - US, key, T) == key  # the newer one
+    assert off_millisecond_key(None, key, T + MS) is None  # evicted
 
 
 def test_checkpoint_round_trips_and_is_deterministic() -> None:
