@@ -96,11 +96,16 @@ def window_bound(
     ``watermark - width``. The first such start is the bound of windows labelled by their
     start (or by any time inside them), and its window's end the bound of windows labelled
     by their end. Daily windows at a watermark of day 8 00:00 give day 8 (by start) and
-    day 9 (by end); at day 7 01:00, day 7 and day 8."""
+    day 9 (by end); at day 7 01:00, day 7 and day 8.
+
+    The bound returned is never above ``watermark`` itself: the reference engines pass the
+    input watermark through a window labelled by its end (a valid, looser bound), and an ODF
+    watermark claims no more than the engines that share its blocks; so windows labelled by
+    their end give ``watermark``, and only a window still open holds it back."""
     after = (watermark - width - _EPOCH) // _US - offset // _US
     step = slide // _US
     start = _EPOCH + offset + (after // step + 1) * slide
-    return start + width if by_end else start
+    return min(start + width if by_end else start, watermark)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -100,8 +100,8 @@ def test_tumbling_window_emits_each_window_once_when_the_watermark_passes_it(
     # tx4: out of order inside hour 1, then the watermark passes hour 1 only.
     readings.append([reading(2.5, "a", 7), reading(1.9, "a", 5)], watermark=at(2.2))
     assert window_rows(pipe.run(readings.take())) == [(0, at(2), "a", 7, 2)]
-    # The output watermark: the end of the earliest window still to come.
-    assert pipe.watermarks == [at(1), at(1), at(2), at(3)]
+    # Labelled by their end: the output watermark is the input's (watermark.window_bound).
+    assert pipe.watermarks == [at(0.5), at(0.9), at(1.0), at(2.2)]
     # Replay of tx4 from tx3's checkpoint gives the same bytes.
     state = read_checkpoint(pipe.out.prev_checkpoint)
     assert state.stream is not None and state.stream.mode == "append"
