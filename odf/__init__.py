@@ -14,7 +14,7 @@ or over Flight SQL (``grpc://``); see docs/python-api.md. ``%load_ext odf.jupyte
 
 from common.odf.errors import NotFoundError, OdfError, ValidationError
 from coordinator.app import DatasetSummary, PullEvent, PullFailed
-from odf.connection import Connection, connect
+from odf.connection import Connection, connect, init
 from odf.result import Result
 
 __all__ = [
@@ -27,4 +27,5 @@ __all__ = [
     "Result",
     "ValidationError",
     "connect",
+    "init",
 ]

@@ -80,6 +80,14 @@ def connect(
     raise ValidationError(f"unknown scheme {scheme}:// (expected a path, {known})", path=text)
 
 
+def init(path: str | os.PathLike[str], *, exist_ok: bool = False) -> Connection:
+    """A new workspace at ``path`` (as ``odf init``), connected in this process."""
+    from coordinator.app.application import Application
+
+    Application.init(Path(path).expanduser(), exist_ok=exist_ok)
+    return connect(path, use_daemon=False)
+
+
 def _workspace_connection(path: Path, *, use_daemon: bool) -> Connection:
     from coordinator.app.application import Application
     from coordinator.daemon.rundir import RunDir
@@ -159,6 +167,15 @@ class Connection:
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
         """A dataset's metadata blocks, newest first (at most ``limit``): (hash, block)."""
         return self._use_cases("log").log(name, limit)
+
+    def add(self, snapshots: Sequence[str | os.PathLike[str]]) -> list[str]:
+        """Create datasets from DatasetSnapshot files (YAML; directories: the files in them),
+        as ``odf add``: all or none. The names of the datasets created."""
+        from coordinator.app.snapshots import read_snapshots, snapshot_files
+
+        paths = [Path(p).expanduser() for p in snapshots]
+        sources = read_snapshots(snapshot_files(paths, recursive=False))
+        return [added.alias for added in self._use_cases("add").add(sources)]
 
     # --- reading ---------------------------------------------------------------------------------
 
