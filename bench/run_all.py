@@ -63,6 +63,7 @@ BENCHES = (
     Bench("start", "bench_start.py", ("--repeats", "1")),
     Bench("memory", "bench_memory.py", ("--rows", "1000000")),
     Bench("soak", "bench_soak.py", ("--seconds", "20")),
+    Bench("flight_sql", "bench_flight_sql.py", ("--rows", "200000", "--runs", "1")),
 )
 
 

@@ -19,6 +19,9 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
     daemon:
       address: 127.0.0.1:4884     # odf serve: gRPC (host:port)
       httpAddress: 127.0.0.1:4885 # odf serve: HTTP (/healthz, /metrics)
+      flightSqlAddress: 127.0.0.1:50050  # odf serve: Arrow Flight SQL (none: not served)
+      flightSqlMaxCalls: 8        # odf serve: Flight SQL queries and streams at once
+      flightSqlCallTimeout: 600   # odf serve: seconds a Flight SQL query or stream may take
       maxParallel: 2              # odf serve: calls changing datasets at once (one per dataset)
       engineIdleTimeout: 600      # odf serve: seconds before an unused warm engine is stopped
       followLineage: true         # odf serve: update derivatives when their inputs move
@@ -60,6 +63,7 @@ DEFAULT_DRIVER_MEMORY = "2g"
 DEFAULT_MAX_INPUT_RECORDS = 1_000_000
 DEFAULT_DAEMON_ADDRESS = "127.0.0.1:4884"
 DEFAULT_DAEMON_HTTP_ADDRESS = "127.0.0.1:4885"
+DEFAULT_FLIGHT_SQL_ADDRESS = "127.0.0.1:50050"
 DEFAULT_WAIT_TIMEOUT_S = 600.0
 
 
@@ -126,6 +130,12 @@ class DaemonConfig:
     """Seconds a WebSocket may stay silent; every socket's read and write timeout."""
     http_max_connections: int = 128
     http_max_connections_per_client: int = 32
+    flight_sql_address: str | None = DEFAULT_FLIGHT_SQL_ADDRESS
+    """``odf serve``'s Arrow Flight SQL address (``host:port``); ``None``: not served."""
+    flight_sql_max_calls: int = 8
+    """Flight SQL queries and result streams at once; more are refused (UNAVAILABLE)."""
+    flight_sql_call_timeout: float = 600.0
+    """Seconds a Flight SQL query, or the stream of its result, may take."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -344,11 +354,19 @@ def _daemon_config(value: Any) -> DaemonConfig:
         "httpIdleTimeout",
         "httpMaxConnections",
         "httpMaxConnectionsPerClient",
+        "flightSqlAddress",
+        "flightSqlMaxCalls",
+        "flightSqlCallTimeout",
     )
     m = _mapping({} if value is None else value, "daemon", keys)
     d = DaemonConfig()
     address = _host_port(m, "daemon", "address", DEFAULT_DAEMON_ADDRESS)
     http_address = _host_port(m, "daemon", "httpAddress", DEFAULT_DAEMON_HTTP_ADDRESS)
+    flight_sql = _string(m, "daemon", "flightSqlAddress", None)
+    flight_sql_address = parse_optional_address(
+        DEFAULT_FLIGHT_SQL_ADDRESS if flight_sql is None else flight_sql,
+        path="daemon.flightSqlAddress",
+    )
     schedules = m.get("schedules") or {}
     if not isinstance(schedules, dict):
         raise ValidationError(
@@ -379,6 +397,13 @@ def _daemon_config(value: Any) -> DaemonConfig:
                 d.http_max_connections_per_client,
                 integer=True,
             )
+        ),
+        flight_sql_address=flight_sql_address,
+        flight_sql_max_calls=int(
+            _positive(m, "daemon", "flightSqlMaxCalls", d.flight_sql_max_calls, integer=True)
+        ),
+        flight_sql_call_timeout=_positive(
+            m, "daemon", "flightSqlCallTimeout", d.flight_sql_call_timeout
         ),
     )
 
@@ -415,6 +440,14 @@ def parse_host_port(text: str, *, path: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValidationError(f"expected host:port, got {text!r}", path=path)
     return host, int(port)
+
+
+def parse_optional_address(text: str, *, path: str) -> str | None:
+    """``host:port``, or ``None`` for ``none`` or an empty text (the listener is off)."""
+    if text.strip().lower() in ("", "none"):
+        return None
+    parse_host_port(text, path=path)
+    return text
 
 
 def _host_port(m: dict[str, Any], path: str, key: str, default: str) -> str:
@@ -541,6 +574,9 @@ SETTINGS: dict[str, Any] = {
     "transform.maxInputRecords": lambda c: c.transform.max_input_records,
     "daemon.address": lambda c: c.daemon.address,
     "daemon.httpAddress": lambda c: c.daemon.http_address,
+    "daemon.flightSqlAddress": lambda c: c.daemon.flight_sql_address or "none",
+    "daemon.flightSqlMaxCalls": lambda c: c.daemon.flight_sql_max_calls,
+    "daemon.flightSqlCallTimeout": lambda c: c.daemon.flight_sql_call_timeout,
     "daemon.maxParallel": lambda c: c.daemon.max_parallel,
     "daemon.engineIdleTimeout": lambda c: c.daemon.engine_idle_timeout,
     "daemon.followLineage": lambda c: c.daemon.follow_lineage,

@@ -653,6 +653,17 @@ class Application:
             self.ws, query, self._query_engines, aliases=aliases, limit=limit, as_of=as_of
         )
 
+    @contextmanager
+    def query_file(self, query: str) -> Iterator[tuple[Path, int]]:
+        """Ad-hoc SQL over the workspace's datasets (``name@when`` for a dataset as of a
+        block or a time), the whole result in an Arrow IPC file: its path and number of rows,
+        until the context exits (the file is removed then)."""
+        from coordinator.query.runner import query_output, views_as_named
+
+        views = views_as_named(self.ws, query)
+        with query_output(self.ws, query, views, self._query_engines) as output:
+            yield output
+
     def _query_engines(self, mounts: EngineMounts | None = None) -> EngineSession:
         """Engines for one ad-hoc query: a one-shot embedded engine compiles with C1 only
         (its start-up is most of the command's time; ``bench/bench_start.py``)."""

@@ -94,7 +94,9 @@ GRAMMAR: dict[tuple[str, ...], Shape] = {
     ("config", "set"): _shape(KEY, OTHER),
     ("config", "unset"): _shape(KEY),
     ("completion",): _shape(OTHER),
-    ("serve",): _shape(valued="--address --http-address --log-format --tls-cert --tls-key"),
+    ("serve",): _shape(
+        valued="--address --http-address --flight-sql-address --log-format --tls-cert --tls-key"
+    ),
     ("daemon",): _shape(),
     ("daemon", "status"): _shape(),
     ("daemon", "stop"): _shape(),

@@ -18,7 +18,7 @@ from common.logs import INFO, LogFile, configure_logging
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
 from coordinator.cli.terminal_text import visible
-from coordinator.config import DaemonConfig
+from coordinator.config import DaemonConfig, parse_optional_address
 from coordinator.daemon.rundir import DaemonInfo, RunDir
 
 STOP_TIMEOUT_S = 60.0
@@ -31,6 +31,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--address", metavar="HOST:PORT", help="gRPC (default: config daemon.address)")
     p.add_argument(
         "--http-address", metavar="HOST:PORT", help="HTTP (default: config daemon.httpAddress)"
+    )
+    p.add_argument(
+        "--flight-sql-address",
+        metavar="HOST:PORT",
+        help="Arrow Flight SQL, `none` for no Flight SQL (default: config"
+        " daemon.flightSqlAddress, 127.0.0.1:50050)",
     )
     p.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve gRPC and HTTPS")
     p.add_argument("--tls-key", type=Path, metavar="PEM", help="the key of --tls-cert")
@@ -91,6 +97,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     listen = DaemonConfig(
         address=args.address or app.config.daemon.address,
         http_address=args.http_address or app.config.daemon.http_address,
+        flight_sql_address=(
+            app.config.daemon.flight_sql_address
+            if args.flight_sql_address is None
+            else parse_optional_address(args.flight_sql_address, path="--flight-sql-address")
+        ),
     )
     tls = TlsFiles(args.tls_cert, args.tls_key) if args.tls_cert else None
     daemon = Daemon(app, listen, tls, args.insecure)
@@ -99,8 +110,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     def announce(info: DaemonInfo) -> None:
+        flight_sql = f", Flight SQL {info.flight_sql_address}" if info.flight_sql_address else ""
         print(
-            f"serving {app.ws.root}: gRPC {info.address}, HTTP {info.http_address}"
+            f"serving {app.ws.root}: gRPC {info.address}, HTTP {info.http_address}{flight_sql}"
             f" (pid {info.pid}; stop with `odf daemon stop`)",
             file=sys.stderr,
             flush=True,
@@ -125,7 +137,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     print(
         f"running: pid {info.pid}, gRPC {info.address}, HTTP {info.http_address},"
-        f" since {human_time(info.started)}"
+        + (f" Flight SQL {info.flight_sql_address}," if info.flight_sql_address else "")
+        + f" since {human_time(info.started)}"
     )
     token = rundir.read_token()
     if token is None:

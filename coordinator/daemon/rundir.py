@@ -41,6 +41,8 @@ class DaemonInfo:
     started: datetime
     tls_cert: str | None = None
     """The certificate both addresses serve (clients trust it), when over TLS."""
+    flight_sql_address: str | None = None
+    """Arrow Flight SQL, ``host:port``; ``None`` when not served."""
 
     def to_json(self) -> str:
         import json  # here: every command imports this module, few read or write the info
@@ -52,6 +54,7 @@ class DaemonInfo:
                 "httpAddress": self.http_address,
                 "started": self.started.isoformat(),
                 "tlsCert": self.tls_cert,
+                "flightSqlAddress": self.flight_sql_address,
             },
             indent=2,
         )
@@ -67,6 +70,7 @@ class DaemonInfo:
             http_address=str(value["httpAddress"]),
             started=datetime.fromisoformat(value["started"]),
             tls_cert=value.get("tlsCert"),
+            flight_sql_address=value.get("flightSqlAddress"),
         )
 
 

@@ -8,7 +8,8 @@ Protocol, ``sharing.serving``: ``odf pull http://HOST:PORT/NAME``; the Smart Tra
 Protocol's pull, ``smart_pull``, and its push authenticated with the token, ``smart_push``,
 committed under the same dataset locks as the gRPC calls); it writes ``daemon.json``
 with the addresses actually bound, starts the scheduler, reports SERVING, and blocks until
-``stop`` is set (``odf serve`` sets it on SIGTERM and SIGINT). Then it takes no more work
+``stop`` is set (``odf serve`` sets it on SIGTERM and SIGINT). Arrow Flight SQL is served on a
+third address unless it is off (``flight_sql``). Then it takes no more work
 (NOT_SERVING, the scheduler stops picking), lets running calls and the running scheduled pull
 finish within ``grace`` seconds, stops the engines (which fails whatever still runs: a
 transaction is committed whole or not at all), and removes ``daemon.json``.
@@ -36,6 +37,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from pyarrow import ArrowException
 
 from common.logs import get_logger
 from common.odf.errors import OdfError, ValidationError
@@ -46,6 +48,7 @@ from coordinator.daemon import smart_pull
 from coordinator.daemon.access import Authority, Scope, ScopedTokenInterceptor, TokenStore
 from coordinator.daemon.activity import Activity, ActivityInterceptor
 from coordinator.daemon.calls import DatasetLocks
+from coordinator.daemon.flight_sql import FlightSqlServer
 from coordinator.daemon.grpc_generated import coordinator_pb2, coordinator_pb2_grpc
 from coordinator.daemon.http_listener import (
     BoundedHandler,
@@ -93,10 +96,12 @@ class Daemon:
         self.grace = GRACE_S
         self.grpc_host, _ = parse_host_port(listen.address, path="--address")
         self.http_host_port = parse_host_port(listen.http_address, path="--http-address")
-        for host, option in (
-            (self.grpc_host, "--address"),
-            (self.http_host_port[0], "--http-address"),
-        ):
+        self.flight_sql_address = listen.flight_sql_address
+        hosts = [(self.grpc_host, "--address"), (self.http_host_port[0], "--http-address")]
+        if self.flight_sql_address is not None:
+            flight_host, _ = parse_host_port(self.flight_sql_address, path="--flight-sql-address")
+            hosts.append((flight_host, "--flight-sql-address"))
+        for host, option in hosts:
             if not _is_loopback(host) and tls is None and not insecure:
                 raise ValidationError(
                     f"{host} is not a loopback address: serving it needs TLS (--tls-cert and"
@@ -143,6 +148,7 @@ class Daemon:
                 scheduler.notify,
             )
             http = self._http_server(pushes)
+            flight_sql = self._flight_sql_server(authority)
             pool = self.app.keep_engines_warm(
                 idle_timeout=self.app.config.daemon.engine_idle_timeout
             )
@@ -157,6 +163,7 @@ class Daemon:
                     http_address=_join(str(http.server_address[0]), http.server_address[1]),
                     started=started,
                     tls_cert=str(self.tls.cert.resolve()) if self.tls else None,
+                    flight_sql_address=flight_sql.address if flight_sql else None,
                 )
                 self.rundir.write_info(info)
                 scheduler.start()
@@ -175,6 +182,8 @@ class Daemon:
                 if not scheduler.stop(self.grace):
                     log.warning("daemon.scheduled_pull_cancelled", dataset=scheduler.busy)
                 stopping.wait()
+                if flight_sql is not None:
+                    flight_sql.close(self.grace)
                 pool.close()
                 http.shutdown()
                 http_thread.join()
@@ -207,6 +216,27 @@ class Daemon:
         if port == 0:
             raise DaemonBindError(f"cannot listen on {self.address} (in use?)")
         return _join(self.grpc_host, port)
+
+    def _flight_sql_server(self, authority: Authority) -> FlightSqlServer | None:
+        """The Flight SQL server, listening; ``None`` when it is off."""
+        if self.flight_sql_address is None:
+            return None
+        host, port = parse_host_port(self.flight_sql_address, path="--flight-sql-address")
+        scheme = "grpc+tls" if self.tls else "grpc"
+        tls = (self.tls.cert.read_bytes(), self.tls.key.read_bytes()) if self.tls else None
+        try:
+            server = FlightSqlServer(
+                self.app,
+                self.locks,
+                self.metrics,
+                authority,
+                f"{scheme}://{_join(host, port)}",
+                tls,
+            )
+        except (OSError, ArrowException) as e:
+            raise DaemonBindError(f"cannot listen on {self.flight_sql_address}: {e}") from None
+        server.address = _join(host, server.port)
+        return server
 
     def _http_server(self, pushes: PushServer) -> BoundedHTTPServer:
         serving = self.serving

@@ -10,7 +10,8 @@ rows asked for are read back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -97,9 +98,32 @@ def query_views(
     return views
 
 
-def block_as_of(ds: Dataset, when: str) -> Multihash:
+AS_OF_MARK = "@"
+"""``name@when`` in a query: dataset ``name`` as of ``when`` (a block hash, a unique prefix of
+it, or an RFC 3339 time), as a table of its own (quoted: `` `name@2024-05-01T00:00:00Z` ``)."""
+
+
+def views_as_named(ws: Workspace, query: str) -> list[QueryView]:
+    """The views of ``query`` (``query_views``), ``name@when`` names included: each such
+    name is a view of dataset ``name`` as of ``when`` (see ``AS_OF_MARK``)."""
+    suffixed: dict[str, tuple[str, str]] = {}
+    for chain in name_chains(query):
+        for part in chain.parts:
+            name, mark, when = part.partition(AS_OF_MARK)
+            if mark and name and when:
+                suffixed[part] = (name, when)
+    views = query_views(ws, query, {alias: name for alias, (name, _) in suffixed.items()})
+    return [
+        replace(v, as_of=block_as_of(v.dataset, suffixed[v.alias][1], path=v.alias))
+        if v.alias in suffixed
+        else v
+        for v in views
+    ]
+
+
+def block_as_of(ds: Dataset, when: str, *, path: str = "--as-of") -> Multihash:
     """The block ``when`` names: a block hash (or a unique prefix of 8 characters or more), or
-    an RFC 3339 time (the newest block recorded at or before it)."""
+    an RFC 3339 time (the newest block recorded at or before it); errors name ``path``."""
     text = when.strip()
     try:
         moment = parse_rfc3339(text)
@@ -110,12 +134,12 @@ def block_as_of(ds: Dataset, when: str) -> Multihash:
             if block.system_time <= moment:
                 return h
         raise ValidationError(
-            f"dataset {ds.alias!r} has no block at or before {moment.isoformat()}", path="--as-of"
+            f"dataset {ds.alias!r} has no block at or before {moment.isoformat()}", path=path
         )
     try:
-        return ds.find_block(text, path="--as-of")
+        return ds.find_block(text, path=path)
     except ValidationError as e:
-        raise ValidationError(f"{e.reason} (nor an RFC 3339 time)", path="--as-of") from None
+        raise ValidationError(f"{e.reason} (nor an RFC 3339 time)", path=path) from None
 
 
 def run_query(
@@ -130,6 +154,20 @@ def run_query(
     """Run ``query`` on an engine of ``engines`` (a session for what the engine must see);
     read back at most ``limit`` rows."""
     views = query_views(ws, query, aliases or {}, as_of)
+    with query_output(ws, query, views, engines) as (output, num_records):
+        return QueryResult(read_rows(output, limit), num_records)
+
+
+@contextmanager
+def query_output(
+    ws: Workspace,
+    query: str,
+    views: Sequence[QueryView],
+    engines: Callable[[EngineMounts], EngineSession],
+) -> Iterator[tuple[Path, int]]:
+    """Run ``query`` over ``views`` on an engine of ``engines``; the Arrow IPC file the engine
+    wrote the whole result to, and its number of rows, until the context exits (the file is
+    removed then)."""
     planned = [(v, _query_input(v)) for v in views]
     inputs = [i for _, i in planned if i is not None]
     no_data = [v.alias for v, i in planned if i is None]
@@ -152,7 +190,7 @@ def run_query(
                     raise
                 # Spark's first line names the problem; the rest is generic advice.
                 raise EngineInvalidQueryError(e.detail.splitlines()[0] + hint) from None
-        return QueryResult(read_rows(output, limit), response.num_records)
+        yield output, response.num_records
 
 
 def read_rows(path: Path, limit: int | None) -> pa.Table:

@@ -19,11 +19,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.support.cli import fails, odf, ok, start_odf
+from tests.support.daemon import LOOPBACK_ANY_PORT
 from tests.support.workspace import new_workspace
 
 pytestmark = pytest.mark.e2e
 
-LOOPBACK_ANY_PORT = ("--address", "127.0.0.1:0", "--http-address", "127.0.0.1:0")
+
 START_TIMEOUT_S = 60.0
 LIST_METHOD = "/odf.coordinator.v1.Coordinator/ListDatasets"
 

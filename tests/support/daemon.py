@@ -16,7 +16,14 @@ from pathlib import Path
 
 from tests.support.cli import REPO
 
-LOOPBACK_ANY_PORT = ("--address", "127.0.0.1:0", "--http-address", "127.0.0.1:0")
+LOOPBACK_ANY_PORT = (
+    "--address",
+    "127.0.0.1:0",
+    "--http-address",
+    "127.0.0.1:0",
+    "--flight-sql-address",
+    "127.0.0.1:0",
+)
 START_TIMEOUT_S = 60.0
 
 

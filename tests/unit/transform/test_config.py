@@ -279,3 +279,18 @@ def test_writers_wait_timeout_default_read_and_set() -> None:
     assert setting(config, "writers.waitTimeout") == "2.5"
     text = with_setting("", "writers.waitTimeout", "30", source="config.yaml")
     assert parse_config(text).writers.wait_timeout == 30.0
+
+
+def test_flight_sql_address_default_read_and_off() -> None:
+    default = WorkspaceConfig().daemon
+    assert default.flight_sql_address == "127.0.0.1:50050"
+    assert (default.flight_sql_max_calls, default.flight_sql_call_timeout) == (8, 600.0)
+    assert parse_config("daemon:\n  flightSqlAddress: '[::1]:9'\n").daemon.flight_sql_address == (
+        "[::1]:9"
+    )
+    for off in ("none", "''", "None"):
+        config = parse_config(f"daemon:\n  flightSqlAddress: {off}\n")
+        assert config.daemon.flight_sql_address is None, off
+        assert setting(config, "daemon.flightSqlAddress") == "none"
+    with pytest.raises(ValidationError, match=r"daemon\.flightSqlAddress: expected host:port"):
+        parse_config("daemon:\n  flightSqlAddress: nowhere\n")
