@@ -199,7 +199,11 @@ class Connection:
         text = single_query(query, where="sql")
         if self._flight is not None:
             if as_of:
-                raise ValidationError("as_of is not available over Flight SQL", path="as_of")
+                raise ValidationError(
+                    "over Flight SQL, name a dataset as of a block or time in the query itself:"
+                    " `NAME@BLOCK_OR_TIME`",
+                    path="as_of",
+                )
             return Result(self._flight.query(text, limit=limit))
         result = self._use_cases().query(text, limit=limit, as_of=dict(as_of or {}))
         return Result(result.table, total=result.num_records)

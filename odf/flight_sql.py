@@ -79,9 +79,8 @@ class FlightSql:
         return schema
 
     def read(self, name: str, *, as_of: str | None = None) -> pa.RecordBatchReader:
-        if as_of is not None:
-            raise DaemonInvalidError("as_of is not available over Flight SQL")
-        return self.query(f"SELECT * FROM `{name}`")
+        table = name if as_of is None else f"{name}@{as_of}"  # the server's AS OF table
+        return self.query(f"SELECT * FROM `{table}`")
 
     def query(self, sql: str, *, limit: int | None = None) -> pa.RecordBatchReader:
         """The result as a stream (at most ``limit`` rows): batches are read from the server

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pexpect
+import pyarrow as pa
 import pytest
 
 import odf
@@ -103,6 +104,34 @@ def test_the_api_through_the_daemon(served: Served) -> None:
         assert sorted(remote.read("demo.derived").to_polars()["id"].to_list()) == [1, 2, 3]
     with odf.connect(url, token="wrong") as refused, pytest.raises(DaemonCallError):
         refused.list_datasets()
+
+
+def test_the_api_over_flight_sql(served: Served) -> None:
+    url = f"grpc://{served.info['flightSqlAddress']}"
+    with odf.connect(url, token=served.token) as flight:
+        assert [d.name for d in flight.list_datasets()] == ["demo.derived", "demo.things"]
+        assert flight.schema("demo.things").names[-2:] == ["id", "name"]
+        reader = flight.sql("SELECT id FROM `demo.things` ORDER BY id").to_reader()
+        assert isinstance(reader, pa.RecordBatchReader)  # streamed from the server
+        assert reader.read_all().column("id").to_pylist() == [1, 2, 3]
+        assert flight.sql("SELECT id FROM `demo.things`", limit=2).to_pandas().shape == (2, 1)
+        first = next(h for h, _ in reversed(flight_log(served)))
+        assert len(flight.read("demo.things", as_of=first).to_arrow()) == 0
+        assert len(flight.read("demo.things").to_polars()) == 3
+        with pytest.raises(odf.OdfError, match="push is not available over Flight SQL"):
+            flight.push("demo.things", pa.table({"id": [4]}))
+        with pytest.raises(odf.NotFoundError):
+            flight.dataset("nope")
+        with pytest.raises(DaemonCallError, match="nope"):
+            flight.sql("SELECT nope FROM `demo.things`").to_arrow()
+    with pytest.raises(DaemonCallError):
+        odf.connect(url, token="wrong").list_datasets()
+
+
+def flight_log(served: Served) -> list[tuple[str, object]]:
+    """The blocks of demo.things, newest first (hashes as text)."""
+    with odf.connect(served.ws, use_daemon=False) as local:
+        return [(str(h), b) for h, b in local.log("demo.things")]
 
 
 def test_statements_from_a_pipe(served: Served) -> None:
