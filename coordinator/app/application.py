@@ -367,6 +367,13 @@ class Application:
 
         return tail_records(self.dataset(name), n, skip=skip, as_of=as_of)
 
+    def read(self, name: str, *, as_of: str | None = None) -> pa.RecordBatchReader:
+        """A dataset's records, oldest first, as of a block or time (default: its head),
+        streamed from its data files."""
+        from coordinator.query.read import read_records
+
+        return read_records(self.dataset(name), as_of)
+
     def schema(self, name: str) -> pa.Schema:
         ds = self.dataset(name)
         schema = ds.state().arrow_schema()

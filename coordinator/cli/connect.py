@@ -100,13 +100,11 @@ def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases |
     """The workspace, and the client of its daemon when one serves it (and may be used)."""
     ws = Workspace.find()
     if not getattr(args, "no_daemon", False) and os.environ.get(NO_DAEMON_ENV) != "1":
-        rundir = RunDir(ws.odf_dir)
-        info = rundir.read_info()
-        token = rundir.read_token() if info is not None else None
-        if info is not None and token is not None:
+        serving = RunDir(ws.odf_dir).serving()
+        if serving is not None:
             from coordinator.daemon.client import DaemonClient  # gRPC only when needed
 
-            client = DaemonClient(info, token)
+            client = DaemonClient(*serving)
             client.on_wait = _tell
             client.wait_timeout = getattr(args, "wait_timeout", None)
             return ws, client

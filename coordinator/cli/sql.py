@@ -3,7 +3,9 @@
 Every dataset is a table under its name; names with dots are quoted with backticks in Spark
 SQL: ``odf sql -c 'SELECT carrier, COUNT(*) FROM `nyc.flights` GROUP BY carrier'``.
 ``--input f=nyc.flights`` adds a view ``f`` of a dataset. At most ``--limit`` rows are printed
-(default 1000; 0 prints all); how many were left out goes to stderr.
+(default 1000; 0 prints all); how many were left out goes to stderr. With neither
+``--command`` nor ``--script``: an interactive shell on a terminal, the ``;``-separated
+statements of a pipe otherwise (``coordinator.cli.sql_shell``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import ValidationError
 from coordinator.cli.arguments import non_negative_int
@@ -21,6 +23,9 @@ from coordinator.cli.output import add_output_format_argument, render_rows, tabl
 from coordinator.cli.progress import terminal_progress
 from coordinator.query import QueryResult, single_query
 
+if TYPE_CHECKING:
+    from coordinator.app import UseCases
+
 DEFAULT_LIMIT = 1000
 
 
@@ -28,10 +33,12 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "sql",
         help="run a SQL query over the workspace's datasets",
-        description="Run one Spark SQL query over the datasets of the workspace. Each dataset "
-        "is a table under its name; quote names with dots in backticks (`nyc.flights`).",
+        description="Run Spark SQL over the datasets of the workspace. Each dataset is a table"
+        " under its name; quote names with dots in backticks (`nyc.flights`). Without -c or -f:"
+        " an interactive shell on a terminal (statements end with ';', \\d lists datasets),"
+        " else the ';'-separated statements read from standard input.",
     )
-    source = p.add_mutually_exclusive_group(required=True)
+    source = p.add_mutually_exclusive_group()
     source.add_argument("-c", "--command", metavar="SQL", help="the query")
     source.add_argument(
         "-f", "--script", metavar="FILE", help="a file holding the query ('-': standard input)"
@@ -65,11 +72,21 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    app = use_cases(args)
+    if args.command is None and args.script is None:
+        from coordinator.cli.sql_shell import run_shell
+
+        return run_shell(args, lambda app, query: run_query(app, query, args))
     if args.command is not None:
         query = single_query(args.command, where="--command")
     else:
         query = single_query(_read_script(args.script), where=args.script)
+    result = run_query(use_cases(args), query, args)
+    print_result(result, args.output_format, wide=args.wide)
+    return 0
+
+
+def run_query(app: UseCases, query: str, args: argparse.Namespace) -> QueryResult:
+    """Run one query as ``args`` ask (views, as-of, limit), its engine's start shown."""
     with terminal_progress(args) as progress:
         show_engine_starts(app, progress)
         task = progress.task("query", unit="rows")
@@ -80,8 +97,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
             as_of=parse_as_of(args.as_of),
         )
         task.close()
-    print_result(result, args.output_format, wide=args.wide)
-    return 0
+    return result
 
 
 def parse_as_of(specs: Sequence[str]) -> dict[str, str]:

@@ -68,10 +68,12 @@ class DaemonInvalidError(DaemonCallError):
 
 
 class DaemonClient:
-    def __init__(self, info: DaemonInfo, token: str) -> None:
+    def __init__(self, info: DaemonInfo, token: str, *, tls: bool = False) -> None:
+        """``tls``: over TLS even without ``info.tls_cert`` (trusting the system's roots)."""
         self.info = info
-        if info.tls_cert is not None:
-            credentials = grpc.ssl_channel_credentials(Path(info.tls_cert).read_bytes())
+        if info.tls_cert is not None or tls:
+            roots = Path(info.tls_cert).read_bytes() if info.tls_cert is not None else None
+            credentials = grpc.ssl_channel_credentials(roots)
             self.channel = grpc.secure_channel(info.address, credentials)
         else:
             self.channel = grpc.insecure_channel(info.address)
@@ -126,6 +128,11 @@ class DaemonClient:
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
         request = pb.TailRequest(name=name, num_records=n, skip=skip)
         return convert.from_records_messages(self._stream(self.stub.Tail, request)).table
+
+    def read(self, name: str, *, as_of: str | None = None) -> pa.RecordBatchReader:
+        """The dataset's records through the daemon's engine (a query of all its columns)."""
+        query = f"SELECT * FROM `{name}`"
+        return self.query(query, as_of={name: as_of} if as_of else None).table.to_reader()
 
     def schema(self, name: str) -> pa.Schema:
         reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
@@ -294,8 +301,9 @@ class DaemonClient:
         call: Any = e
         code, details = call.code(), call.details() or ""
         if code is grpc.StatusCode.UNAVAILABLE and not details.startswith(("embedded", "engine")):
+            pid = f" (pid {self.info.pid})" if self.info.pid else ""
             return EngineUnavailableError(
-                f"the daemon at {self.info.address} (pid {self.info.pid}) does not answer:"
+                f"the daemon at {self.info.address}{pid} does not answer:"
                 f" {details}; run the command with --no-daemon, or restart the daemon"
             )
         if code is grpc.StatusCode.NOT_FOUND:

@@ -138,6 +138,12 @@ class RunDir:
         except (FileNotFoundError, ValueError, KeyError):
             return None  # starting up, or shutting down
 
+    def serving(self) -> tuple[DaemonInfo, str] | None:
+        """The running daemon's info and token; ``None`` when none serves the workspace."""
+        info = self.read_info()
+        token = self.read_token() if info is not None else None
+        return (info, token) if info is not None and token is not None else None
+
     def new_token(self) -> str:
         """A fresh token, written readable by this user only."""
         import secrets  # here: only a starting daemon needs it, every command reads this module
