@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from common.odf.fragments import SqlQueryStep, TransformSql
 from engine_spark.errors import InvalidQueryError
 from engine_spark.inputs import register_view
+from engine_spark.phases import phase
 from engine_spark.sandbox import Policy, Sandbox
 from engine_spark.spark_errors import query_errors
 
@@ -69,12 +70,16 @@ def run_sql(
     with query_errors(alias):
         jsession: Any = session._jsparkSession
         jvm: Any = session.sparkContext._jvm
-        parser = jsession.sessionState().sqlParser()
-        sandbox = Sandbox(jvm, parser, policy, alias)
-        parsed = _parse(jvm, jsession, parser, query)
-        sandbox.vet_parsed(parsed)
-        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, parsed)
-        sandbox.vet_analyzed(jdf.queryExecution().analyzed())
+        with phase("parse"):
+            parser = jsession.sessionState().sqlParser()
+            sandbox = Sandbox(jvm, parser, policy, alias)
+            parsed = _parse(jvm, jsession, parser, query)
+        with phase("sandbox: parsed plan"):
+            sandbox.vet_parsed(parsed)
+        with phase("analysis"):
+            jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, parsed)
+        with phase("sandbox: analyzed plan"):
+            sandbox.vet_analyzed(jdf.queryExecution().analyzed())
         return DataFrame(jdf, session)
 
 
