@@ -57,7 +57,7 @@ from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
-from engine_spark.session import request_session
+from engine_spark.session import request_session, small_input_settings
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
 from engine_spark.stateful.registry import (
@@ -258,6 +258,7 @@ class SparkEngine:
                 self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
             ) as staging,
         ):
+            small_input_settings(session, request.input_data_paths)
             if request.input_data_paths:  # none: a query of constants, with no input view
                 with phase("inputs"):
                     inputs = load_files(session, request.input_data_paths, staging)
@@ -386,6 +387,7 @@ class SparkEngine:
                 self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
             ) as staging,
         ):
+            small_input_settings(session, (p for i in request.inputs for p in i.data_paths))
             with phase("inputs"):
                 for inp in request.inputs:
                     schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None

@@ -9,6 +9,8 @@ replay.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -70,17 +72,56 @@ def run_sql(
     with query_errors(alias):
         jsession: Any = session._jsparkSession
         jvm: Any = session.sparkContext._jvm
-        with phase("parse"):
-            parser = jsession.sessionState().sqlParser()
-            sandbox = Sandbox(jvm, parser, policy, alias)
-            parsed = _parse(jvm, jsession, parser, query)
-        with phase("sandbox: parsed plan"):
-            sandbox.vet_parsed(parsed)
+        parser = jsession.sessionState().sqlParser()
+        sandbox = Sandbox(jvm, parser, policy, alias)
+        parsed = VETTED.get(id(jvm), policy, query)
+        if parsed is None:
+            with phase("parse"):
+                parsed = _parse(jvm, jsession, parser, query)
+            with phase("sandbox: parsed plan"):
+                sandbox.vet_parsed(parsed)
+            VETTED.put(id(jvm), policy, query, parsed)
         with phase("analysis"):
             jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, parsed)
         with phase("sandbox: analyzed plan"):
             sandbox.vet_analyzed(jdf.queryExecution().analyzed())
         return DataFrame(jdf, session)
+
+
+class VettedPlans:
+    """Parsed plans that passed the sandbox's first walk, by policy and query text: a warm
+    engine parses and vets a query it has seen before only once (``run_sql``).
+
+    A parsed plan is a function of the text alone (the parser's settings are the engine's,
+    the same for every request), and so is that walk's verdict, whatever the inputs are: a
+    query seen again is analyzed from its vetted plan as it was (Spark's unresolved plans are
+    immutable; analysis builds new ones). The analyzed plan is vetted on every request, since
+    it depends on the inputs. Only accepted plans are kept (a refused query is refused again,
+    with its reason, each time), the ``capacity`` most recently used ones.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._plans: OrderedDict[tuple[int, Policy, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, jvm: int, policy: Policy, query: str) -> Any | None:
+        """The vetted plan of ``query`` in the JVM whose view's ``id`` is ``jvm``, if kept."""
+        with self._lock:
+            plan = self._plans.get((jvm, policy, query))
+            if plan is not None:
+                self._plans.move_to_end((jvm, policy, query))
+            return plan
+
+    def put(self, jvm: int, policy: Policy, query: str, plan: Any) -> None:
+        with self._lock:
+            self._plans[(jvm, policy, query)] = plan
+            while len(self._plans) > self._capacity:
+                self._plans.popitem(last=False)
+
+
+VETTED = VettedPlans()
+"""The engine process's vetted parsed plans (one JVM per process)."""
 
 
 def _parse(jvm: Any, jsession: Any, parser: Any, query: str) -> Any:
