@@ -65,10 +65,14 @@ from coordinator.config import TransformConfig  # noqa: E402
 from coordinator.engine import EngineSession  # noqa: E402
 from coordinator.engine.remote import RemoteEngineProvider  # noqa: E402
 from coordinator.transform.runner import Transformer, workspace_resolver  # noqa: E402
+from coordinator.transform.transaction import Timings  # noqa: E402
 from coordinator.workspace import Workspace  # noqa: E402
+from engine_spark import queries  # noqa: E402
+from engine_spark import session as session_module  # noqa: E402
 from engine_spark.engine import SparkEngine  # noqa: E402
 from engine_spark.exchange import read_table  # noqa: E402
 from engine_spark.phases import Recording, phase, recording  # noqa: E402
+from engine_spark.queries import VettedPlans  # noqa: E402
 from engine_spark.session import jvm_process  # noqa: E402
 from tests.support.engine_server import engine_server_process  # noqa: E402
 
@@ -78,6 +82,8 @@ DAEMON_QUERY_TARGET_S = 0.25
 DAEMON_QUERY_RATIO = 0.5
 """The daemon's small query at most this times the baseline daemon's."""
 COUNT = "SELECT count(*) AS n FROM {view}"
+TIMED_PARTS = ("exchange", "engine", "hashing", "commit")
+"""The coordinator's timings of a transaction (``Timings``)."""
 
 
 @dataclass
@@ -93,17 +99,32 @@ class Phases:
     def median(self, name: str, i: int = 0) -> float:
         return statistics.median(r[i] for r in self.runs[name])
 
-    def show(self, title: str, total: float) -> str:
+    def show(self, title: str, total: float | None) -> str:
         lines = [f"{title:<28}{'wall ms':>9}{'py cpu':>8}{'jvm cpu':>8}   (medians)"]
         for name in self.runs:
             lines.append(
                 f"  {name:<26}{self.median(name) * 1e3:9.1f}{self.median(name, 1) * 1e3:8.1f}"
                 f"{self.median(name, 2) * 1e3:8.1f}"
             )
-        rest = total - sum(self.median(n) for n in self.runs)
-        lines.append(f"  {'(outside the phases)':<26}{rest * 1e3:9.1f}")
-        lines.append(f"  {'whole call':<26}{total * 1e3:9.1f}")
+        if total is not None:
+            rest = total - sum(self.median(n) for n in self.runs)
+            lines.append(f"  {'(outside the phases)':<26}{rest * 1e3:9.1f}")
+            lines.append(f"  {'whole call':<26}{total * 1e3:9.1f}")
         return "\n".join(lines)
+
+
+@contextmanager
+def cuts_undone() -> Iterator[None]:
+    """The engine as before issue 32's cuts: no vetted plan kept, no small-input settings,
+    Spark's default explain mode."""
+    saved = session_module.SMALL_INPUT_BYTES, queries.VETTED, session_module.REQUEST_CONF
+    session_module.SMALL_INPUT_BYTES = -1
+    queries.VETTED = VettedPlans(capacity=0)
+    session_module.REQUEST_CONF = {}
+    try:
+        yield
+    finally:
+        session_module.SMALL_INPUT_BYTES, queries.VETTED, session_module.REQUEST_CONF = saved
 
 
 def engine_call(
@@ -180,8 +201,8 @@ def engine_servers(
 
 def whole_transaction(
     ws: Workspace, engines: EngineSession, name: str, root: str
-) -> tuple[float, str, float]:
-    """Seconds of one whole transaction, its output's logical hash, its engine call's seconds."""
+) -> tuple[float, str, Timings]:
+    """Seconds of one whole transaction, its output's logical hash, its parts' seconds."""
     ds = create_derivative(ws, name, root, "")
     transformer = Transformer(
         workspace_resolver(ws),
@@ -194,7 +215,7 @@ def whole_transaction(
     seconds = time.perf_counter() - started
     new_data = result.event.new_data
     assert new_data is not None
-    return seconds, str(new_data.logical_hash), result.timings.engine
+    return seconds, str(new_data.logical_hash), result.timings
 
 
 # --- part 3: odf sql through a daemon ------------------------------------------------------------
@@ -300,6 +321,7 @@ def main() -> int:
         assert jvm is not None
         engine = SparkEngine(spark)
         transaction, raw_query = Phases(), Phases()
+        before = {"transaction": Phases(), "raw query": Phases()}
         times: dict[str, list[float]] = {}
 
         def timed(label: str, seconds: float) -> None:
@@ -317,6 +339,13 @@ def main() -> int:
                 )
                 raw_s, raw_rec = engine_call(engine, count_request(data, tmp / f"raw-{i}"), jvm.pid)
                 n = _count(tmp / f"raw-{i}")
+                if not warm:  # the cuts of issue 32 undone: each phase before them
+                    with cuts_undone():
+                        for kind, req in (
+                            ("transaction", request(data, args.rows, tmp / f"before-{i}")),
+                            ("raw query", count_request(data, tmp / f"raw-before-{i}")),
+                        ):
+                            before[kind].add(engine_call(engine, req, jvm.pid)[1])
                 plain_raw_s, plain_n = plain_count(spark, data, tmp / f"plain-raw-{i}")
                 assert n == plain_n == args.rows, (n, plain_n)
                 whole = {}
@@ -331,17 +360,25 @@ def main() -> int:
                 timed("plain", plain)
                 timed("engine raw query", raw_s)
                 timed("plain count", plain_raw_s)
-                for label, (s, _, engine_s) in whole.items():
+                for label, (s, _, parts) in whole.items():
                     timed(f"whole {label}", s)
-                    timed(f"engine call {label}", engine_s)
+                    for part in TIMED_PARTS:
+                        timed(f"{part} {label}", getattr(parts, part))
             spark.stop()
         med = {label: statistics.median(t) for label, t in times.items()}
         print(transaction.show(f"transaction, {args.rows:,} records", med["engine transaction"]))
+        print(before["transaction"].show("  the same before the cuts", None))
         print(raw_query.show("raw query (count)", med["engine raw query"]))
+        print(before["raw query"].show("  the same before the cuts", None))
         print(
             f"plain PySpark: query written {med['plain'] * 1e3:.1f} ms,"
             f" count {med['plain count'] * 1e3:.1f} ms"
         )
+        for label in servers:
+            print(
+                f"whole transaction ({label} engine): {med[f'whole {label}'] * 1e3:.1f} ms; "
+                + ", ".join(f"{p} {med[f'{p} {label}'] * 1e3:.1f}" for p in TIMED_PARTS)
+            )
         same = len(hashes) == 1
         print(f"logical hashes of every whole transaction: {'equal' if same else sorted(hashes)}")
         failed |= not same
@@ -356,7 +393,7 @@ def main() -> int:
             ),
             Figure(
                 f"engine call (gRPC) vs plain PySpark, {rows}",
-                med["engine call new"],
+                med["engine new"],
                 "s",
                 med["plain"],
             ),
