@@ -9,6 +9,9 @@ coordinator's overhead around a 1M-record transaction (in process and through ``
 a one-shot ``odf sql`` against the former start with a warm-up, the engine's idle and peak
 memory, the daemon under a soak, the web UI's page times (200 datasets, 5,000 blocks).
 Then prints one table: figure, ours, baseline, ratio, target, OK/MISSED; each ratio
+a one-shot ``odf sql`` against the former start with a warm-up, the phases of a warm
+100k-record transaction and raw query against plain PySpark, the engine's idle and peak
+memory. Then prints one table: figure, ours, baseline, ratio, target, OK/MISSED; each ratio
 is against a baseline measured in the same run. Exits 1 when any target is missed or a
 benchmark fails (the whole table is printed first).
 
@@ -61,6 +64,7 @@ BENCHES = (
     ),
     Bench("datafusion", "bench_datafusion.py", ("--sizes", "100000", "--repeats", "1")),
     Bench("transform", "bench_transform.py", ("--rows", "100000", "--repeats", "1")),
+    Bench("phases", "bench_phases.py", ("--rows", "20000", "--repeats", "1", "--no-daemon")),
     Bench("start", "bench_start.py", ("--repeats", "1")),
     Bench("memory", "bench_memory.py", ("--rows", "1000000")),
     Bench("soak", "bench_soak.py", ("--seconds", "20")),

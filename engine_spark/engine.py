@@ -51,12 +51,13 @@ from engine_spark.ordering import RowOrder, analyzed_order, result_order, sort_b
 from engine_spark.output_file import spark_writable, write_output
 from engine_spark.output_stream import stream_output
 from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan_output_columns
+from engine_spark.phases import phase
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
 from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
-from engine_spark.session import request_session
+from engine_spark.session import request_session, small_input_settings
 from engine_spark.spark_errors import query_errors
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
 from engine_spark.stateful.registry import (
@@ -153,12 +154,13 @@ class SparkEngine:
             ) as staging,
             work_area() as area,
         ):
-            previous = cp.read_checkpoint(request.prev_checkpoint_path)
-            tables = temporal_tables(request.transform, _aliases(request.query_inputs))
-            latest = reads_latest_state(request, previous)
-            states = _register_inputs(
-                session, staging, request.query_inputs, tables, previous, latest=latest
-            )
+            with phase("inputs"):
+                previous = cp.read_checkpoint(request.prev_checkpoint_path)
+                tables = temporal_tables(request.transform, _aliases(request.query_inputs))
+                latest = reads_latest_state(request, previous)
+                states = _register_inputs(
+                    session, staging, request.query_inputs, tables, previous, latest=latest
+                )
             prepared = prepare_views(session, area, request, previous, set(tables))
             result = run_steps(session, request.transform)
             stream: cp.StreamState | None = None
@@ -178,7 +180,7 @@ class SparkEngine:
                 columns = _output_columns(result, request.vocab)
                 if columns.op is None:
                     check_no_retractions(request.query_inputs, stateful=False)
-                with query_errors(None, in_step=False):
+                with query_errors(None, in_step=False), phase("optimisation"):
                     order = result_order(result)
                 writer = self._output_writer if order is RowOrder.INPUT else OutputWriter.COLLECT
                 cluster_write = self._writes_on_cluster(writer, request.new_data_path)
@@ -222,8 +224,9 @@ class SparkEngine:
                     request.new_data_path,
                     request.next_offset,
                 )
-            state = _next_checkpoint(previous, request.query_inputs, states, stream, lag)
-            _write_state(state, request.new_checkpoint_path)
+            with phase("checkpoint"):
+                state = _next_checkpoint(previous, request.query_inputs, states, stream, lag)
+                _write_state(state, request.new_checkpoint_path)
             log.info(
                 "transform.done",
                 records=_records(interval),
@@ -255,11 +258,14 @@ class SparkEngine:
                 self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
             ) as staging,
         ):
+            small_input_settings(session, request.input_data_paths)
             if request.input_data_paths:  # none: a query of constants, with no input view
-                inputs = load_files(session, request.input_data_paths, staging)
-                register_view(inputs, RAW_QUERY_INPUT_VIEW)
+                with phase("inputs"):
+                    inputs = load_files(session, request.input_data_paths, staging)
+                    register_view(inputs, RAW_QUERY_INPUT_VIEW)
             table = _query_result(run_steps(session, request.transform))
-            write_table(table, request.output_data_path)
+            with phase("output write"):
+                write_table(table, request.output_data_path)
             return ep.RawQueryResponseSuccess(num_records=table.num_rows)
 
     # --- Over Spark Connect (connect.py) -------------------------------------------------
@@ -381,11 +387,15 @@ class SparkEngine:
                 self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
             ) as staging,
         ):
-            for inp in request.inputs:
-                schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None
-                register_view(load_dataset(session, inp.data_paths, schema, staging), inp.alias)
+            small_input_settings(session, (p for i in request.inputs for p in i.data_paths))
+            with phase("inputs"):
+                for inp in request.inputs:
+                    schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None
+                    frame = load_dataset(session, inp.data_paths, schema, staging)
+                    register_view(frame, inp.alias)
             table = _query_result(run_steps(session, request.transform, Policy.INTERACTIVE))
-            write_table(table, request.output_data_path)
+            with phase("output write"):
+                write_table(table, request.output_data_path)
             return ep.QueryResponseSuccess(num_records=table.num_rows)
 
     # --- ValidateQuery --------------------------------------------------------------------
@@ -458,7 +468,8 @@ class SparkEngine:
         try:
             started = time.monotonic()
             log.info(f"{operation}.start", subject=subject)
-            session = request_session(self._session)
+            with phase("session"):
+                session = request_session(self._session)
             try:
                 with self._jobs_tagged(control):
                     yield session
@@ -562,8 +573,10 @@ def _collect_output(
 ) -> _Output:
     with query_errors(None, in_step=False):
         if order is None:
-            order = result_order(result)
-        table = result.toArrow()
+            with phase("optimisation"):
+                order = result_order(result)
+        with phase("job, tasks and collect"):
+            table = result.toArrow()
     if order is RowOrder.VALUES:
         trailing = [columns.op] if columns.op else []
         table = sort_by_values(table, [columns.event_time], trailing)
@@ -576,8 +589,12 @@ def _query_result(result: DataFrame) -> pa.Table:
     Column names may repeat (``SELECT a.id, b.id``): they are set aside while sorting.
     """
     with query_errors(None, in_step=False):
-        order = result_order(result)
-        table = result.toArrow()
+        with phase("optimisation"):
+            order = result_order(result)
+        with phase("physical planning"):
+            result._jdf.queryExecution().executedPlan()
+        with phase("job, tasks and collect"):
+            table = result.toArrow()
     return _ordered_query_result(table, order)
 
 

@@ -46,6 +46,7 @@ from pyspark.util import _local_iterator_from_socket
 from common.odf.fragments import DatasetVocabulary
 from engine_spark.exchange import FILE_MODE, PARQUET_COMPRESSION, DataFormat, output_format
 from engine_spark.outputs import OutputColumns, build_output
+from engine_spark.phases import phase
 from engine_spark.schema_mapping import UTC
 
 OUTPUT_ROW_GROUP_ROWS = 1 << 20
@@ -60,9 +61,16 @@ def result_batches(result: DataFrame) -> Iterator[pa.RecordBatch]:
     session = result.sparkSession
     jvm = session.sparkContext._jvm
     assert jvm is not None
-    served = jvm.PythonRDD.toLocalIteratorAndServe(result._jdf.toArrowBatchRdd(), True)
+    with phase("physical planning"):
+        rdd = result._jdf.toArrowBatchRdd()
+    served = jvm.PythonRDD.toLocalIteratorAndServe(rdd, True)
     with _job_errors():
-        for message in _local_iterator_from_socket(served, NoOpSerializer()):
+        messages = iter(_local_iterator_from_socket(served, NoOpSerializer()))
+        while True:
+            with phase("job and tasks"):
+                message = next(messages, None)
+            if message is None:
+                return
             yield ipc.read_record_batch(ipc.read_message(pa.py_buffer(message)), schema)
 
 
@@ -103,23 +111,25 @@ def stream_output(
     writer: _SliceWriter | None = None
     try:
         for group in row_groups(result_batches(result), row_group_rows):
-            out = build_output(
-                group,
-                columns,
-                vocab,
-                system_time=system_time,
-                next_offset=next_offset + rows,
-            )
-            if writer is None:
-                writer = _SliceWriter(tmp, out.schema, output_format(path))
-            writer.write(out)
-            rows += out.num_rows
-        if writer is not None:
-            writer.close()
-            os.chmod(tmp, FILE_MODE)
-            os.replace(tmp, target)
-        else:
-            Path(tmp).unlink()
+            with phase("output write"):
+                out = build_output(
+                    group,
+                    columns,
+                    vocab,
+                    system_time=system_time,
+                    next_offset=next_offset + rows,
+                )
+                if writer is None:
+                    writer = _SliceWriter(tmp, out.schema, output_format(path))
+                writer.write(out)
+                rows += out.num_rows
+        with phase("output write"):
+            if writer is not None:
+                writer.close()
+                os.chmod(tmp, FILE_MODE)
+                os.replace(tmp, target)
+            else:
+                Path(tmp).unlink()
         return rows
     except BaseException:
         if writer is not None:

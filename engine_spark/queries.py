@@ -9,6 +9,8 @@ replay.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -16,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from common.odf.fragments import SqlQueryStep, TransformSql
 from engine_spark.errors import InvalidQueryError
 from engine_spark.inputs import register_view
+from engine_spark.phases import phase
 from engine_spark.sandbox import Policy, Sandbox
 from engine_spark.spark_errors import query_errors
 
@@ -71,11 +74,95 @@ def run_sql(
         jvm: Any = session.sparkContext._jvm
         parser = jsession.sessionState().sqlParser()
         sandbox = Sandbox(jvm, parser, policy, alias)
-        parsed = _parse(jvm, jsession, parser, query)
-        sandbox.vet_parsed(parsed)
-        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, parsed)
-        sandbox.vet_analyzed(jdf.queryExecution().analyzed())
+        key = (id(jvm), policy, query)
+        parsed = VETTED.parsed(key)
+        if parsed is None:
+            with phase("parse"):
+                parsed = _parse(jvm, jsession, parser, query)
+            with phase("sandbox: parsed plan"):
+                sandbox.vet_parsed(parsed)
+            VETTED.keep(key, parsed)
+        views = view_signature(jsession)
+        with phase("analysis"):
+            jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jsession, parsed)
+        if not VETTED.analyzed_over(key, views):
+            with phase("sandbox: analyzed plan"):
+                sandbox.vet_analyzed(jdf.queryExecution().analyzed())
+            VETTED.accept_over(key, views)
         return DataFrame(jdf, session)
+
+
+ViewSignature = tuple[tuple[str, str, bool], ...]
+"""The temp views a query can see: name, schema (JSON, with nullability and metadata) and
+whether it is a stream, by name."""
+
+
+def view_signature(jsession: Any) -> ViewSignature:
+    """What the analyzed plan of a query text depends on in a request session: its temp
+    views' names and schemas (the inputs' and earlier steps' views; the sandbox lets a query
+    create no function, view or setting of its own)."""
+    catalog = jsession.sessionState().catalog()
+    names = catalog.getTempViewNames()
+    views = []
+    for i in range(names.size()):
+        name = str(names.apply(i))
+        view = catalog.getTempView(name).get()
+        views.append((name, str(view.schema().json()), bool(view.isStreaming())))
+    return tuple(sorted(views))
+
+
+class VettedPlans:
+    """The sandbox's verdicts on queries seen before: a warm engine parses and vets a query
+    once, not on every request (``run_sql``).
+
+    A parsed plan is a function of the text alone (the parser's settings are the engine's,
+    the same for every request), and so is the first walk's verdict: a query seen again is
+    analyzed from its vetted parsed plan as it was (Spark's unresolved plans are immutable;
+    analysis builds new ones). The analyzed plan is a function of that plan and of the temp
+    views it can see (``view_signature``; below a view the sandbox walks nothing: the engine
+    made it), so its verdict is kept for those views. Only accepted plans are kept (a refused
+    query is refused again, with its reason, each time), the ``capacity`` most recently used
+    query texts, each with its last 8 sets of views.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._plans: OrderedDict[tuple[int, Policy, str], tuple[Any, list[ViewSignature]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def parsed(self, key: tuple[int, Policy, str]) -> Any | None:
+        """The vetted parsed plan of (JVM view's ``id``, policy, query text), if kept."""
+        with self._lock:
+            found = self._plans.get(key)
+            if found is None:
+                return None
+            self._plans.move_to_end(key)
+            return found[0]
+
+    def keep(self, key: tuple[int, Policy, str], plan: Any) -> None:
+        with self._lock:
+            self._plans[key] = (plan, [])
+            while len(self._plans) > self._capacity:
+                self._plans.popitem(last=False)
+
+    def analyzed_over(self, key: tuple[int, Policy, str], views: ViewSignature) -> bool:
+        """Whether the query's analyzed plan over ``views`` passed the sandbox before."""
+        with self._lock:
+            found = self._plans.get(key)
+            return found is not None and views in found[1]
+
+    def accept_over(self, key: tuple[int, Policy, str], views: ViewSignature) -> None:
+        with self._lock:
+            found = self._plans.get(key)
+            if found is not None and views not in found[1]:
+                found[1].append(views)
+                del found[1][:-8]
+
+
+VETTED = VettedPlans()
+"""The engine process's verdicts (one JVM per process)."""
 
 
 def _parse(jvm: Any, jsession: Any, parser: Any, query: str) -> Any:

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,12 +124,49 @@ def jvm_process() -> subprocess.Popen[bytes] | None:
     return process if isinstance(process, subprocess.Popen) else None
 
 
+REQUEST_CONF: dict[str, str] = {"spark.sql.ui.explainMode": "simple"}
+"""Every request session's own settings besides the sandbox's. Spark describes each query it
+runs to its SQL listener (for a web UI the engine does not serve) in this explain mode; the
+default, ``formatted``, walks the plan once more for numbered operator details: measured
+(``bench/bench_phases.py``) ~30 ms of the driver JVM's CPU per job saved."""
+
+SMALL_INPUT_BYTES = 16 << 20
+"""Inputs up to this size (their files' bytes together) run a raw or ad-hoc query's shuffles
+in one partition, without adaptive re-planning (``SMALL_INPUT_CONF``)."""
+SMALL_INPUT_CONF: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+}
+"""A small query's settings: with adaptive execution every shuffle ends a job and the plan is
+optimized again before the next one (a ``count(*)`` is two jobs); without it, one job. One
+shuffle partition: one reduce task instead of four, each a few milliseconds of scheduling for
+kilobytes of rows. The values do not change (shuffled results have no defined row order: the
+engine sorts them, ``ordering.py``); measured in ``bench/bench_phases.py`` (docs/performance.md)."""
+
+
+def small_input_settings(session: SparkSession, paths: Iterable[str]) -> bool:
+    """Give ``session`` (a request's own) ``SMALL_INPUT_CONF`` when the files at ``paths``
+    hold at most ``SMALL_INPUT_BYTES`` together; whether they did."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except OSError:  # reading the inputs reports it
+            return False
+        if total > SMALL_INPUT_BYTES:
+            return False
+    conf = session.conf
+    for key, value in SMALL_INPUT_CONF.items():
+        conf.set(key, value)
+    return True
+
+
 def request_session(session: SparkSession) -> SparkSession:
     """A fresh, isolated session for one request (``newSession``: the shared SparkContext,
     its own temp views, functions and SQL conf), so no view, function or setting a request
     creates survives it. Cheap: ~1 ms more than the former clone of a template session."""
     jsession: Any = session._jsparkSession.newSession()
     conf = jsession.conf()
-    for key, value in SANDBOX_SQL_CONF.items():
+    for key, value in {**SANDBOX_SQL_CONF, **REQUEST_CONF}.items():
         conf.set(key, value)
     return SparkSession(session.sparkContext, jsession)

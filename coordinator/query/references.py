@@ -176,3 +176,17 @@ def _where(sql: str, offset: int) -> str:
     line = sql.count("\n", 0, offset) + 1
     column = offset - (sql.rfind("\n", 0, offset) + 1) + 1
     return f"line {line}, column {column}"
+
+
+def single_query(text: str, *, where: str) -> str:
+    """The one query of ``text`` (a trailing semicolon is fine); ``where`` names the source."""
+    parts = statements(text)
+    if not parts:
+        raise ValidationError("no query given", path=where)
+    if len(parts) > 1:
+        raise ValidationError(
+            f"one query expected, found {len(parts)} statements (use WITH ... AS (...) for "
+            "intermediate steps)",
+            path=where,
+        )
+    return parts[0]

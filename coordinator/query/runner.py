@@ -27,7 +27,8 @@ from coordinator.dataset import Dataset
 from coordinator.engine import EngineInvalidQueryError, EngineMounts, EngineSession
 from coordinator.ingest.context import data_files
 from coordinator.ingest.source_state import parse_rfc3339
-from coordinator.query.references import mentioned_names, name_chains, statements
+from coordinator.query.references import mentioned_names, name_chains
+from coordinator.query.result import QueryResult
 from coordinator.tempdirs import owned_temp_dir
 from coordinator.workspace import Workspace
 
@@ -41,39 +42,12 @@ TABLE_NOT_FOUND = "TABLE_OR_VIEW_NOT_FOUND"
 
 
 @dataclass(frozen=True, slots=True)
-class QueryResult:
-    """The first rows of a result (all when no limit), and how many rows it has in all."""
-
-    table: pa.Table
-    num_records: int
-
-    @property
-    def cut(self) -> int:
-        """How many rows were left out."""
-        return self.num_records - int(self.table.num_rows)
-
-
-@dataclass(frozen=True, slots=True)
 class QueryView:
     """One view of the query: a dataset under a name, as of ``as_of`` (default: its head)."""
 
     alias: str
     dataset: Dataset
     as_of: Multihash | None = None
-
-
-def single_query(text: str, *, where: str) -> str:
-    """The one query of ``text`` (a trailing semicolon is fine); ``where`` names the source."""
-    parts = statements(text)
-    if not parts:
-        raise ValidationError("no query given", path=where)
-    if len(parts) > 1:
-        raise ValidationError(
-            f"one query expected, found {len(parts)} statements (use WITH ... AS (...) for "
-            "intermediate steps)",
-            path=where,
-        )
-    return parts[0]
 
 
 def query_views(

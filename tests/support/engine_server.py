@@ -111,12 +111,14 @@ def engine_server_process(
     wait: bool = True,
     ready_timeout: float = 180.0,
     log_path: Path | None = None,
+    repo: Path = REPO,
 ) -> Iterator[EngineServerProcess]:
     """Start the engine on a free loopback port; stop it with SIGTERM on exit.
 
     ``data_roots``: the directories its requests may name files under (``--data-root``).
     ``host``: ``None`` leaves the bind address to the engine's default. ``credentials``: the
-    client side of TLS when ``extra_args`` give the server a certificate.
+    client side of TLS when ``extra_args`` give the server a certificate. ``repo``: the
+    checkout whose engine runs (another one: a benchmark's baseline).
     """
     port = free_port()
     args = [
@@ -132,10 +134,10 @@ def engine_server_process(
         *(arg for root in data_roots for arg in ("--data-root", str(root))),
         *extra_args,
     ]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     log: IO[bytes] | int = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
     try:
-        process = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=log)
+        process = subprocess.Popen(args, cwd=repo, env=env, stdout=log, stderr=log)
         server = EngineServerProcess(
             process=process, port=port, unix_socket=unix_socket, credentials=credentials
         )

@@ -12,6 +12,9 @@ import pytest
 
 from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
+from engine_spark.engine import SparkEngine
+from engine_spark.errors import InvalidQueryError
+from engine_spark.phases import recording
 from tests.integration.engine import client
 from tests.integration.engine.datasets import sql
 
@@ -88,3 +91,44 @@ def test_another_engines_sql_is_refused(
     assert response.message.startswith(
         "the transform is written for engine 'datafusion'; this engine runs 'spark' SQL only"
     )
+
+
+def test_a_query_seen_before_is_parsed_and_vetted_once(
+    spark_engine: SparkEngine, workdir: Path, raw_input: str
+) -> None:
+    """The second run of a query over the same input views analyzes its vetted parsed plan
+    again and walks neither plan, with the same result; over other views the analyzed plan
+    is vetted again; a refused query is refused every time."""
+    query = "select city, count(*) as n, sum(population) as p from input group by city"
+    runs = []
+    for i in range(2):
+        output = str(workdir / f"out-{i}")
+        request = ep.RawQueryRequest(
+            input_data_paths=(raw_input,), transform=sql(query), output_data_path=output
+        )
+        with recording() as rec:
+            spark_engine.execute_raw_query(request)
+        runs.append((set(rec.phases), pq.read_table(output)))
+    (first, table), (second, again) = runs
+    assert {"parse", "sandbox: parsed plan", "analysis", "sandbox: analyzed plan"} <= first
+    assert "analysis" in second
+    assert not second & {"parse", "sandbox: parsed plan", "sandbox: analyzed plan"}
+    assert again.equals(table)
+    assert table.to_pydict() == {"city": ["a", "b", "c"], "n": [1, 1, 1], "p": [5, 500, 5000]}
+    other = str(workdir / "in" / "doubles")
+    pq.write_table(pa.table({"city": ["a"], "population": [1.5]}), other)
+    request = ep.RawQueryRequest(
+        input_data_paths=(other,), transform=sql(query), output_data_path=str(workdir / "o")
+    )
+    with recording() as rec:
+        spark_engine.execute_raw_query(request)
+    assert "sandbox: analyzed plan" in rec.phases and "parse" not in rec.phases
+    assert pq.read_table(workdir / "o").to_pydict() == {"city": ["a"], "n": [1], "p": [1.5]}
+    refused = ep.RawQueryRequest(
+        input_data_paths=(raw_input,),
+        transform=sql("select * from input, other.secrets"),
+        output_data_path=str(workdir / "refused"),
+    )
+    for _ in range(2):
+        with pytest.raises(InvalidQueryError, match=r"other\.secrets is not allowed"):
+            spark_engine.execute_raw_query(refused)

@@ -1,0 +1,461 @@
+"""Where a warm engine's small transaction and small raw query spend their time, against plain
+PySpark doing the same work on the same file in the same run (issue 32).
+
+Three parts, each alternating its sides, medians of ``--repeats``:
+
+1. Phases, in this process: the engine's own code (``SparkEngine`` over this process's
+   SparkSession, the configuration ``engine_spark.session`` gives it) runs a ``--rows``-record
+   map/filter transaction and a ``SELECT count(*)`` raw query over one Parquet file, with the
+   phase recording of ``engine_spark/phases.py`` on: request decode, session, inputs, parse,
+   each sandbox walk, analysis, optimisation, physical planning, job and tasks, output write,
+   checkpoint, response encode; each phase's wall time, this process's CPU time and the
+   driver JVM's. Beside them plain PySpark on the same session (``spark_floor.py``: the same
+   query over the same file, one Parquet file written the faster of the two plain ways; the
+   count collected as Arrow and written as an Arrow IPC file).
+2. The whole transaction through the coordinator (``Transformer``: planning, exchange, the
+   engine call over gRPC, contract checks, logical and physical hashes, the atomic commit)
+   against a warm engine server of this checkout and, with ``--baseline REPO`` (a checkout of
+   the code before the cuts, e.g. ``git worktree add /tmp/base main``), one of that checkout,
+   alternating. Every run's output must have the same logical hash (both engines').
+3. ``odf sql --command 'SELECT count(*) ...'`` through a running daemon (``odf serve``) of
+   this checkout and, with ``--baseline``, one of the baseline's, on two copies of one
+   workspace, alternating (``--no-daemon`` leaves it out).
+
+Targets (exit 1 when missed): the whole transaction at most 0.5x plain PySpark's time; the
+daemon's count at most 0.25 s and at most 0.5x the baseline daemon's. Without ``--baseline``
+the baseline rows are left out. ``--json PATH`` writes the figures for ``bench/run_all.py``.
+
+    .venv/bin/python bench/bench_phases.py [--rows 100000] [--repeats 7] [--baseline REPO]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path.insert(0, str(REPO))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.ipc as ipc  # noqa: E402
+
+from bench import spark_floor  # noqa: E402
+from bench.bench_arrow_inputs import request  # noqa: E402
+from bench.bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root  # noqa: E402
+from bench.figures import Figure, add_json_argument, write_json  # noqa: E402
+from common.logs import configure_logging  # noqa: E402
+from common.odf import engine_protocol as ep  # noqa: E402
+from common.odf.fragments import (  # noqa: E402
+    TransformSql,
+)
+from common.serde import flatbuffers_codec as codec  # noqa: E402
+from coordinator.config import TransformConfig  # noqa: E402
+from coordinator.engine import EngineSession  # noqa: E402
+from coordinator.engine.remote import RemoteEngineProvider  # noqa: E402
+from coordinator.transform.runner import Transformer, workspace_resolver  # noqa: E402
+from coordinator.transform.transaction import Timings  # noqa: E402
+from coordinator.workspace import Workspace  # noqa: E402
+from engine_spark import queries  # noqa: E402
+from engine_spark import session as session_module  # noqa: E402
+from engine_spark.engine import SparkEngine  # noqa: E402
+from engine_spark.exchange import read_table  # noqa: E402
+from engine_spark.phases import Recording, phase, recording  # noqa: E402
+from engine_spark.queries import VettedPlans  # noqa: E402
+from engine_spark.session import jvm_process  # noqa: E402
+from tests.support.engine_server import engine_server_process  # noqa: E402
+
+TRANSACTION_TARGET = 0.5
+"""The whole warm transaction at most this times plain PySpark's time."""
+DAEMON_QUERY_TARGET_S = 0.25
+DAEMON_QUERY_RATIO = 0.5
+"""The daemon's small query at most this times the baseline daemon's."""
+COUNT = "SELECT count(*) AS n FROM {view}"
+TIMED_PARTS = ("exchange", "engine", "hashing", "commit")
+"""The coordinator's timings of a transaction (``Timings``)."""
+
+
+@dataclass
+class Phases:
+    """Each phase's runs: (wall, cpu, jvm cpu) seconds per request."""
+
+    runs: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+
+    def add(self, rec: Recording) -> None:
+        for name, seconds in rec.phases.items():
+            self.runs.setdefault(name, []).append(seconds)
+
+    def median(self, name: str, i: int = 0) -> float:
+        return statistics.median(r[i] for r in self.runs[name])
+
+    def show(self, title: str, total: float | None) -> str:
+        lines = [f"{title:<28}{'wall ms':>9}{'py cpu':>8}{'jvm cpu':>8}   (medians)"]
+        for name in self.runs:
+            lines.append(
+                f"  {name:<26}{self.median(name) * 1e3:9.1f}{self.median(name, 1) * 1e3:8.1f}"
+                f"{self.median(name, 2) * 1e3:8.1f}"
+            )
+        if total is not None:
+            rest = total - sum(self.median(n) for n in self.runs)
+            lines.append(f"  {'(outside the phases)':<26}{rest * 1e3:9.1f}")
+            lines.append(f"  {'whole call':<26}{total * 1e3:9.1f}")
+        return "\n".join(lines)
+
+
+@contextmanager
+def cuts_undone() -> Iterator[None]:
+    """The engine as before issue 32's cuts: no vetted plan kept, no small-input settings,
+    Spark's default explain mode."""
+    saved = session_module.SMALL_INPUT_BYTES, queries.VETTED, session_module.REQUEST_CONF
+    session_module.SMALL_INPUT_BYTES = -1
+    queries.VETTED = VettedPlans(capacity=0)
+    session_module.REQUEST_CONF = {}
+    try:
+        yield
+    finally:
+        session_module.SMALL_INPUT_BYTES, queries.VETTED, session_module.REQUEST_CONF = saved
+
+
+def engine_call(
+    engine: SparkEngine, request: ep.TransformRequest | ep.RawQueryRequest, jvm: int
+) -> tuple[float, Recording]:
+    """One request through the engine's code as its server runs it (decode, execute,
+    encode): seconds and its phases."""
+    if isinstance(request, ep.TransformRequest):
+        codecs: tuple[Any, Any] = (codec.TRANSFORM_REQUEST, codec.TRANSFORM_RESPONSE)
+        execute: Callable[[Any], Any] = engine.execute_transform
+    else:
+        codecs, execute = (
+            (codec.RAW_QUERY_REQUEST, codec.RAW_QUERY_RESPONSE),
+            engine.execute_raw_query,
+        )
+    data = codecs[0].encode(request)
+    started = time.perf_counter()
+    with recording(jvm) as rec:
+        with phase("request decode"):
+            decoded = codecs[0].decode(data)
+        response = execute(decoded)
+        with phase("response encode"):
+            codecs[1].encode(response)
+    return time.perf_counter() - started, rec
+
+
+def count_request(data: Path, out: Path) -> ep.RawQueryRequest:
+    return ep.RawQueryRequest(
+        input_data_paths=(str(data),),
+        transform=TransformSql(engine="spark", query=COUNT.format(view="input")),
+        output_data_path=str(out),
+    )
+
+
+def plain_count(spark: object, data: Path, out: Path) -> tuple[float, int]:
+    """The count by plain PySpark: read, query, collect as Arrow, write as Arrow IPC."""
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    started = time.perf_counter()
+    spark.read.parquet(str(data)).createOrReplaceTempView("input")
+    table = spark.sql(COUNT.format(view="input")).toArrow()
+    with pa.OSFile(str(out), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return time.perf_counter() - started, _count(out)
+
+
+def _count(path: Path) -> int:
+    return int(read_table(str(path)).column(0)[0].as_py())
+
+
+# --- part 2: whole transactions through the coordinator ------------------------------------------
+
+
+@contextmanager
+def engine_servers(
+    tmp: Path, master: str, baseline: Path | None
+) -> Iterator[dict[str, EngineSession]]:
+    """Warm engine servers (this checkout's, and the baseline's), as engine sessions."""
+    with ExitStack() as stack:
+        sessions: dict[str, EngineSession] = {}
+        for label, repo in (("new", REPO), ("old", baseline)):
+            if repo is None:
+                continue
+            server = stack.enter_context(
+                engine_server_process(
+                    master=master, data_roots=(tmp,), repo=repo, log_path=tmp / f"{label}.log"
+                )
+            )
+            provider = RemoteEngineProvider(address=server.target)
+            sessions[label] = stack.enter_context(EngineSession(provider))
+        yield sessions
+
+
+def whole_transaction(
+    ws: Workspace, engines: EngineSession, name: str, root: str
+) -> tuple[float, str, Timings]:
+    """Seconds of one whole transaction, its output's logical hash, its parts' seconds."""
+    ds = create_derivative(ws, name, root, "")
+    transformer = Transformer(
+        workspace_resolver(ws),
+        engines,
+        TransformConfig(max_input_records=10**9),
+        clock=lambda: SYSTEM_TIME,
+    )
+    started = time.perf_counter()
+    (result,) = transformer.transform(ds).transactions
+    seconds = time.perf_counter() - started
+    new_data = result.event.new_data
+    assert new_data is not None
+    return seconds, str(new_data.logical_hash), result.timings
+
+
+# --- part 3: odf sql through a daemon ------------------------------------------------------------
+
+
+def odf(repo: Path, ws: Path, *args: str) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "coordinator", *args],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"odf {' '.join(args)} ({repo}) failed: {done.stderr}")
+    return seconds
+
+
+@contextmanager
+def daemon(repo: Path, ws: Path) -> Iterator[None]:
+    """``odf serve`` of ``repo`` in ``ws``, until the block ends."""
+    from tests.support.daemon import LOOPBACK_ANY_PORT
+
+    info = ws / ".odf" / "run" / "daemon.json"
+    with open(ws / "serve.log", "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "coordinator", "serve", *LOOPBACK_ANY_PORT],
+            cwd=ws,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env={**os.environ, "PYTHONPATH": str(repo)},
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not info.is_file():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the daemon of {repo} did not start: {ws / 'serve.log'}")
+            time.sleep(0.05)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def daemon_queries(tmp: Path, baseline: Path | None, rows: int, repeats: int) -> dict[str, float]:
+    """Median seconds of ``odf sql --command COUNT`` through each daemon."""
+    from tests.support.datasets import root
+    from tests.support.workspace import add, new_workspace
+
+    ws = new_workspace(tmp / "ws-new")
+    add(ws, root("a", ["id BIGINT", "v STRING"]))
+    (ws / "a.csv").write_text("id,v\n" + "".join(f"{i},v{i}\n" for i in range(rows)))
+    odf(REPO, ws, "ingest", "a", "a.csv")
+    sides = {"new": (REPO, ws)}
+    if baseline is not None:
+        old = tmp / "ws-old"
+        shutil.copytree(ws, old, ignore=shutil.ignore_patterns("run"))
+        sides["old"] = (baseline, old)
+    query = COUNT.format(view="a")
+    times: dict[str, list[float]] = {label: [] for label in sides}
+    with ExitStack() as stack:
+        for repo, w in sides.values():
+            stack.enter_context(daemon(repo, w))
+            odf(repo, w, "sql", "--command", query)  # the daemon's engine starts once
+            odf(repo, w, "sql", "--command", query)
+        for _ in range(repeats):
+            for label, (repo, w) in sides.items():
+                times[label].append(odf(repo, w, "sql", "--command", query))
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--baseline", type=Path, help="a checkout of the code before the cuts")
+    parser.add_argument("--no-daemon", action="store_true", help="leave out odf sql (part 3)")
+    add_json_argument(parser)
+    args = parser.parse_args()
+    configure_logging(0)
+    baseline = args.baseline.resolve() if args.baseline else None
+    figures: list[Figure] = []
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="bench-phases-") as tmp_name:
+        tmp = Path(tmp_name)
+        ws = Workspace.init(tmp / "ws")
+        create_root(ws, "warm", 1000, tmp)
+        root = create_root(ws, "in", args.rows, tmp)
+        (data,) = root.layout.data_dir.iterdir()
+        spark = spark_floor.plain_session(args.master, args.driver_memory)
+        jvm = jvm_process()
+        assert jvm is not None
+        engine = SparkEngine(spark)
+        transaction, raw_query = Phases(), Phases()
+        before = {"transaction": Phases(), "raw query": Phases()}
+        times: dict[str, list[float]] = {}
+
+        def timed(label: str, seconds: float) -> None:
+            times.setdefault(label, []).append(seconds)
+
+        with engine_servers(tmp, args.master, baseline) as servers:
+            hashes: set[str] = set()
+            for i in range(args.repeats + 2):  # the first two warm up, not counted
+                warm = i < 2
+                seconds, rec = engine_call(
+                    engine, request(data, args.rows, tmp / f"engine-{i}"), jvm.pid
+                )
+                plain = min(
+                    s for s, _ in spark_floor.write_ways(spark, QUERY, data, tmp, f"plain-{i}")
+                )
+                raw_s, raw_rec = engine_call(engine, count_request(data, tmp / f"raw-{i}"), jvm.pid)
+                n = _count(tmp / f"raw-{i}")
+                if not warm:  # the cuts of issue 32 undone: each phase before them
+                    with cuts_undone():
+                        for kind, req in (
+                            ("transaction", request(data, args.rows, tmp / f"before-{i}")),
+                            ("raw query", count_request(data, tmp / f"raw-before-{i}")),
+                        ):
+                            before[kind].add(engine_call(engine, req, jvm.pid)[1])
+                plain_raw_s, plain_n = plain_count(spark, data, tmp / f"plain-raw-{i}")
+                assert n == plain_n == args.rows, (n, plain_n)
+                whole = {}
+                for label, engines in servers.items():
+                    whole[label] = whole_transaction(ws, engines, f"{label}-{i}", "in")
+                    hashes.add(whole[label][1])
+                if warm:
+                    continue
+                transaction.add(rec)
+                raw_query.add(raw_rec)
+                timed("engine transaction", seconds)
+                timed("plain", plain)
+                timed("engine raw query", raw_s)
+                timed("plain count", plain_raw_s)
+                for label, (s, _, parts) in whole.items():
+                    timed(f"whole {label}", s)
+                    for part in TIMED_PARTS:
+                        timed(f"{part} {label}", getattr(parts, part))
+            spark.stop()
+        med = {label: statistics.median(t) for label, t in times.items()}
+        print(transaction.show(f"transaction, {args.rows:,} records", med["engine transaction"]))
+        print(before["transaction"].show("  the same before the cuts", None))
+        print(raw_query.show("raw query (count)", med["engine raw query"]))
+        print(before["raw query"].show("  the same before the cuts", None))
+        print(
+            f"plain PySpark: query written {med['plain'] * 1e3:.1f} ms,"
+            f" count {med['plain count'] * 1e3:.1f} ms"
+        )
+        for label in servers:
+            print(
+                f"whole transaction ({label} engine): {med[f'whole {label}'] * 1e3:.1f} ms; "
+                + ", ".join(f"{p} {med[f'{p} {label}'] * 1e3:.1f}" for p in TIMED_PARTS)
+            )
+        same = len(hashes) == 1
+        print(f"logical hashes of every whole transaction: {'equal' if same else sorted(hashes)}")
+        failed |= not same
+        rows = f"{args.rows:,} records"
+        figures += [
+            Figure(
+                f"warm transaction (whole) vs plain PySpark, {rows}",
+                med["whole new"] if same else float("inf"),
+                "s",
+                med["plain"],
+                TRANSACTION_TARGET,
+            ),
+            Figure(
+                f"engine call (gRPC) vs plain PySpark, {rows}",
+                med["engine new"],
+                "s",
+                med["plain"],
+            ),
+            Figure(
+                f"engine code in process vs plain PySpark, {rows}",
+                med["engine transaction"],
+                "s",
+                med["plain"],
+            ),
+            Figure(
+                f"raw count in process vs plain PySpark, {rows}",
+                med["engine raw query"],
+                "s",
+                med["plain count"],
+            ),
+        ]
+        if "whole old" in med:
+            figures.append(
+                Figure(
+                    f"warm transaction (whole) vs before, {rows}",
+                    med["whole new"],
+                    "s",
+                    med["whole old"],
+                )
+            )
+        for name in transaction.runs:
+            figures.append(Figure(f"phase of a transaction: {name}", transaction.median(name), "s"))
+        if not args.no_daemon:
+            daemon_s = daemon_queries(tmp, baseline, args.rows, args.repeats)
+            print(
+                "odf sql (count) through the daemon: "
+                + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in daemon_s.items())
+            )
+            figures.append(
+                Figure(
+                    "odf sql count through the daemon",
+                    daemon_s["new"],
+                    "s",
+                    None,
+                    DAEMON_QUERY_TARGET_S,
+                )
+            )
+            if "old" in daemon_s:
+                figures.append(
+                    Figure(
+                        "odf sql count through the daemon vs before",
+                        daemon_s["new"],
+                        "s",
+                        daemon_s["old"],
+                        DAEMON_QUERY_RATIO,
+                    )
+                )
+    print()
+    for f in figures:
+        ratio = "" if f.ratio is None else f" ratio {f.ratio:.2f}x"
+        target = "" if f.target is None else f" target {f.target:g} {'ok' if f.ok else 'MISSED'}"
+        print(f"{f.name:<60} {f.ours * 1e3:9.1f} ms{ratio}{target}")
+        failed |= f.ok is False
+    write_json(args.json, figures)
+    print("FAIL" if failed else "OK")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
