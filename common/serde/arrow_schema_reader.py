@@ -13,19 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from common.serde.arrow_schema_fbs import (
-    DATE_DAY,
-    INTERVAL_MONTH_DAY_NANO,
-    INTERVAL_YEAR_MONTH,
-    MILLISECOND,
-    PRECISION_DOUBLE,
-    PRECISION_HALF,
-    PRECISION_SINGLE,
-    TIME_UNITS,
-    UNION_DENSE,
-    UNION_SPARSE,
-    ArrowType,
-)
+from common.serde import arrow_schema_fbs as fbs
+from common.serde.arrow_schema_fbs import ArrowType
 from common.serde.arrow_schema_tables import Reader, Table, fail, schema_root
 
 _MAX_DEPTH = 64
@@ -90,7 +79,11 @@ _INTS = {
     (32, False): pa.uint32,
     (64, False): pa.uint64,
 }
-_FLOATS = {PRECISION_HALF: pa.float16, PRECISION_SINGLE: pa.float32, PRECISION_DOUBLE: pa.float64}
+_FLOATS = {
+    fbs.PRECISION_HALF: pa.float16,
+    fbs.PRECISION_SINGLE: pa.float32,
+    fbs.PRECISION_DOUBLE: pa.float64,
+}
 _TIMES = {(32, 0): "s", (32, 1): "ms", (64, 2): "us", (64, 3): "ns"}
 
 
@@ -124,7 +117,7 @@ def _int_type(t: Table, path: str) -> pa.DataType:
 
 
 def _float_type(t: Table, path: str) -> pa.DataType:
-    precision = t.scalar(0, "i16", PRECISION_HALF)
+    precision = t.scalar(0, "i16", fbs.PRECISION_HALF)
     if precision not in _FLOATS:
         raise fail(f"unknown FloatingPoint precision {precision}", path)
     return _FLOATS[precision]()
@@ -141,22 +134,22 @@ def _decimal_type(t: Table, path: str) -> pa.DataType:
 
 
 def _date_type(t: Table, path: str) -> pa.DataType:
-    unit = t.scalar(0, "i16", MILLISECOND)
-    if unit == DATE_DAY:
+    unit = t.scalar(0, "i16", fbs.MILLISECOND)
+    if unit == fbs.DATE_DAY:
         return pa.date32()
-    if unit == MILLISECOND:
+    if unit == fbs.MILLISECOND:
         return pa.date64()
     raise fail(f"unknown DateUnit {unit}", path)
 
 
 def _time_unit(code: int, path: str) -> str:
-    if not 0 <= code < len(TIME_UNITS):
+    if not 0 <= code < len(fbs.TIME_UNITS):
         raise fail(f"unknown TimeUnit {code}", path)
-    return TIME_UNITS[code]
+    return fbs.TIME_UNITS[code]
 
 
 def _time_type(t: Table, path: str) -> pa.DataType:
-    unit = t.scalar(0, "i16", MILLISECOND)
+    unit = t.scalar(0, "i16", fbs.MILLISECOND)
     bit_width = t.scalar(1, "i32", 32)
     name = _TIMES.get((bit_width, unit))
     if name is None:
@@ -171,8 +164,8 @@ def _timestamp_type(t: Table, path: str) -> pa.DataType:
 
 
 def _interval_type(t: Table, path: str) -> pa.DataType:
-    unit = t.scalar(0, "i16", INTERVAL_YEAR_MONTH)
-    if unit != INTERVAL_MONTH_DAY_NANO:
+    unit = t.scalar(0, "i16", fbs.INTERVAL_YEAR_MONTH)
+    if unit != fbs.INTERVAL_MONTH_DAY_NANO:
         raise fail(f"Interval unit {unit} has no pyarrow type (only MONTH_DAY_NANO)", path)
     return pa.month_day_nano_interval()
 
@@ -209,15 +202,15 @@ def _map_type(t: Table, children: _Children, path: str) -> pa.DataType:
 
 
 def _union_type(t: Table, children: _Children, path: str) -> pa.DataType:
-    mode = t.scalar(0, "i16", UNION_SPARSE)
-    if mode not in (UNION_SPARSE, UNION_DENSE):
+    mode = t.scalar(0, "i16", fbs.UNION_SPARSE)
+    if mode not in (fbs.UNION_SPARSE, fbs.UNION_DENSE):
         raise fail(f"unknown UnionMode {mode}", path)
     kids = children()
     type_ids = t.ints(1, f"{path}.typeIds")
     codes = list(range(len(kids))) if type_ids is None else type_ids
     if len(codes) != len(kids):
         raise fail(f"{len(codes)} typeIds for {len(kids)} children", path)
-    mode_name = "dense" if mode == UNION_DENSE else "sparse"
+    mode_name = "dense" if mode == fbs.UNION_DENSE else "sparse"
     return _build(lambda: pa.union(kids, mode_name, codes), path)
 
 
@@ -245,7 +238,7 @@ _TYPE_READERS: dict[int, _TypeReader] = {
     ArrowType.TIMESTAMP: _leaf(_timestamp_type),
     ArrowType.INTERVAL: _leaf(_interval_type),
     ArrowType.DURATION: _leaf(
-        lambda t, path: pa.duration(_time_unit(t.scalar(0, "i16", MILLISECOND), path))
+        lambda t, path: pa.duration(_time_unit(t.scalar(0, "i16", fbs.MILLISECOND), path))
     ),
     ArrowType.FIXED_SIZE_BINARY: _leaf(_fixed_size_binary_type),
     ArrowType.LIST: _nested(pa.list_),

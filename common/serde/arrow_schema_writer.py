@@ -10,21 +10,10 @@ import pyarrow as pa
 import pyarrow.lib as palib
 
 from common.odf.errors import ValidationError
-from common.serde.arrow_schema_fbs import (
-    DATE_DAY,
-    INTERVAL_MONTH_DAY_NANO,
-    INTERVAL_YEAR_MONTH,
-    MILLISECOND,
-    PRECISION_DOUBLE,
-    PRECISION_HALF,
-    PRECISION_SINGLE,
-    TIME_UNITS,
-    UNION_DENSE,
-    UNION_SPARSE,
-    ArrowType,
-)
+from common.serde import arrow_schema_fbs as fbs
+from common.serde.arrow_schema_fbs import ArrowType
 
-_TIME_UNIT_CODE = {u: i for i, u in enumerate(TIME_UNITS)}
+_TIME_UNIT_CODE = {u: i for i, u in enumerate(fbs.TIME_UNITS)}
 
 # Empty type tables that are created before their empty children vector.
 _EMPTY_TABLE_TYPES = {
@@ -48,9 +37,9 @@ _INT_TYPES = {
     palib.Type_UINT64: (False, 64),
 }
 _FLOAT_PRECISION = {
-    palib.Type_HALF_FLOAT: PRECISION_HALF,
-    palib.Type_FLOAT: PRECISION_SINGLE,
-    palib.Type_DOUBLE: PRECISION_DOUBLE,
+    palib.Type_HALF_FLOAT: fbs.PRECISION_HALF,
+    palib.Type_FLOAT: fbs.PRECISION_SINGLE,
+    palib.Type_DOUBLE: fbs.PRECISION_DOUBLE,
 }
 
 
@@ -69,8 +58,8 @@ class _SchemaEncoder:
         self.b = flatbuffers.Builder(1024)
         self._by_type: dict[int, Callable[[Any], _Offsets]] = {
             palib.Type_FIXED_SIZE_BINARY: self._fixed_size_binary,
-            palib.Type_DATE32: lambda t: self._date(DATE_DAY),
-            palib.Type_DATE64: lambda t: self._date(MILLISECOND),
+            palib.Type_DATE32: lambda t: self._date(fbs.DATE_DAY),
+            palib.Type_DATE64: lambda t: self._date(fbs.MILLISECOND),
             palib.Type_TIME32: self._time,
             palib.Type_TIME64: self._time,
             palib.Type_TIMESTAMP: self._timestamp,
@@ -179,7 +168,7 @@ class _SchemaEncoder:
         if tid in _FLOAT_PRECISION:
             children = self._empty_children()
             self.b.StartObject(1)
-            self.b.PrependInt16Slot(0, _FLOAT_PRECISION[tid], PRECISION_HALF)
+            self.b.PrependInt16Slot(0, _FLOAT_PRECISION[tid], fbs.PRECISION_HALF)
             return ArrowType.FLOATING_POINT, int(self.b.EndObject()), children
         handler = self._by_type.get(tid)
         if handler is None:
@@ -200,13 +189,13 @@ class _SchemaEncoder:
 
     def _date(self, unit: int) -> _Offsets:
         return self._scalar_table(
-            ArrowType.DATE, lambda b: b.PrependInt16Slot(0, unit, MILLISECOND)
+            ArrowType.DATE, lambda b: b.PrependInt16Slot(0, unit, fbs.MILLISECOND)
         )
 
     def _time(self, t: pa.DataType) -> _Offsets:
         def add(b: flatbuffers.Builder) -> None:
             b.PrependInt32Slot(1, t.bit_width, 32)
-            b.PrependInt16Slot(0, _TIME_UNIT_CODE[t.unit], MILLISECOND)
+            b.PrependInt16Slot(0, _TIME_UNIT_CODE[t.unit], fbs.MILLISECOND)
 
         return self._scalar_table(ArrowType.TIME, add)
 
@@ -224,13 +213,13 @@ class _SchemaEncoder:
     def _interval(self, t: pa.DataType) -> _Offsets:
         return self._scalar_table(
             ArrowType.INTERVAL,
-            lambda b: b.PrependInt16Slot(0, INTERVAL_MONTH_DAY_NANO, INTERVAL_YEAR_MONTH),
+            lambda b: b.PrependInt16Slot(0, fbs.INTERVAL_MONTH_DAY_NANO, fbs.INTERVAL_YEAR_MONTH),
         )
 
     def _duration(self, t: pa.DurationType) -> _Offsets:
         unit = _TIME_UNIT_CODE[t.unit]
         return self._scalar_table(
-            ArrowType.DURATION, lambda b: b.PrependInt16Slot(0, unit, MILLISECOND)
+            ArrowType.DURATION, lambda b: b.PrependInt16Slot(0, unit, fbs.MILLISECOND)
         )
 
     def _decimal(self, t: pa.DataType, bit_width: int) -> _Offsets:
@@ -281,7 +270,9 @@ class _SchemaEncoder:
             b.PrependInt32(code)
         type_ids = int(b.EndVector())
         b.StartObject(2)
-        b.PrependInt16Slot(0, UNION_DENSE if t.mode == "dense" else UNION_SPARSE, UNION_SPARSE)
+        b.PrependInt16Slot(
+            0, fbs.UNION_DENSE if t.mode == "dense" else fbs.UNION_SPARSE, fbs.UNION_SPARSE
+        )
         b.PrependUOffsetTRelativeSlot(1, type_ids, 0)
         table = int(b.EndObject())
         return ArrowType.UNION, table, self._offsets_vector(children)

@@ -22,15 +22,8 @@ from common.odf.errors import OdfError, ValidationError
 from common.odf.fragments import DatasetKind, TransformInput, TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
+from coordinator.app import pull_events
 from coordinator.app.listing import DatasetSummary, list_datasets, log, summarize
-from coordinator.app.pull_events import (
-    DerivativeDone,
-    PullEvent,
-    PullFailed,
-    PullStarted,
-    RootPulled,
-    TransactionCommitted,
-)
 from coordinator.app.snapshots import SnapshotSource, creation_order
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
@@ -444,7 +437,7 @@ class Application:
         fetch_uncacheable: bool = False,
         progress: Progress | None = None,
         fail_fast: bool = False,
-    ) -> Iterator[PullEvent]:
+    ) -> Iterator[pull_events.PullEvent]:
         """Bring datasets up to date, inputs first: root datasets run their polling source,
         derivatives their transactions. One engine session serves the whole pull.
 
@@ -465,7 +458,9 @@ class Application:
             if remote is None or dataset.id in named:  # a named clone: refused by its pull
                 datasets.append(dataset)
             else:  # reached through -r or --all: a replica, synced only by its own pull
-                yield DerivativeDone(dataset.alias, f"a clone of {remote}: not run here")
+                yield pull_events.DerivativeDone(
+                    dataset.alias, f"a clone of {remote}: not run here"
+                )
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
@@ -481,9 +476,11 @@ class Application:
                 broken = next((failed[i] for i in _input_ids(dataset) if i in failed), None)
                 if broken is not None:
                     failed[dataset.id] = dataset.alias
-                    yield PullFailed(dataset.alias, f"skipped: its input {broken!r} failed", broken)
+                    yield pull_events.PullFailed(
+                        dataset.alias, f"skipped: its input {broken!r} failed", broken
+                    )
                     continue
-                yield PullStarted(dataset.alias)
+                yield pull_events.PullStarted(dataset.alias)
                 try:
                     with self.writers.hold([dataset], "pull"):
                         yield from self._pull_one(
@@ -498,7 +495,7 @@ class Application:
                     if fail_fast:
                         raise
                     failed[dataset.id] = dataset.alias
-                    yield PullFailed(dataset.alias, str(e))
+                    yield pull_events.PullFailed(dataset.alias, str(e))
 
     def _pull_one(
         self,
@@ -508,7 +505,7 @@ class Application:
         fetch_uncacheable: bool,
         progress: Progress | None,
         system_time: datetime | None,
-    ) -> Iterator[PullEvent]:
+    ) -> Iterator[pull_events.PullEvent]:
         kind = dataset.state().kind
         if kind is DatasetKind.ROOT:
             from coordinator.engine.raw_query import RawQueryEngines
@@ -523,15 +520,15 @@ class Application:
                 csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
             )
             for result in pull_root(dataset, options):
-                yield RootPulled(dataset.alias, result)
+                yield pull_events.RootPulled(dataset.alias, result)
         elif kind is DatasetKind.DERIVATIVE:
             from coordinator.transform.plan import UpToDate
 
             for step in transformer.steps(dataset):
                 if isinstance(step, UpToDate):
-                    yield DerivativeDone(dataset.alias, step.reason)
+                    yield pull_events.DerivativeDone(dataset.alias, step.reason)
                 else:
-                    yield TransactionCommitted.of(dataset.alias, step)
+                    yield pull_events.TransactionCommitted.of(dataset.alias, step)
         else:
             raise OdfError(f"dataset {dataset.alias!r} has no Seed block: nothing to pull")
 

@@ -16,14 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from common.humanize import human_time, plural
-from coordinator.app import (
-    DerivativeDone,
-    PullEvent,
-    PullFailed,
-    PullStarted,
-    RootPulled,
-    TransactionCommitted,
-)
+from coordinator.app import pull_events as events
 from coordinator.cli.arguments import parse_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
@@ -98,7 +91,7 @@ def _pull_local(args: argparse.Namespace) -> int:
     system_time = (
         parse_time(args.system_time, "--system-time") if args.system_time is not None else None
     )
-    failures: list[PullFailed] = []
+    failures: list[events.PullFailed] = []
     with terminal_progress(args) as progress:
         tasks = _PullTasks(progress)
         for event in app.pull(
@@ -111,9 +104,9 @@ def _pull_local(args: argparse.Namespace) -> int:
             fail_fast=args.fail_fast,
         ):
             tasks.update(event)
-            if isinstance(event, PullFailed):
+            if isinstance(event, events.PullFailed):
                 failures.append(event)
-            elif not isinstance(event, PullStarted):
+            elif not isinstance(event, events.PullStarted):
                 print(visible(describe_pull_event(event)))
         tasks.close()
     if len(failures) == 1:  # the common case: one line, as when the pull stops there
@@ -149,18 +142,18 @@ class _PullTasks:
             return _Phase(self, self.current, description, counts=bool(unit))
         return self.progress.task(description, total=total, unit=unit)
 
-    def update(self, event: PullEvent) -> None:
+    def update(self, event: events.PullEvent) -> None:
         match event:
-            case PullStarted(name):
+            case events.PullStarted(name):
                 self.tasks[name] = self.progress.task(f"pull {name}", unit="records")
                 self.current = name
-            case TransactionCommitted() if event.dataset in self.tasks:
+            case events.TransactionCommitted() if event.dataset in self.tasks:
                 self.tasks[event.dataset].advance(event.output_records)
-            case RootPulled(name, result) if name in self.tasks:
+            case events.RootPulled(name, result) if name in self.tasks:
                 if name not in self.counted:
                     self.tasks[name].advance(result.num_records)
                 _set_phase(self.tasks[name], "")
-            case DerivativeDone(name) | PullFailed(name) if name in self.tasks:
+            case events.DerivativeDone(name) | events.PullFailed(name) if name in self.tasks:
                 self.tasks.pop(name).close()
 
     def close(self) -> None:
@@ -196,23 +189,23 @@ def _set_phase(task: ProgressTask, text: str) -> None:
         phase(text)
 
 
-def describe_pull_event(event: PullEvent) -> str:
+def describe_pull_event(event: events.PullEvent) -> str:
     match event:
-        case RootPulled(_, result):
+        case events.RootPulled(_, result):
             from coordinator.cli.ingest import describe  # the ingest code: only for roots
 
             return describe(result, "the polling source")
-        case TransactionCommitted():
+        case events.TransactionCommitted():
             return describe_transaction(event)
-        case DerivativeDone(name, reason):
+        case events.DerivativeDone(name, reason):
             return f"{name}: {reason}"
-        case PullFailed(name, error):
+        case events.PullFailed(name, error):
             return f"{name}: FAILED: {error}"
-        case PullStarted(name):
+        case events.PullStarted(name):
             return f"{name}: pulling"
 
 
-def describe_transaction(t: TransactionCommitted) -> str:
+def describe_transaction(t: events.TransactionCommitted) -> str:
     data = t.event.new_data
     if data is None:
         records = "no new records"

@@ -5,63 +5,48 @@ from __future__ import annotations
 from datetime import datetime
 
 from common.humanize import human_time, plural
+from common.odf import events
 from common.odf.errors import OdfError
-from common.odf.events import (
-    AddData,
-    AddPushSource,
-    DisablePollingSource,
-    DisablePushSource,
-    ExecuteTransform,
-    MetadataEvent,
-    Seed,
-    SetAttachments,
-    SetDataSchema,
-    SetInfo,
-    SetLicense,
-    SetPollingSource,
-    SetTransform,
-    SetVocab,
-)
 from common.odf.fragments import DataSlice, TransformSql
 from common.odf.unions import tag_of
 
 
-def describe_event(event: MetadataEvent) -> str:
+def describe_event(event: events.MetadataEvent) -> str:
     """The key fields of an event as short ``key=value`` text."""
     parts = _parts(event)
     return ", ".join(p for p in parts if p)
 
 
-def _parts(event: MetadataEvent) -> list[str]:
+def _parts(event: events.MetadataEvent) -> list[str]:
     match event:
-        case Seed():
+        case events.Seed():
             return [f"id={event.dataset_id}", f"kind={event.dataset_kind.value}"]
-        case AddData():
+        case events.AddData():
             state = event.new_source_state
             return [
                 *_data_parts(event.new_data, event.prev_offset, event.new_watermark),
                 f"sourceState={state.source_name}:{state.kind}={state.value}" if state else "",
             ]
-        case ExecuteTransform():
+        case events.ExecuteTransform():
             advanced = sum(1 for i in event.query_inputs if i.new_block_hash is not None)
             return [
                 *_data_parts(event.new_data, event.prev_offset, event.new_watermark),
                 f"inputs={advanced}/{len(event.query_inputs)} advanced",
                 f"checkpoint={event.new_checkpoint.physical_hash}" if event.new_checkpoint else "",
             ]
-        case SetDataSchema():
+        case events.SetDataSchema():
             return [_schema_text(event.schema)]
-        case SetTransform():
+        case events.SetTransform():
             aliases = ",".join(i.alias or i.dataset_ref for i in event.inputs)
             return [*_transform_parts(event.transform), f"inputs={aliases}"]
-        case SetPollingSource():
+        case events.SetPollingSource():
             return [
                 f"fetch={tag_of(type(event.fetch))}",
                 f"read={tag_of(type(event.read))}",
                 f"merge={tag_of(type(event.merge))}",
                 *(_transform_parts(event.preprocess) if event.preprocess else []),
             ]
-        case AddPushSource():
+        case events.AddPushSource():
             return [
                 f"source={event.source_name}",
                 f"read={tag_of(type(event.read))}",
@@ -71,9 +56,9 @@ def _parts(event: MetadataEvent) -> list[str]:
             return _minor_parts(event)
 
 
-def _minor_parts(event: MetadataEvent) -> list[str]:
+def _minor_parts(event: events.MetadataEvent) -> list[str]:
     match event:
-        case SetVocab():
+        case events.SetVocab():
             return [
                 f"{k}={v}"
                 for k, v in (
@@ -84,19 +69,19 @@ def _minor_parts(event: MetadataEvent) -> list[str]:
                 )
                 if v is not None
             ]
-        case SetInfo():
+        case events.SetInfo():
             keywords = ",".join(event.keywords or ())
             return [
                 f"description={event.description!r}" if event.description else "",
                 f"keywords={keywords}" if keywords else "",
             ]
-        case SetLicense():
+        case events.SetLicense():
             return [f"license={event.short_name}"]
-        case SetAttachments():
+        case events.SetAttachments():
             return [f"attachments={len(event.attachments.items)}"]
-        case DisablePushSource():
+        case events.DisablePushSource():
             return [f"source={event.source_name}"]
-        case DisablePollingSource():
+        case events.DisablePollingSource():
             return []
     return []
 

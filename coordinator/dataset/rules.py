@@ -20,18 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from common.odf import events
 from common.odf.block import MetadataBlock
-from common.odf.events import (
-    AddData,
-    AddPushSource,
-    DisablePollingSource,
-    DisablePushSource,
-    ExecuteTransform,
-    Seed,
-    SetDataSchema,
-    SetPollingSource,
-    SetTransform,
-)
 from common.odf.fragments import DatasetKind, ExecuteTransformInput, TransformSql
 from common.odf.identity import DID_ODF_PREFIX, DatasetID
 from coordinator.dataset.errors import AppendValidationError
@@ -56,21 +46,21 @@ def validate_append(state: DatasetState, block: MetadataBlock) -> None:
     _validate_links(state, block)
     event = block.event
     match event:
-        case AddData() | ExecuteTransform():
+        case events.AddData() | events.ExecuteTransform():
             _validate_data_event(state, event)
-        case SetDataSchema():
+        case events.SetDataSchema():
             _validate_schema_change(state, event)
-        case SetPollingSource():
+        case events.SetPollingSource():
             _validate_polling_source(state, event)
-        case AddPushSource():
+        case events.AddPushSource():
             _validate_push_source(state, event)
-        case DisablePushSource():
+        case events.DisablePushSource():
             if state.push_source(event.source_name) is None:
                 raise _fail(event, "sourceName", f"no active push source {event.source_name!r}")
-        case DisablePollingSource():
+        case events.DisablePollingSource():
             if state.polling_source is None:
                 raise _fail(event, None, "the dataset has no active polling source")
-        case SetTransform():
+        case events.SetTransform():
             _validate_set_transform(state, event)
         case _:
             pass
@@ -78,7 +68,7 @@ def validate_append(state: DatasetState, block: MetadataBlock) -> None:
 
 def _validate_links(state: DatasetState, block: MetadataBlock) -> None:
     event = block.event
-    if isinstance(event, Seed):
+    if isinstance(event, events.Seed):
         if state.head is not None or block.prev_block_hash is not None:
             raise _fail(event, None, "Seed must be the first block of a chain and appear once")
     elif state.head is None:
@@ -104,7 +94,9 @@ def _validate_links(state: DatasetState, block: MetadataBlock) -> None:
 
 
 def _validate_data_event(state: DatasetState, event: DataEvent) -> None:
-    expected_kind = DatasetKind.ROOT if isinstance(event, AddData) else DatasetKind.DERIVATIVE
+    expected_kind = (
+        DatasetKind.ROOT if isinstance(event, events.AddData) else DatasetKind.DERIVATIVE
+    )
     if state.kind is not expected_kind:
         raise _fail(event, None, f"only {expected_kind.value} datasets can have this event")
     _validate_offsets(state, event)
@@ -118,7 +110,7 @@ def _validate_data_event(state: DatasetState, event: DataEvent) -> None:
             f" {state.last_checkpoint or '(none)'}",
         )
     _validate_watermark(state, event)
-    if isinstance(event, ExecuteTransform):
+    if isinstance(event, events.ExecuteTransform):
         _validate_query_inputs(state, event)
     if not _advances_something(state, event):
         raise _fail(
@@ -174,16 +166,18 @@ def _advances_something(state: DatasetState, event: DataEvent) -> bool:
     new_checkpoint = event.new_checkpoint.physical_hash if event.new_checkpoint else None
     if new_checkpoint != event.prev_checkpoint or event.new_watermark != state.last_watermark:
         return True
-    if isinstance(event, AddData):
+    if isinstance(event, events.AddData):
         previous = state.last_data_event
-        prev_source_state = previous.new_source_state if isinstance(previous, AddData) else None
+        prev_source_state = (
+            previous.new_source_state if isinstance(previous, events.AddData) else None
+        )
         return event.new_source_state != prev_source_state
     # RFC-014: a transaction that consumed input blocks records that progress, even when the
     # engine produced no records and no new watermark (e.g. every input row was filtered out).
     return any(i.new_block_hash is not None for i in event.query_inputs)
 
 
-def _validate_query_inputs(state: DatasetState, event: ExecuteTransform) -> None:
+def _validate_query_inputs(state: DatasetState, event: events.ExecuteTransform) -> None:
     if state.transform is None:
         raise _fail(event, None, "ExecuteTransform must be preceded by a SetTransform event")
     declared = [_input_id(i.dataset_ref) for i in state.transform.inputs]
@@ -199,7 +193,7 @@ def _validate_query_inputs(state: DatasetState, event: ExecuteTransform) -> None
 
 
 def _validate_query_input(
-    state: DatasetState, event: ExecuteTransform, index: int, entry: ExecuteTransformInput
+    state: DatasetState, event: events.ExecuteTransform, index: int, entry: ExecuteTransformInput
 ) -> None:
     where = f"queryInputs[{index}]"
     if entry.new_block_hash is not None and entry.new_block_hash == entry.prev_block_hash:
@@ -230,7 +224,7 @@ def _validate_query_input(
 # --- schema ------------------------------------------------------------------------------------
 
 
-def _validate_schema_change(state: DatasetState, event: SetDataSchema) -> None:
+def _validate_schema_change(state: DatasetState, event: events.SetDataSchema) -> None:
     from common.serde.arrow_schema import decode_arrow_schema
 
     new = decode_arrow_schema(event.schema)
@@ -272,7 +266,7 @@ def _require_root(state: DatasetState, event: object) -> None:
         raise _fail(event, None, "only Root datasets can have ingest sources")
 
 
-def _validate_polling_source(state: DatasetState, event: SetPollingSource) -> None:
+def _validate_polling_source(state: DatasetState, event: events.SetPollingSource) -> None:
     _require_root(state, event)
     if state.push_sources:
         raise _fail(event, None, "cannot add a polling source while push sources are still active")
@@ -280,7 +274,7 @@ def _validate_polling_source(state: DatasetState, event: SetPollingSource) -> No
         _validate_normalized(event, "preprocess", event.preprocess)
 
 
-def _validate_push_source(state: DatasetState, event: AddPushSource) -> None:
+def _validate_push_source(state: DatasetState, event: events.AddPushSource) -> None:
     _require_root(state, event)
     if state.polling_source is not None:
         raise _fail(event, None, "cannot add a push source while a polling source is still active")
@@ -290,7 +284,7 @@ def _validate_push_source(state: DatasetState, event: AddPushSource) -> None:
         _validate_normalized(event, "preprocess", event.preprocess)
 
 
-def _validate_set_transform(state: DatasetState, event: SetTransform) -> None:
+def _validate_set_transform(state: DatasetState, event: events.SetTransform) -> None:
     if state.kind is not DatasetKind.DERIVATIVE:
         raise _fail(event, None, "only Derivative datasets can have a transform")
     if not event.inputs:

@@ -186,6 +186,12 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace.init(tmp_path / "server")
 
 
+@pytest.fixture
+def src(tmp_path: Path) -> Dataset:
+    """The pushing side's dataset: one slice."""
+    return source_dataset(tmp_path / "src", 1)
+
+
 @pytest.fixture(params=["spec", "reference"])
 def dialect(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -196,6 +202,14 @@ def served(ws: Workspace, src: Dataset) -> Dataset:
     ds = Dataset(ws.datasets_dir / "cities")
     sync(ds, source_of(src), "cities", Options())
     return ws.open_dataset("cities")
+
+
+def served_behind(ws: Workspace, src: Dataset) -> tuple[Dataset, Multihash]:
+    """The server's clone of ``src`` and its head, ``src`` then one slice ahead of it."""
+    ds = served(ws, src)
+    base = src.head()
+    append_slices(src, 1, 1)
+    return ds, base
 
 
 def test_a_push_creates_the_dataset_and_uploads_only_what_is_asked(
@@ -223,9 +237,8 @@ def test_a_push_creates_the_dataset_and_uploads_only_what_is_asked(
 
 
 def test_a_refused_push_of_a_new_dataset_leaves_nothing(
-    tmp_path: Path, ws: Workspace, dialect: str
+    src: Dataset, ws: Workspace, dialect: str
 ) -> None:
-    src = source_dataset(tmp_path / "src", 1)
     server = Server(ws, dialect=dialect)
     server.request(src, None)
     server.ask(server.batch(src))
@@ -241,12 +254,9 @@ def test_a_refused_push_of_a_new_dataset_leaves_nothing(
 
 
 def test_the_commit_is_a_compare_and_swap_on_the_expected_head(
-    tmp_path: Path, ws: Workspace, dialect: str
+    src: Dataset, ws: Workspace, dialect: str
 ) -> None:
-    src = source_dataset(tmp_path / "src", 1)
-    ds = served(ws, src)
-    base = src.head()
-    append_slices(src, 1, 1)
+    ds, base = served_behind(ws, src)
     # a client that read another head is refused at once
     older = next(h for h, _ in src.iter_blocks() if h not in (src.head(), base))
     first = Server(ws, "s0", dialect)
@@ -268,9 +278,8 @@ def test_the_commit_is_a_compare_and_swap_on_the_expected_head(
 
 
 def test_a_pushed_chain_must_extend_the_servers(
-    tmp_path: Path, ws: Workspace, dialect: str
+    tmp_path: Path, src: Dataset, ws: Workspace, dialect: str
 ) -> None:
-    src = source_dataset(tmp_path / "src", 1)
     other = source_dataset(tmp_path / "other", 1, name=b"other")
     ds = served(ws, src)
     before = files_of(ds)
@@ -294,10 +303,7 @@ def test_a_pushed_chain_must_extend_the_servers(
     assert files_of(ds) == before and ds.head() == base
 
 
-def test_a_forced_push_replaces_a_diverged_head(
-    tmp_path: Path, ws: Workspace, dialect: str
-) -> None:
-    src = source_dataset(tmp_path / "src", 1)
+def test_a_forced_push_replaces_a_diverged_head(src: Dataset, ws: Workspace, dialect: str) -> None:
     ds = served(ws, src)
     common = src.head()
     with ds.staging_dir() as staging:  # the server went its own way
@@ -319,9 +325,8 @@ def test_a_forced_push_replaces_a_diverged_head(
 
 
 def test_a_forced_push_of_blocks_the_server_has_changes_nothing(
-    tmp_path: Path, ws: Workspace, dialect: str
+    src: Dataset, ws: Workspace, dialect: str
 ) -> None:
-    src = source_dataset(tmp_path / "src", 1)
     ds = served(ws, src)
     older = src.head()
     append_slices(ds, 1, 1)  # the server is ahead of what is pushed
@@ -333,12 +338,9 @@ def test_a_forced_push_of_blocks_the_server_has_changes_nothing(
 
 
 def test_a_changed_block_in_the_pushed_batch_is_refused(
-    tmp_path: Path, ws: Workspace, dialect: str
+    src: Dataset, ws: Workspace, dialect: str
 ) -> None:
-    src = source_dataset(tmp_path / "src", 1)
-    ds = served(ws, src)
-    base = src.head()
-    append_slices(src, 1, 1)
+    ds, base = served_behind(ws, src)
     before = (ds.head(), files_of(ds))
     (new,) = [(h, src.get_block_bytes(h)) for h, _ in src.iter_blocks() if h != base][:1]
     changed = bytearray(new[1])
@@ -351,7 +353,7 @@ def test_a_changed_block_in_the_pushed_batch_is_refused(
 
 
 def test_an_upload_in_progress_keeps_its_session_alive(
-    tmp_path: Path, ws: Workspace, monkeypatch: pytest.MonkeyPatch
+    src: Dataset, ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reference's client says nothing on the WebSocket while it uploads: the session is
     told of the upload's progress (the daemon then resets its idle deadline)."""
@@ -359,7 +361,6 @@ def test_an_upload_in_progress_keeps_its_session_alive(
 
     monkeypatch.setattr(server_module, "CHUNK_BYTES", 64)
     monkeypatch.setattr(server_module, "UPLOAD_TOUCH_S", 0.0)
-    src = source_dataset(tmp_path / "src", 1)
     server = Server(ws, dialect="reference")
     touches: list[int] = []
     server.session.ctx = dataclasses.replace(
