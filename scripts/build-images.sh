@@ -8,7 +8,8 @@
 #
 # Outputs, under images/<engine-spark|coordinator>/.built/ (not committed):
 #   image   the exact reference, localhost/odf-engine-spark:<inputs hash>
-#   build   "<reference> <SOURCE_DATE_EPOCH> <unix time>" of the last build run (not a cache hit)
+#   build   "<reference> <SOURCE_DATE_EPOCH> <unix time> <1: no cached layer reused, else 0>" of
+#           the last build run (not a cache hit)
 #   digest  the image digest (sha256:...), for pinning transforms to the exact engine
 #   id      the image ID
 #
@@ -115,12 +116,16 @@ build_image() {
     echo "$name image build failed; full log: $log" >&2
     exit 1
   fi
+  # Whether this build reused no cached layer (built from scratch, as on a fresh machine).
+  local scratch=1
+  if grep -q -- '--> Using cache' "$log"; then scratch=0; fi
   rm -f "$log"
   echo "built $ref in $(($(date +%s) - start)) s"
   record "$ref" "$RECORD_ROOT/$dir/.built"
-  # This build, not a cached image: its reference, SOURCE_DATE_EPOCH and when it finished
-  # (tests/e2e/test_reproducible_image.py compares a build from scratch with it).
-  echo "$ref $SOURCE_DATE_EPOCH $(date +%s)" >"$RECORD_ROOT/$dir/.built/build"
+  # This build, not a cached image: its reference, SOURCE_DATE_EPOCH, when it finished and
+  # whether it was from scratch (tests/e2e/test_reproducible_image.py compares a build from
+  # scratch with it).
+  echo "$ref $SOURCE_DATE_EPOCH $(date +%s) $scratch" >"$RECORD_ROOT/$dir/.built/build"
   drop_stale_tags "$repo" "$ref"
 }
 

@@ -3,13 +3,13 @@
 scripts/build-images.sh builds the engine image alone (``ONLY=engine``) into a test repository
 from scratch (``FORCE_BUILD=1 NO_CACHE=1``: no layer reused), with its records written outside
 the tree. The other build of the pair is the tree's own engine image when ``make test`` built it
-in the last hours with the same ``SOURCE_DATE_EPOCH`` (its ``.built/build`` record says so: on a
-fresh machine, as in CI, it was built from scratch minutes ago); otherwise a second build from
-scratch. Both builds run on the same base image and within hours of each other, so the Debian
-mirror serves the same packages; the Python dependencies come from the hash-pinned lock files,
-and every file and the image's creation time carry the commit's ``SOURCE_DATE_EPOCH``. About
-3-4 minutes a build on this machine (apt and pip downloads, the pyspark sdist's build): the
-slowest test of the tier, kept to one build when it can.
+in the last hours from scratch with the same ``SOURCE_DATE_EPOCH`` (its ``.built/build`` record
+says so: on a fresh machine, as in CI, it was); otherwise a second build from scratch. Both
+builds run on the same base image and within hours of each other, so the Debian mirror serves
+the same packages; the Python dependencies come from the hash-pinned lock files, and every file
+and the image's creation time carry the commit's ``SOURCE_DATE_EPOCH``. About 3-4 minutes a
+build on this machine (apt and pip downloads, the pyspark sdist's build): the slowest test of
+the tier, kept to one build when it can.
 """
 
 from __future__ import annotations
@@ -54,14 +54,14 @@ def _build(record_root: Path, epoch: str) -> BuiltImage:
 
 
 def _recent_tree_build(epoch: str) -> BuiltImage | None:
-    """The tree's engine image when this machine built it (not a cache hit) in the last hours
-    from the same commit time, else None."""
+    """The tree's engine image when this machine built it from scratch (no cached layer
+    reused) in the last hours from the same commit time, else None."""
     try:
-        ref, built_epoch, finished = (TREE_RECORD / "build").read_text().split()
+        ref, built_epoch, finished, scratch = (TREE_RECORD / "build").read_text().split()
         tree = BuiltImage.load(TREE_RECORD)
     except (OSError, ValueError):
         return None
-    fresh = time.time() - int(finished) < RECENT
+    fresh = time.time() - int(finished) < RECENT and scratch == "1"
     return tree if fresh and ref == tree.ref and built_epoch == epoch else None
 
 
