@@ -68,7 +68,7 @@ BENCHES = (
     Bench("start", "bench_start.py", ("--repeats", "1")),
     Bench("memory", "bench_memory.py", ("--rows", "1000000")),
     Bench("soak", "bench_soak.py", ("--seconds", "20")),
-    Bench("flight_sql", "bench_flight_sql.py", ("--rows", "200000", "--runs", "1")),
+    Bench("flight_sql", "bench_flight_sql.py", ("--rows", "1000000", "--runs", "3")),
     Bench("ui", "bench_ui.py", ("--datasets", "20", "--blocks", "500", "--repeats", "3")),
 )
 
