@@ -87,25 +87,27 @@ def window_bound(
     by_end: bool,
 ) -> datetime:
     """The output watermark of a window aggregation once its input watermark is
-    ``watermark``: the earliest event time a window still to be emitted can carry.
+    ``watermark``: the earliest event time a window still to be emitted can carry, never
+    above ``watermark`` itself.
 
     Windows are ``[s, s + width)`` with ``s`` on the grid ``offset + n * slide`` (tumbling:
     ``slide == width``), and a window is emitted once the watermark reaches its end. Every
     window still to come, open now or opened by a record on time (at ``watermark`` or
     later), therefore ends after ``watermark``: its start is a grid point after
     ``watermark - width``. The first such start is the bound of windows labelled by their
-    start (or by any time inside them), and its window's end the bound of windows labelled
-    by their end. Daily windows at a watermark of day 8 00:00 give day 8 (by start) and
-    day 9 (by end); at day 7 01:00, day 7 and day 8.
+    start (or by any time inside them): daily windows at a watermark of day 8 00:00 give
+    day 8, at day 7 01:00 day 7.
 
-    The bound returned is never above ``watermark`` itself: the reference engines pass the
-    input watermark through a window labelled by its end (a valid, looser bound), and an ODF
-    watermark claims no more than the engines that share its blocks; so windows labelled by
-    their end give ``watermark``, and only a window still open holds it back."""
+    Labelled by their end, every window still to come would carry a time after
+    ``watermark``; but the reference engines pass the input watermark through such a window
+    (a valid, looser bound), and an ODF watermark claims no more than the engines that share
+    its blocks, so it is ``watermark``."""
+    if by_end:
+        return watermark
     after = (watermark - width - _EPOCH) // _US - offset // _US
     step = slide // _US
     start = _EPOCH + offset + (after // step + 1) * slide
-    return min(start + width if by_end else start, watermark)
+    return min(start, watermark)  # a grid with gaps (slide > width) may start after it
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
