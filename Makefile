@@ -61,7 +61,8 @@ test-fast: install ## Unit tests in parallel, no process-starting tests (under a
 .PHONY: test
 test: install codegen-check lint ## Everything: codegen check, lint, all test tiers
 	@if [ -f scripts/build-images.sh ]; then bash scripts/build-images.sh; fi
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -m "unit and not process" -n 2 -q --durations=5
+	$(VENV)/bin/pytest -m "not (unit and not process)"
 
 .PHONY: demo
 demo: install ## The main job: an example workspace ingested, transformed, verified
