@@ -22,6 +22,7 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       flightSqlAddress: 127.0.0.1:50050  # odf serve: Arrow Flight SQL (none: not served)
       flightSqlMaxCalls: 8        # odf serve: Flight SQL queries and streams at once
       flightSqlCallTimeout: 600   # odf serve: seconds a Flight SQL query or stream may take
+      flightSqlMaxRequestBytes: 4194304  # odf serve: bytes one Flight SQL call may send
       maxParallel: 2              # odf serve: calls changing datasets at once (one per dataset)
       engineIdleTimeout: 600      # odf serve: seconds before an unused warm engine is stopped
       followLineage: true         # odf serve: update derivatives when their inputs move
@@ -136,6 +137,8 @@ class DaemonConfig:
     """Flight SQL queries and result streams at once; more are refused (UNAVAILABLE)."""
     flight_sql_call_timeout: float = 600.0
     """Seconds a Flight SQL query, or the stream of its result, may take."""
+    flight_sql_max_request_bytes: int = 4 * 1024 * 1024
+    """Bytes one Flight SQL call may send (one message or all of them); more: refused."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -357,6 +360,7 @@ def _daemon_config(value: Any) -> DaemonConfig:
         "flightSqlAddress",
         "flightSqlMaxCalls",
         "flightSqlCallTimeout",
+        "flightSqlMaxRequestBytes",
     )
     m = _mapping({} if value is None else value, "daemon", keys)
     d = DaemonConfig()
@@ -404,6 +408,15 @@ def _daemon_config(value: Any) -> DaemonConfig:
         ),
         flight_sql_call_timeout=_positive(
             m, "daemon", "flightSqlCallTimeout", d.flight_sql_call_timeout
+        ),
+        flight_sql_max_request_bytes=int(
+            _positive(
+                m,
+                "daemon",
+                "flightSqlMaxRequestBytes",
+                d.flight_sql_max_request_bytes,
+                integer=True,
+            )
         ),
     )
 
@@ -577,6 +590,7 @@ SETTINGS: dict[str, Any] = {
     "daemon.flightSqlAddress": lambda c: c.daemon.flight_sql_address or "none",
     "daemon.flightSqlMaxCalls": lambda c: c.daemon.flight_sql_max_calls,
     "daemon.flightSqlCallTimeout": lambda c: c.daemon.flight_sql_call_timeout,
+    "daemon.flightSqlMaxRequestBytes": lambda c: c.daemon.flight_sql_max_request_bytes,
     "daemon.maxParallel": lambda c: c.daemon.max_parallel,
     "daemon.engineIdleTimeout": lambda c: c.daemon.engine_idle_timeout,
     "daemon.followLineage": lambda c: c.daemon.follow_lineage,

@@ -51,6 +51,7 @@ from coordinator.daemon import smart_pull
 from coordinator.daemon.access import Authority, Scope, ScopedTokenInterceptor, TokenStore
 from coordinator.daemon.activity import Activity, ActivityInterceptor
 from coordinator.daemon.calls import DatasetLocks
+from coordinator.daemon.flight_front import FlightFront, Fronted, FrontLimits, private_socket_dir
 from coordinator.daemon.flight_sql import FlightSqlServer
 from coordinator.daemon.grpc_generated import coordinator_pb2, coordinator_pb2_grpc
 from coordinator.daemon.http_listener import (
@@ -232,26 +233,36 @@ class Daemon:
             raise DaemonBindError(f"cannot listen on {self.address} (in use?)")
         return _join(self.grpc_host, port)
 
-    def _flight_sql_server(self, authority: Authority) -> FlightSqlServer | None:
-        """The Flight SQL server, listening; ``None`` when it is off."""
+    def _flight_sql_server(self, authority: Authority) -> Fronted | None:
+        """The Flight SQL server on a private socket and its bounded front on the public
+        address (``flight_front``); ``None`` when it is off."""
         if self.flight_sql_address is None:
             return None
         host, port = parse_host_port(self.flight_sql_address, path="--flight-sql-address")
-        scheme = "grpc+tls" if self.tls else "grpc"
         tls = (self.tls.cert.read_bytes(), self.tls.key.read_bytes()) if self.tls else None
+        config = self.app.config.daemon
+        limits = FrontLimits(
+            max_message_bytes=config.flight_sql_max_request_bytes,
+            max_call_bytes=config.flight_sql_max_request_bytes,
+            max_calls=config.flight_sql_max_calls,
+            call_timeout=config.flight_sql_call_timeout,
+        )
+        socket_dir = private_socket_dir()
+        socket = socket_dir / "flight.sock"
         try:
             server = FlightSqlServer(
-                self.app,
-                self.locks,
-                self.metrics,
-                authority,
-                f"{scheme}://{_join(host, port)}",
-                tls,
+                self.app, self.locks, self.metrics, authority, f"grpc+unix://{socket}", None
             )
         except (OSError, ArrowException) as e:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise DaemonBindError(f"cannot serve Flight SQL on {socket}: {e}") from None
+        try:
+            front = FlightFront(_join(host, port), socket, tls, limits)
+        except (OSError, RuntimeError) as e:
+            server.close(0)
+            shutil.rmtree(socket_dir, ignore_errors=True)
             raise DaemonBindError(f"cannot listen on {self.flight_sql_address}: {e}") from None
-        server.address = _join(host, server.port)
-        return server
+        return Fronted(front, server, socket_dir, _join(host, front.port))
 
     def _http_server(self, pushes: PushServer, web: WebUi) -> BoundedHTTPServer:
         serving = self.serving

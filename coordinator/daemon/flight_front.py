@@ -1,0 +1,234 @@
+"""The Flight SQL listener's front: the only thing on the public Flight SQL address.
+
+pyarrow's Flight server (``flight_sql.FlightSqlServer``) sets gRPC's receive limit to
+unlimited and does not let it be configured, so a peer could make it read a message of any
+size before the token is even checked. The front is a grpcio server that bounds what it
+accepts and forwards each call, byte for byte, to that server, which listens only on a Unix
+socket in a directory of its own (mode 0700):
+
+- one request message at most ``max_message_bytes`` (gRPC refuses a larger one with
+  RESOURCE_EXHAUSTED before reading it whole), and at most ``max_call_bytes`` and
+  ``MAX_REQUESTS`` messages per call;
+- ``DoExchange`` is refused here (the service is read-only), unknown methods get
+  UNIMPLEMENTED;
+- at most ``2 * max_calls + 4`` calls of any kind at once (more: UNAVAILABLE; the server
+  behind counts its queries and result streams against ``max_calls`` itself), the client's
+  deadline and at most ``call_timeout`` for each call, a peer that does not finish the connection's
+  handshake in ``HANDSHAKE_TIMEOUT_MS`` or stays idle ``IDLE_MS`` is disconnected;
+- TLS ends here (the daemon's certificate); the private link is plain.
+
+Headers, trailers and status pass through unchanged (the bearer token answered to basic auth
+is a response header; Flight's error details are trailers). A client that cancels its call
+cancels the forwarded one, and results are forwarded one message at a time as the client
+reads them, never buffered whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
+
+from common.logs import get_logger
+
+log = get_logger(__name__)
+
+SERVICE = "/arrow.flight.protocol.FlightService/"
+REFUSED = frozenset({"DoExchange"})
+"""Methods the read-only service never serves: refused without forwarding a byte."""
+MAX_REQUESTS = {"Handshake": 8, "DoPut": 64}
+"""Request messages a call may send; every other method takes exactly one."""
+HANDSHAKE_TIMEOUT_MS = 10_000
+IDLE_MS = 300_000
+_HOP = ("user-agent", "grpc-", ":", "te", "content-type")
+
+
+@dataclass(frozen=True, slots=True)
+class FrontLimits:
+    """What one call may send and how many run at once (``daemon.flightSql*``)."""
+
+    max_message_bytes: int
+    max_call_bytes: int
+    max_calls: int
+    call_timeout: float
+
+
+def concurrent_calls(limits: FrontLimits) -> int:
+    """Calls of any kind the front serves at once: the queries and streams the server allows,
+    as many metadata calls again, and a few to spare."""
+    return 2 * limits.max_calls + 4
+
+
+class _TooMuch(Exception):
+    """A call's requests went past its bounds (the front answers RESOURCE_EXHAUSTED)."""
+
+
+class FlightFront:
+    """Listens on ``address`` (``host:port``) and forwards to the Flight server that
+    ``backend`` is the Unix-socket location of (see the module doc)."""
+
+    def __init__(
+        self,
+        address: str,
+        backend_socket: Path,
+        tls: tuple[bytes, bytes] | None,
+        limits: FrontLimits,
+    ) -> None:
+        self.limits = limits
+        self._channel = grpc.insecure_channel(
+            f"unix:{backend_socket}",
+            options=[
+                ("grpc.max_receive_message_length", -1),  # from our own server
+                # read ahead no further than the client takes: a fixed flow-control window
+                ("grpc.http2.bdp_probe", 0),
+                ("grpc.max_send_message_length", limits.max_message_bytes),
+            ],
+        )
+        self._server = grpc.server(
+            ThreadPoolExecutor(
+                max_workers=concurrent_calls(limits) + 1, thread_name_prefix="odf-fsql"
+            ),
+            handlers=[_Forwarding(self._channel, limits)],
+            maximum_concurrent_rpcs=concurrent_calls(limits) + 1,
+            options=[
+                ("grpc.max_receive_message_length", limits.max_message_bytes),
+                ("grpc.max_send_message_length", -1),
+                ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
+                ("grpc.max_connection_idle_ms", IDLE_MS),
+                ("grpc.max_concurrent_streams", concurrent_calls(limits) + 1),
+                ("grpc.http2.max_pings_without_data", 2),
+                ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        if tls is None:
+            self.port = self._server.add_insecure_port(address)
+        else:
+            credentials = grpc.ssl_server_credentials([(tls[1], tls[0])])
+            self.port = self._server.add_secure_port(address, credentials)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {address} (in use?)")
+        self._server.start()
+
+    def stop(self, grace: float) -> None:
+        """Stop taking calls; the running ones get ``grace`` seconds."""
+        self._server.stop(grace).wait()
+        self._channel.close()
+
+
+class _Forwarding(grpc.GenericRpcHandler):  # type: ignore[type-arg]
+    def __init__(self, channel: grpc.Channel, limits: FrontLimits) -> None:
+        self.channel, self.limits = channel, limits
+        self.calls = threading.BoundedSemaphore(concurrent_calls(limits))
+
+    def service(self, handler_call_details: Any) -> Any:
+        method = str(handler_call_details.method)
+        if not method.startswith(SERVICE):
+            return None
+        name = method[len(SERVICE) :]
+        if name in REFUSED:
+            return grpc.stream_stream_rpc_method_handler(_refuse(name))
+        forward = self.channel.stream_stream(method, None, None)  # bytes in, bytes out
+        return grpc.stream_stream_rpc_method_handler(self._behaviour(name, forward))
+
+    def _behaviour(self, name: str, forward: Any) -> Any:
+        limits, calls = self.limits, self.calls
+        max_requests = MAX_REQUESTS.get(name, 1)
+
+        def behaviour(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+            if not calls.acquire(blocking=False):
+                context.abort(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"busy: {concurrent_calls(limits)} Flight SQL calls at once",
+                )
+            try:
+                left = context.time_remaining()
+                timeout = limits.call_timeout if left is None else min(left, limits.call_timeout)
+                sent = _Bounded(requests, max_requests, limits.max_call_bytes)
+                metadata = [
+                    (k, v) for k, v in context.invocation_metadata() if not k.startswith(_HOP)
+                ]
+                call = forward(iter(sent), metadata=metadata, timeout=timeout)
+                context.add_callback(call.cancel)
+                try:
+                    context.send_initial_metadata(_passed(call.initial_metadata()))
+                    yield from call
+                    context.set_trailing_metadata(_passed(call.trailing_metadata()))
+                except grpc.RpcError as e:
+                    if sent.refusal is not None:
+                        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, sent.refusal)
+                    context.set_trailing_metadata(_passed(e.trailing_metadata()))
+                    context.abort(e.code(), e.details() or "")
+            finally:
+                calls.release()
+
+        return behaviour
+
+
+class _Bounded:
+    """A call's request messages, checked as they arrive: past the bounds the forwarded call
+    is cancelled and ``refusal`` says why."""
+
+    def __init__(self, requests: Iterator[bytes], max_requests: int, max_bytes: int) -> None:
+        self.requests, self.max_requests, self.max_bytes = requests, max_requests, max_bytes
+        self.refusal: str | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        size = 0
+        for count, message in enumerate(self.requests, start=1):
+            size += len(message)
+            if count > self.max_requests:
+                self.refusal = f"at most {self.max_requests} request messages in this call"
+            elif size > self.max_bytes:
+                self.refusal = f"at most {self.max_bytes} request bytes in this call"
+            if self.refusal is not None:
+                log.warning("flight_sql.request_refused", reason=self.refusal)
+                raise _TooMuch(self.refusal)  # gRPC cancels the forwarded call
+            yield message
+
+
+def _refuse(name: str) -> Any:
+    def behaviour(requests: Iterator[bytes], context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{name} is not served (read-only)")
+
+    return behaviour
+
+
+def _passed(metadata: Any) -> tuple[tuple[str, str | bytes], ...]:
+    """Headers or trailers to pass on: all but HTTP/2's and gRPC's own."""
+    return tuple((str(k), v) for k, v in metadata or () if not str(k).startswith(_HOP))
+
+
+class Backend(Protocol):
+    def close(self, grace: float) -> None: ...
+
+
+@dataclass
+class Fronted:
+    """A Flight server on its private socket and the front that serves it on ``address``."""
+
+    front: FlightFront
+    backend: Backend
+    socket_dir: Path
+    address: str
+
+    def close(self, grace: float) -> None:
+        """The front stops taking calls, then the server behind it stops."""
+        try:
+            self.front.stop(grace)
+            self.backend.close(grace)
+        finally:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+
+def private_socket_dir() -> Path:
+    """A new directory only this user may enter (``mkdtemp``: mode 0700), for the Flight
+    server's Unix socket; short, as a socket's path is at most 107 bytes."""
+    return Path(tempfile.mkdtemp(prefix="odf-fsql-"))
