@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         TransactionCommitted,
     )
     from coordinator.app.snapshots import SnapshotSource, read_snapshots, snapshot_files
-    from coordinator.app.use_cases import UseCases
+    from coordinator.app.use_cases import IngestOptions, PullOptions, UseCases
 
 _WHERE = {
     "AddedDataset": "application",
@@ -37,8 +37,10 @@ _WHERE = {
     "DatasetSummary": "listing",
     "DerivativeDone": "pull_events",
     "IngestFile": "application",
+    "IngestOptions": "use_cases",
     "PullEvent": "pull_events",
     "PullFailed": "pull_events",
+    "PullOptions": "use_cases",
     "PullStarted": "pull_events",
     "ReplayProgress": "application",
     "RootPulled": "pull_events",
@@ -55,8 +57,10 @@ __all__ = [
     "DatasetSummary",
     "DerivativeDone",
     "IngestFile",
+    "IngestOptions",
     "PullEvent",
     "PullFailed",
+    "PullOptions",
     "PullStarted",
     "ReplayProgress",
     "RootPulled",

@@ -25,6 +25,7 @@ from common.odf.multihash import Multihash
 from coordinator.app import pull_events
 from coordinator.app.listing import DatasetSummary, list_datasets, log, summarize
 from coordinator.app.snapshots import SnapshotSource, creation_order
+from coordinator.app.use_cases import IngestOptions, PullOptions
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
 from coordinator.dataset.provenance import check_may_run, provenance
@@ -380,10 +381,8 @@ class Application:
         self,
         name: str,
         files: Sequence[IngestFile],
+        options: IngestOptions = IngestOptions(),
         *,
-        source_name: str | None = None,
-        input_format: str | None = None,
-        event_time: datetime | None = None,
         progress: Progress | None = None,
     ) -> Iterator[IngestResult]:
         """Push ``files`` into a root dataset's push source, one commit each, in order."""
@@ -411,9 +410,9 @@ class Application:
                     dataset,
                     file.path,
                     name=file.name,
-                    source_name=source_name,
-                    input_format=input_format,
-                    event_time=event_time,
+                    source_name=options.source_name,
+                    input_format=options.input_format,
+                    event_time=options.event_time,
                     engines=engines,
                     progress=progress or NO_PROGRESS,
                     csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
@@ -430,19 +429,15 @@ class Application:
     def pull(
         self,
         names: Sequence[str] = (),
+        options: PullOptions = PullOptions(),
         *,
-        all_datasets: bool = False,
-        recursive: bool = False,
-        system_time: datetime | None = None,
-        fetch_uncacheable: bool = False,
         progress: Progress | None = None,
-        fail_fast: bool = False,
     ) -> Iterator[pull_events.PullEvent]:
         """Bring datasets up to date, inputs first: root datasets run their polling source,
         derivatives their transactions. One engine session serves the whole pull.
 
         A dataset that fails is reported (``PullFailed``) and the pull goes on, skipping the
-        datasets that depend on it; ``fail_fast`` raises the first error instead."""
+        datasets that depend on it; ``options.fail_fast`` raises the first error instead."""
         from coordinator.transform.runner import (
             Transformer,
             engine_mounts,
@@ -453,7 +448,7 @@ class Application:
         resolve = workspace_resolver(self.ws)
         named = {self.dataset(n).id for n in names}
         datasets = []
-        for dataset in self.pull_order(names, all_datasets=all_datasets, recursive=recursive):
+        for dataset in self.pull_order(names, options):
             remote = provenance(dataset.layout).clone_of
             if remote is None or dataset.id in named:  # a named clone: refused by its pull
                 datasets.append(dataset)
@@ -461,6 +456,7 @@ class Application:
                 yield pull_events.DerivativeDone(
                     dataset.alias, f"a clone of {remote}: not run here"
                 )
+        system_time = options.system_time
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
@@ -487,12 +483,12 @@ class Application:
                             dataset,
                             transformer,
                             engines,
-                            fetch_uncacheable,
+                            options.fetch_uncacheable,
                             progress,
                             system_time,
                         )
                 except OdfError as e:
-                    if fail_fast:
+                    if options.fail_fast:
                         raise
                     failed[dataset.id] = dataset.alias
                     yield pull_events.PullFailed(dataset.alias, str(e))
@@ -533,16 +529,17 @@ class Application:
             raise OdfError(f"dataset {dataset.alias!r} has no Seed block: nothing to pull")
 
     def pull_order(
-        self, names: Sequence[str] = (), *, all_datasets: bool = False, recursive: bool = False
+        self, names: Sequence[str] = (), options: PullOptions = PullOptions()
     ) -> list[Dataset]:
         """The datasets ``pull`` brings up to date, in the order it does (inputs first)."""
         from coordinator.transform.graph import dependency_order
         from coordinator.transform.runner import workspace_resolver
 
-        if all_datasets == bool(names):
+        if options.all_datasets == bool(names):
             raise ValidationError("give dataset names or --all (not both)", path="NAME")
-        selected = self.ws.list_datasets() if all_datasets else [self.dataset(n) for n in names]
-        return dependency_order(selected, workspace_resolver(self.ws), recursive=recursive)
+        every = options.all_datasets
+        selected = self.ws.list_datasets() if every else [self.dataset(n) for n in names]
+        return dependency_order(selected, workspace_resolver(self.ws), recursive=options.recursive)
 
     def set_transform(
         self,

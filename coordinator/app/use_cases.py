@@ -8,6 +8,7 @@ is written once and renders the same output either way.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,6 +28,33 @@ if TYPE_CHECKING:
     from coordinator.ingest.progress import Progress
     from coordinator.query import QueryResult
     from coordinator.verify.report import DatasetReport
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    """How ``UseCases.ingest`` reads the files it pushes."""
+
+    source_name: str | None = None
+    """The push source (default: the dataset's only one)."""
+    input_format: str | None = None
+    """The files' media type or format name (default: the source's)."""
+    event_time: datetime | None = None
+    """For records without an event time (default: now)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PullOptions:
+    """Which datasets ``UseCases.pull`` brings up to date, and how."""
+
+    all_datasets: bool = False
+    recursive: bool = False
+    """The named datasets' inputs too, upstream first."""
+    system_time: datetime | None = None
+    """The system time the commits record (default: the clock)."""
+    fetch_uncacheable: bool = False
+    """Fetch again the polling sources marked uncacheable."""
+    fail_fast: bool = False
+    """Raise the first error instead of reporting it and going on."""
 
 
 class UseCases(Protocol):
@@ -58,23 +86,17 @@ class UseCases(Protocol):
         self,
         name: str,
         files: Sequence[IngestFile],
+        options: IngestOptions = IngestOptions(),
         *,
-        source_name: str | None = None,
-        input_format: str | None = None,
-        event_time: datetime | None = None,
         progress: Progress = ...,
     ) -> Iterator[IngestResult]: ...
 
     def pull(
         self,
         names: Sequence[str] = (),
+        options: PullOptions = PullOptions(),
         *,
-        all_datasets: bool = False,
-        recursive: bool = False,
-        system_time: datetime | None = None,
-        fetch_uncacheable: bool = False,
         progress: Progress = ...,
-        fail_fast: bool = False,
     ) -> Iterator[PullEvent]: ...
 
     def set_transform(

@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from common.humanize import human_time, plural
+from coordinator.app import PullOptions
 from coordinator.app import pull_events as events
 from coordinator.cli.arguments import parse_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
@@ -88,21 +89,19 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 def _pull_local(args: argparse.Namespace) -> int:
     app = use_cases(args)
-    system_time = (
-        parse_time(args.system_time, "--system-time") if args.system_time is not None else None
+    options = PullOptions(
+        all_datasets=args.all,
+        recursive=args.recursive,
+        system_time=parse_time(args.system_time, "--system-time")
+        if args.system_time is not None
+        else None,
+        fetch_uncacheable=args.fetch_uncacheable,
+        fail_fast=args.fail_fast,
     )
     failures: list[events.PullFailed] = []
     with terminal_progress(args) as progress:
         tasks = _PullTasks(progress)
-        for event in app.pull(
-            args.names,
-            all_datasets=args.all,
-            recursive=args.recursive,
-            system_time=system_time,
-            fetch_uncacheable=args.fetch_uncacheable,
-            progress=tasks,
-            fail_fast=args.fail_fast,
-        ):
+        for event in app.pull(args.names, options, progress=tasks):
             tasks.update(event)
             if isinstance(event, events.PullFailed):
                 failures.append(event)

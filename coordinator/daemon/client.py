@@ -26,6 +26,7 @@ from common.odf.fragments import TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
+from coordinator.app.use_cases import IngestOptions, PullOptions
 from coordinator.daemon import convert
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
@@ -166,60 +167,40 @@ class DaemonClient:
         self,
         name: str,
         files: Sequence[IngestFile],
+        options: IngestOptions = IngestOptions(),
         *,
-        source_name: str | None = None,
-        input_format: str | None = None,
-        event_time: datetime | None = None,
         progress: Progress | None = None,
     ) -> Iterator[IngestResult]:
         for file in files:
             header = pb.IngestHeader(
                 dataset=name,
                 file_name=file.name,
-                source_name=source_name,
-                media_type=input_format,
-                event_time=convert.timestamp(event_time),
+                source_name=options.source_name,
+                media_type=options.input_format,
+                event_time=convert.timestamp(options.event_time),
                 wait_timeout=self.wait_timeout,
             )
-            tasks = _LocalTasks(progress)
-            for event in self._stream(self.stub.Ingest, _upload(header, file.path)):
-                if event.HasField("progress"):
-                    tasks.apply(event.progress)
-                elif event.HasField("waiting"):
-                    self._tell(event.waiting)
-                else:
-                    yield convert.from_ingest_result(event.result)
-            tasks.close()
+            for event in self._progressing(self.stub.Ingest, _upload(header, file.path), progress):
+                yield convert.from_ingest_result(event.result)
 
     def pull(
         self,
         names: Sequence[str] = (),
+        options: PullOptions = PullOptions(),
         *,
-        all_datasets: bool = False,
-        recursive: bool = False,
-        system_time: datetime | None = None,
-        fetch_uncacheable: bool = False,
         progress: Progress | None = None,
-        fail_fast: bool = False,
     ) -> Iterator[PullEvent]:
         request = pb.PullRequest(
             names=list(names),
-            all=all_datasets,
-            recursive=recursive,
-            system_time=convert.timestamp(system_time),
-            fetch_uncacheable=fetch_uncacheable,
-            fail_fast=fail_fast,
+            all=options.all_datasets,
+            recursive=options.recursive,
+            system_time=convert.timestamp(options.system_time),
+            fetch_uncacheable=options.fetch_uncacheable,
+            fail_fast=options.fail_fast,
             wait_timeout=self.wait_timeout,
         )
-        tasks = _LocalTasks(progress)
-        for event in self._stream(self.stub.Pull, request):
-            if event.HasField("progress"):
-                tasks.apply(event.progress)
-            elif event.HasField("waiting"):
-                self._tell(event.waiting)
-            else:
-                yield convert.from_pull_event(event)
-        tasks.close()
+        for event in self._progressing(self.stub.Pull, request, progress):
+            yield convert.from_pull_event(event)
 
     def set_transform(
         self,
@@ -296,6 +277,21 @@ class DaemonClient:
             raise self._error(e) from None
         finally:
             call.cancel()  # a no-op once complete; stops the daemon's work on Ctrl-C
+
+    def _progressing(
+        self, method: Callable[..., Any], request: Any, progress: Progress | None
+    ) -> Iterator[Any]:
+        """A streamed call's result messages; its progress messages are replayed on
+        ``progress`` and its waiting ones told to ``on_wait`` on the way."""
+        tasks = _LocalTasks(progress)
+        for event in self._stream(method, request):
+            if event.HasField("progress"):
+                tasks.apply(event.progress)
+            elif event.HasField("waiting"):
+                self._tell(event.waiting)
+            else:
+                yield event
+        tasks.close()
 
     def _error(self, e: grpc.RpcError) -> OdfError:
         call: Any = e

@@ -26,6 +26,7 @@ from coordinator.app import (
     SnapshotSource,
     TransactionCommitted,
 )
+from coordinator.app.use_cases import IngestOptions, PullOptions
 from coordinator.daemon import convert
 from coordinator.daemon.calls import (
     DatasetLocks,
@@ -122,9 +123,11 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
         if first is None or not first.HasField("header"):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a header")
         header = first.header
-        input_format = unary(context, lambda: _input_format(header))
-        event_time = convert.from_timestamp(header, "event_time")
-        source_name = header.source_name if header.HasField("source_name") else None
+        options = IngestOptions(
+            input_format=unary(context, lambda: _input_format(header)),
+            event_time=convert.from_timestamp(header, "event_time"),
+            source_name=header.source_name if header.HasField("source_name") else None,
+        )
         self.app.ws.scratch_dir.mkdir(exist_ok=True)
         with owned_temp_dir(_UPLOAD_PREFIX, self.app.ws.scratch_dir) as tmp:
             upload = tmp / "upload"
@@ -142,9 +145,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                     for result in self.app.ingest(
                         header.dataset,
                         [IngestFile(upload, header.file_name or "<upload>")],
-                        source_name=source_name,
-                        input_format=input_format,
-                        event_time=event_time,
+                        options,
                         progress=progress,
                     ):
                         self._committed_ingest(
@@ -155,27 +156,23 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             yield from stream_call(context, work, name="Ingest")
 
     def Pull(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        system_time = convert.from_timestamp(request, "system_time")
+        options = PullOptions(
+            all_datasets=request.all,
+            recursive=request.recursive,
+            system_time=convert.from_timestamp(request, "system_time"),
+            fetch_uncacheable=request.fetch_uncacheable,
+            fail_fast=request.fail_fast,
+        )
 
         def work(emit: Emit) -> None:
             progress = StreamedProgress(emit, lambda p: pb.PullEvent(progress=p), pb.Progress)
-            order = self.app.pull_order(
-                list(request.names), all_datasets=request.all, recursive=request.recursive
-            )
+            order = self.app.pull_order(list(request.names), options)
             waits = Waits.of(context, emit, pb.PullEvent, request)
             with (
                 waits.hold(self.locks, [d.alias for d in order], "pull"),
                 self.metrics.timed("pull"),
             ):
-                for event in self.app.pull(
-                    list(request.names),
-                    all_datasets=request.all,
-                    recursive=request.recursive,
-                    system_time=system_time,
-                    fetch_uncacheable=request.fetch_uncacheable,
-                    progress=progress,
-                    fail_fast=request.fail_fast,
-                ):
+                for event in self.app.pull(list(request.names), options, progress=progress):
                     emit(self.pull_message(event))
 
         return stream_call(context, work, name="Pull")
