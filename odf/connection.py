@@ -205,7 +205,10 @@ class Connection:
                     path="as_of",
                 )
             return Result(self._flight.query(text, limit=limit))
-        result = self._use_cases().query(text, limit=limit, as_of=dict(as_of or {}))
+        from coordinator.app import QueryOptions
+
+        options = QueryOptions(limit=limit, as_of=dict(as_of or {}))
+        result = self._use_cases().query(text, options)
         return Result(result.table, total=result.num_records)
 
     # --- changing data ---------------------------------------------------------------------------
@@ -254,8 +257,8 @@ class Connection:
 
         events = []
         progress: Progress = _CallbackProgress(on_progress) if on_progress else NO_PROGRESS
-        options = PullOptions(all_datasets=all_datasets, recursive=recursive)
-        for event in self._use_cases("pull").pull(names, options, progress=progress):
+        options = PullOptions(all_datasets=all_datasets, recursive=recursive, progress=progress)
+        for event in self._use_cases("pull").pull(names, options):
             if on_event is not None:
                 on_event(event)
             events.append(event)
@@ -273,13 +276,15 @@ class Connection:
         """Check datasets (as ``odf verify``): one report each, ``ok`` when no problem was
         found. ``on_replay`` is told of each replayed block (dataset, outcome),
         ``on_bytes`` of the bytes hashed."""
-        return self._use_cases("verify").verify(
-            names,
+        from coordinator.app import VerifyOptions
+
+        options = VerifyOptions(
             recursive=recursive,
             integrity_only=integrity_only,
             on_replay=on_replay,
             on_bytes=on_bytes,
         )
+        return self._use_cases("verify").verify(names, options)
 
     # --- lifetime --------------------------------------------------------------------------------
 

@@ -29,7 +29,14 @@ if TYPE_CHECKING:
         TransactionCommitted,
     )
     from coordinator.app.snapshots import SnapshotSource, read_snapshots, snapshot_files
-    from coordinator.app.use_cases import IngestOptions, PullOptions, UseCases
+    from coordinator.app.use_cases import (
+        IngestOptions,
+        PullOptions,
+        QueryOptions,
+        TransformOptions,
+        UseCases,
+        VerifyOptions,
+    )
 
 _WHERE = {
     "AddedDataset": "application",
@@ -42,11 +49,14 @@ _WHERE = {
     "PullFailed": "pull_events",
     "PullOptions": "use_cases",
     "PullStarted": "pull_events",
+    "QueryOptions": "use_cases",
     "ReplayProgress": "application",
     "RootPulled": "pull_events",
     "SnapshotSource": "snapshots",
     "TransactionCommitted": "pull_events",
+    "TransformOptions": "use_cases",
     "UseCases": "use_cases",
+    "VerifyOptions": "use_cases",
     "read_snapshots": "snapshots",
     "snapshot_files": "snapshots",
 }
@@ -62,11 +72,14 @@ __all__ = [
     "PullFailed",
     "PullOptions",
     "PullStarted",
+    "QueryOptions",
     "ReplayProgress",
     "RootPulled",
     "SnapshotSource",
     "TransactionCommitted",
+    "TransformOptions",
     "UseCases",
+    "VerifyOptions",
     "read_snapshots",
     "snapshot_files",
 ]

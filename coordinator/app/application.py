@@ -25,7 +25,13 @@ from common.odf.multihash import Multihash
 from coordinator.app import pull_events
 from coordinator.app.listing import DatasetSummary, list_datasets, log, summarize
 from coordinator.app.snapshots import SnapshotSource, creation_order
-from coordinator.app.use_cases import IngestOptions, PullOptions
+from coordinator.app.use_cases import (
+    IngestOptions,
+    PullOptions,
+    QueryOptions,
+    TransformOptions,
+    VerifyOptions,
+)
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
 from coordinator.dataset.provenance import check_may_run, provenance
@@ -378,12 +384,7 @@ class Application:
     # --- data ------------------------------------------------------------------------------------
 
     def ingest(
-        self,
-        name: str,
-        files: Sequence[IngestFile],
-        options: IngestOptions = IngestOptions(),
-        *,
-        progress: Progress | None = None,
+        self, name: str, files: Sequence[IngestFile], options: IngestOptions = IngestOptions()
     ) -> Iterator[IngestResult]:
         """Push ``files`` into a root dataset's push source, one commit each, in order."""
         from coordinator.ingest.progress import NO_PROGRESS
@@ -414,7 +415,7 @@ class Application:
                     input_format=options.input_format,
                     event_time=options.event_time,
                     engines=engines,
-                    progress=progress or NO_PROGRESS,
+                    progress=options.progress or NO_PROGRESS,
                     csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
                 )
 
@@ -427,11 +428,7 @@ class Application:
             return set_watermark(dataset, watermark)
 
     def pull(
-        self,
-        names: Sequence[str] = (),
-        options: PullOptions = PullOptions(),
-        *,
-        progress: Progress | None = None,
+        self, names: Sequence[str] = (), options: PullOptions = PullOptions()
     ) -> Iterator[pull_events.PullEvent]:
         """Bring datasets up to date, inputs first: root datasets run their polling source,
         derivatives their transactions. One engine session serves the whole pull.
@@ -460,7 +457,7 @@ class Application:
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
-            self._showing_starts(engines, progress)
+            self._showing_starts(engines, options.progress)
             transformer = Transformer(
                 resolve,
                 engines,
@@ -484,7 +481,7 @@ class Application:
                             transformer,
                             engines,
                             options.fetch_uncacheable,
-                            progress,
+                            options.progress,
                             system_time,
                         )
                 except OdfError as e:
@@ -542,16 +539,11 @@ class Application:
         return dependency_order(selected, workspace_resolver(self.ws), recursive=options.recursive)
 
     def set_transform(
-        self,
-        name: str,
-        query: str | TransformSql,
-        *,
-        engine: str | None = None,
-        version: str | None = None,
-        inputs: Sequence[str] | None = None,
+        self, name: str, query: str | TransformSql, options: TransformOptions = TransformOptions()
     ) -> QueryChange:
         """Change a derivative dataset's query: SQL text (the engine defaults to the current
-        query's) or a whole ``Transform``; ``inputs`` (``[ALIAS=]NAME``) replace the inputs."""
+        query's) or a whole ``Transform``; ``options.inputs`` (``[ALIAS=]NAME``) replace the
+        inputs."""
         from coordinator.evolution.query_change import change_query
         from coordinator.transform.runner import engine_mounts, workspace_resolver
 
@@ -560,8 +552,8 @@ class Application:
         current = dataset.state().transform
         transform = new_transform(
             query,
-            engine=engine,
-            version=version,
+            engine=options.engine,
+            version=options.version,
             current_engine=current.transform.engine if current else None,
         )
         resolve = workspace_resolver(self.ws)
@@ -575,7 +567,7 @@ class Application:
                 transform,
                 resolve,
                 engines,
-                inputs=self.resolve_inputs(inputs) if inputs else None,
+                inputs=self.resolve_inputs(options.inputs) if options.inputs else None,
                 exchange=self.config.transform.exchange,
                 shared_staging=self.config.engine.staging_dir,
             )
@@ -593,13 +585,7 @@ class Application:
         return tuple(inputs)
 
     def verify(
-        self,
-        names: Sequence[str],
-        *,
-        recursive: bool = False,
-        integrity_only: bool = False,
-        on_replay: ReplayProgress | None = None,
-        on_bytes: Callable[[int], None] | None = None,
+        self, names: Sequence[str], options: VerifyOptions = VerifyOptions()
     ) -> list[DatasetReport]:
         """One report per dataset (inputs first); engines start only when a replay needs one."""
         from coordinator.verify.verifier import (
@@ -611,14 +597,15 @@ class Application:
 
         selected = [self.dataset(n) for n in names]
         resolve = tolerant_resolver(self.ws)
-        datasets = verification_order(selected, resolve, recursive=recursive)
+        datasets = verification_order(selected, resolve, recursive=options.recursive)
         exchange = self.config.transform.exchange
+        on_replay, on_bytes = options.on_replay, options.on_bytes
 
         def replayed(dataset: Dataset, result: ReplayResult) -> None:
             if on_replay is not None:
                 on_replay(dataset.alias, result)
 
-        if integrity_only:
+        if options.integrity_only:
             verifier = Verifier(resolve, None, exchange, on_replay=replayed, on_bytes=on_bytes)
             return [verifier.verify(ds) for ds in datasets]
         with self.engines(replay_mounts(datasets, resolve)) as engines:
@@ -632,20 +619,18 @@ class Application:
             )
             return [verifier.verify(ds) for ds in datasets]
 
-    def query(
-        self,
-        query: str,
-        *,
-        aliases: dict[str, str] | None = None,
-        limit: int | None = None,
-        as_of: dict[str, str] | None = None,
-    ) -> QueryResult:
-        """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back;
-        ``as_of`` (dataset -> block or time) reads datasets as they were then."""
+    def query(self, query: str, options: QueryOptions = QueryOptions()) -> QueryResult:
+        """Ad-hoc SQL over the workspace's datasets; at most ``options.limit`` rows read back;
+        ``options.as_of`` (dataset -> block or time) reads datasets as they were then."""
         from coordinator.query import run_query
 
         return run_query(
-            self.ws, query, self._query_engines, aliases=aliases, limit=limit, as_of=as_of
+            self.ws,
+            query,
+            self._query_engines,
+            aliases=options.aliases,
+            limit=options.limit,
+            as_of=options.as_of,
         )
 
     @contextmanager

@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             app.ingest(
                 args.name,
                 local,
-                options,
-                progress=progress,
+                replace(options, progress=progress),
             ),
             strict=False,
         ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from common.humanize import human_time, plural
@@ -101,7 +102,7 @@ def _pull_local(args: argparse.Namespace) -> int:
     failures: list[events.PullFailed] = []
     with terminal_progress(args) as progress:
         tasks = _PullTasks(progress)
-        for event in app.pull(args.names, options, progress=tasks):
+        for event in app.pull(args.names, replace(options, progress=tasks)):
             tasks.update(event)
             if isinstance(event, events.PullFailed):
                 failures.append(event)

@@ -9,7 +9,7 @@ daemon's ``on_commit`` is told which dataset moved, so the scheduler can update 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,13 @@ from coordinator.app import (
     SnapshotSource,
     TransactionCommitted,
 )
-from coordinator.app.use_cases import IngestOptions, PullOptions
+from coordinator.app.use_cases import (
+    IngestOptions,
+    PullOptions,
+    QueryOptions,
+    TransformOptions,
+    VerifyOptions,
+)
 from coordinator.daemon import convert
 from coordinator.daemon.calls import (
     DatasetLocks,
@@ -104,12 +110,8 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
         def work(emit: Emit) -> None:
             with self.locks.slots, self.metrics.timed("query"):
-                result = self.app.query(
-                    request.sql,
-                    aliases=dict(request.aliases),
-                    limit=limit,
-                    as_of=dict(request.as_of),
-                )
+                options = QueryOptions(dict(request.aliases), limit, dict(request.as_of))
+                result = self.app.query(request.sql, options)
             for message in convert.records_messages(result.table, result.num_records):
                 emit(message)
 
@@ -145,8 +147,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                     for result in self.app.ingest(
                         header.dataset,
                         [IngestFile(upload, header.file_name or "<upload>")],
-                        options,
-                        progress=progress,
+                        replace(options, progress=progress),
                     ):
                         self._committed_ingest(
                             result.dataset, result.num_records, result.up_to_date
@@ -172,7 +173,8 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                 waits.hold(self.locks, [d.alias for d in order], "pull"),
                 self.metrics.timed("pull"),
             ):
-                for event in self.app.pull(list(request.names), options, progress=progress):
+                pulling = replace(options, progress=progress)
+                for event in self.app.pull(list(request.names), pulling):
                     emit(self.pull_message(event))
 
         return stream_call(context, work, name="Pull")
@@ -208,13 +210,12 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                 self.locks.hold([request.name], "transform change"),
                 self.metrics.timed("set_transform"),
             ):
-                c = self.app.set_transform(
-                    request.name,
-                    query,
+                options = TransformOptions(
                     engine=request.engine if request.HasField("engine") else None,
                     version=request.version if request.HasField("version") else None,
                     inputs=list(request.inputs) or None,
                 )
+                c = self.app.set_transform(request.name, query, options)
             self.on_commit(c.dataset)
             ds = self.app.dataset(c.dataset)
             migration = ds.get_block_bytes(c.head) if c.migration is not None else b""
@@ -272,13 +273,13 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
     def Verify(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         def work(emit: Emit) -> None:
             with self.locks.slots, self.metrics.timed("verify"):
-                reports = self.app.verify(
-                    list(request.names),
+                options = VerifyOptions(
                     recursive=request.recursive,
                     integrity_only=request.integrity_only,
                     on_replay=lambda name, result: emit(convert.replayed(name, result)),
                     on_bytes=lambda n: emit(pb.VerifyEvent(bytes_checked=n)),
                 )
+                reports = self.app.verify(list(request.names), options)
             for r in reports:
                 emit(convert.report(r))
 
