@@ -18,7 +18,7 @@ from typing import Any
 from common.humanize import human_time, plural
 from common.odf.errors import ValidationError
 from coordinator.app import IngestFile, IngestOptions
-from coordinator.cli.arguments import add_name_argument, parse_time
+from coordinator.cli.arguments import add_name_argument, optional_time, parse_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.context import IngestResult
@@ -59,9 +59,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     options = IngestOptions(
         source_name=args.source_name,
         input_format=args.input_format,
-        event_time=parse_time(args.event_time, "--event-time")
-        if args.event_time is not None
-        else None,
+        event_time=optional_time(args.event_time, "--event-time"),
     )
     app = use_cases(args)
     app.summary(args.name)  # it exists, before stdin is read

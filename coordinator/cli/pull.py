@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from common.humanize import human_time, plural
 from coordinator.app import PullOptions
 from coordinator.app import pull_events as events
-from coordinator.cli.arguments import parse_time
+from coordinator.cli.arguments import optional_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
@@ -93,9 +93,7 @@ def _pull_local(args: argparse.Namespace) -> int:
     options = PullOptions(
         all_datasets=args.all,
         recursive=args.recursive,
-        system_time=parse_time(args.system_time, "--system-time")
-        if args.system_time is not None
-        else None,
+        system_time=optional_time(args.system_time, "--system-time"),
         fetch_uncacheable=args.fetch_uncacheable,
         fail_fast=args.fail_fast,
     )
