@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # imported where used: a command loads only what it runs
     from coordinator.ingest.preprocess import RawQueryEngine, RawQueryEngineProvider
     from coordinator.ingest.progress import Progress
     from coordinator.query import QueryResult
-    from coordinator.query.export import Exported, ExportFormat
+    from coordinator.query.export import Exported, ExportFormat, ExportTarget
     from coordinator.transform.lineage import Lineage
     from coordinator.transform.runner import Transformer
     from coordinator.verify.replay import ReplayResult
@@ -338,22 +338,11 @@ class Application:
         found.reverse()
         return found
 
-    def export(
-        self,
-        name: str,
-        fmt: ExportFormat,
-        output: Path,
-        *,
-        partition_size: int | None = None,
-        force: bool = False,
-    ) -> Exported:
-        """Write a dataset's records to a file (or a directory of parts) for other tools;
-        ``force``: replace an existing one."""
+    def export(self, name: str, target: ExportTarget) -> Exported:
+        """Write a dataset's records to a file (or a directory of parts) for other tools."""
         from coordinator.query.export import export_dataset
 
-        return export_dataset(
-            self.dataset(name), fmt, output, partition_size=partition_size, force=force
-        )
+        return export_dataset(self.dataset(name), target)
 
     def export_to_stream(self, name: str, fmt: ExportFormat, stream: BinaryIO) -> Exported:
         """Write a dataset's records to an open binary stream (standard output)."""
