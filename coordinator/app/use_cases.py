@@ -49,6 +49,7 @@ class PullOptions:
     """Which datasets ``UseCases.pull`` brings up to date, and how."""
 
     all_datasets: bool = False
+    """Every dataset of the workspace (then no names)."""
     recursive: bool = False
     """The named datasets' inputs too, upstream first."""
     system_time: datetime | None = None

@@ -110,7 +110,9 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
         def work(emit: Emit) -> None:
             with self.locks.slots, self.metrics.timed("query"):
-                options = QueryOptions(dict(request.aliases), limit, dict(request.as_of))
+                options = QueryOptions(
+                    aliases=dict(request.aliases), limit=limit, as_of=dict(request.as_of)
+                )
                 result = self.app.query(request.sql, options)
             for message in convert.records_messages(result.table, result.num_records):
                 emit(message)
