@@ -30,27 +30,46 @@ else:
 are generic, the runtime classes are not): every interceptor of the project uses these."""
 
 
-class TokenInterceptor(ServerInterceptor):
-    """Refuse (UNAUTHENTICATED) any call but a health check without the bearer token."""
+Refusal = tuple[grpc.StatusCode, str]
+"""Why a call is refused: its status code and message."""
 
-    def __init__(self, token: str, *, what: str) -> None:
-        self._expected = f"Bearer {token}".encode()
-        self._message = f"a valid {what} token is required"
+
+class GateInterceptor(ServerInterceptor):
+    """Lets a call through or refuses it, by its method and its ``authorization`` metadata
+    (``refusal``); every interceptor that checks credentials is one."""
+
+    def refusal(self, method: str, authorization: str | bytes) -> Refusal | None:
+        """Why a call of ``method`` with this ``authorization`` is refused (its status code
+        and message), logged; None lets it through."""
+        raise NotImplementedError
 
     def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], RpcHandler | None],
         details: grpc.HandlerCallDetails,
     ) -> RpcHandler | None:
-        method: str = details.method
-        if method.startswith(OPEN_METHODS):
-            return continuation(details)
         given = dict(details.invocation_metadata or ()).get("authorization", "")
-        given_bytes = given.encode() if isinstance(given, str) else bytes(given)
-        if hmac.compare_digest(given_bytes, self._expected):
+        refused = self.refusal(details.method, given)
+        if refused is None:
             return continuation(details)
+        return refuse(continuation(details), *refused)
+
+
+class TokenInterceptor(GateInterceptor):
+    """Refuse (UNAUTHENTICATED) any call but a health check without the bearer token."""
+
+    def __init__(self, token: str, *, what: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+        self._message = f"a valid {what} token is required"
+
+    def refusal(self, method: str, authorization: str | bytes) -> Refusal | None:
+        if method.startswith(OPEN_METHODS):
+            return None
+        given = authorization.encode() if isinstance(authorization, str) else bytes(authorization)
+        if hmac.compare_digest(given, self._expected):
+            return None
         log.warning("request.unauthenticated", method=method)
-        return refuse(continuation(details), grpc.StatusCode.UNAUTHENTICATED, self._message)
+        return grpc.StatusCode.UNAUTHENTICATED, self._message
 
 
 def refuse(handler: RpcHandler | None, code: grpc.StatusCode, message: str) -> RpcHandler:

@@ -205,7 +205,10 @@ class Connection:
                     path="as_of",
                 )
             return Result(self._flight.query(text, limit=limit))
-        result = self._use_cases().query(text, limit=limit, as_of=dict(as_of or {}))
+        from coordinator.app import QueryOptions
+
+        options = QueryOptions(limit=limit, as_of=dict(as_of or {}))
+        result = self._use_cases().query(text, options)
         return Result(result.table, total=result.num_records)
 
     # --- changing data ---------------------------------------------------------------------------
@@ -221,7 +224,7 @@ class Connection:
         """Push records into a root dataset's push source, as one commit: a pyarrow
         ``Table``/``RecordBatch``/``RecordBatchReader``, a pandas or a polars ``DataFrame``.
         ``event_time``: for records without one (default: now)."""
-        from coordinator.app import IngestFile
+        from coordinator.app import IngestFile, IngestOptions
 
         calls = self._use_cases("push")
         table = _arrow_table(data)
@@ -233,9 +236,7 @@ class Connection:
             (result,) = calls.ingest(
                 name,
                 [IngestFile(path, f"{type(data).__name__} of {table.num_rows} rows")],
-                source_name=source_name,
-                input_format="parquet",
-                event_time=event_time,
+                IngestOptions(source_name, "parquet", event_time),
             )
         return result
 
@@ -251,13 +252,13 @@ class Connection:
         """Bring datasets up to date, inputs first (as ``odf pull``); every event is also
         told to ``on_event`` as it happens, fetches and ingests to ``on_progress``. A dataset
         that fails is a ``PullFailed`` event: the others go on."""
+        from coordinator.app import PullOptions
         from coordinator.ingest.progress import NO_PROGRESS, Progress
 
         events = []
         progress: Progress = _CallbackProgress(on_progress) if on_progress else NO_PROGRESS
-        for event in self._use_cases("pull").pull(
-            names, all_datasets=all_datasets, recursive=recursive, progress=progress
-        ):
+        options = PullOptions(all_datasets=all_datasets, recursive=recursive, progress=progress)
+        for event in self._use_cases("pull").pull(names, options):
             if on_event is not None:
                 on_event(event)
             events.append(event)
@@ -275,13 +276,15 @@ class Connection:
         """Check datasets (as ``odf verify``): one report each, ``ok`` when no problem was
         found. ``on_replay`` is told of each replayed block (dataset, outcome),
         ``on_bytes`` of the bytes hashed."""
-        return self._use_cases("verify").verify(
-            names,
+        from coordinator.app import VerifyOptions
+
+        options = VerifyOptions(
             recursive=recursive,
             integrity_only=integrity_only,
             on_replay=on_replay,
             on_bytes=on_bytes,
         )
+        return self._use_cases("verify").verify(names, options)
 
     # --- lifetime --------------------------------------------------------------------------------
 

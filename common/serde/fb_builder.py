@@ -21,6 +21,8 @@ a move of ``head`` over the zero-initialised buffer.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any
 
 _U8 = struct.Struct("<B").pack_into
 _I16 = struct.Struct("<h").pack_into
@@ -29,6 +31,35 @@ _I32 = struct.Struct("<i").pack_into
 _U32 = struct.Struct("<I").pack_into
 _I64 = struct.Struct("<q").pack_into
 _U64 = struct.Struct("<Q").pack_into
+
+
+def _scalar(
+    size: int, pack: Callable[[bytearray, int, Any], None]
+) -> Callable[[FastBuilder, Any], None]:
+    """``Prepend<Type>``: the ``size``-byte scalar (written by ``pack``, a ``pack_into``),
+    aligned."""
+
+    def prepend(self: FastBuilder, x: Any) -> None:
+        self.Prep(size, 0)
+        self.head -= size
+        pack(self.Bytes, self.head, x)
+
+    return prepend
+
+
+def _scalar_slot(
+    size: int, pack: Callable[[bytearray, int, Any], None]
+) -> Callable[[FastBuilder, int, int, int], None]:
+    """``Prepend<Type>Slot``: the scalar as a table field, unless it is the default."""
+
+    def prepend_slot(self: FastBuilder, slot: int, x: int, default: int) -> None:
+        if x != default:
+            self.Prep(size, 0)
+            self.head -= size
+            pack(self.Bytes, self.head, x)
+            self.vtable[slot] = len(self.Bytes) - self.head
+
+    return prepend_slot
 
 
 class FastBuilder:
@@ -76,20 +107,9 @@ class FastBuilder:
 
     # --- Scalars ---
 
-    def PrependUint64(self, x: int) -> None:
-        self.Prep(8, 0)
-        self.head -= 8
-        _U64(self.Bytes, self.head, x)
-
-    def PrependInt32(self, x: int) -> None:
-        self.Prep(4, 0)
-        self.head -= 4
-        _I32(self.Bytes, self.head, x)
-
-    def PrependBool(self, x: bool) -> None:
-        self.Prep(1, 0)
-        self.head -= 1
-        _BOOL(self.Bytes, self.head, x)
+    PrependUint64 = _scalar(8, _U64)
+    PrependInt32 = _scalar(4, _I32)
+    PrependBool = _scalar(1, _BOOL)
 
     def PrependUOffsetTRelative(self, off: int) -> None:
         """A uoffset to the object at ``off``, relative to where it is written."""
@@ -105,31 +125,10 @@ class FastBuilder:
     def Slot(self, slot: int) -> None:
         self.vtable[slot] = len(self.Bytes) - self.head
 
-    def PrependUint8Slot(self, slot: int, x: int, default: int) -> None:
-        if x != default:
-            self.Prep(1, 0)
-            self.head -= 1
-            _U8(self.Bytes, self.head, x)
-            self.vtable[slot] = len(self.Bytes) - self.head
-
-    def PrependInt16Slot(self, slot: int, x: int, default: int) -> None:
-        if x != default:
-            self.Prep(2, 0)
-            self.head -= 2
-            _I16(self.Bytes, self.head, x)
-            self.vtable[slot] = len(self.Bytes) - self.head
-
-    def PrependInt32Slot(self, slot: int, x: int, default: int) -> None:
-        if x != default:
-            self.PrependInt32(x)
-            self.vtable[slot] = len(self.Bytes) - self.head
-
-    def PrependInt64Slot(self, slot: int, x: int, default: int) -> None:
-        if x != default:
-            self.Prep(8, 0)
-            self.head -= 8
-            _I64(self.Bytes, self.head, x)
-            self.vtable[slot] = len(self.Bytes) - self.head
+    PrependUint8Slot = _scalar_slot(1, _U8)
+    PrependInt16Slot = _scalar_slot(2, _I16)
+    PrependInt32Slot = _scalar_slot(4, _I32)
+    PrependInt64Slot = _scalar_slot(8, _I64)
 
     def PrependUOffsetTRelativeSlot(self, slot: int, off: int, default: int) -> None:
         if off != default:
@@ -182,20 +181,17 @@ class FastBuilder:
         return len(self.Bytes) - self.head
 
     def CreateString(self, s: str) -> int:
-        data = s.encode("utf-8")
-        n = len(data)
-        self.Prep(4, n + 1)
-        head = self.head - 1 - n  # the terminator byte is already zero
-        self.Bytes[head : head + n] = data
-        head -= 4
-        _U32(self.Bytes, head, n)
-        self.head = head
-        return len(self.Bytes) - head
+        return self._byte_vector(s.encode("utf-8"), 1)
 
     def CreateByteVector(self, data: bytes) -> int:
+        return self._byte_vector(data, 0)
+
+    def _byte_vector(self, data: bytes, zeros: int) -> int:
+        """A vector of ``data`` followed by ``zeros`` zero bytes (a string's terminator: the
+        buffer is zero-initialised, so they are already written)."""
         n = len(data)
-        self.Prep(4, n)
-        head = self.head - n
+        self.Prep(4, n + zeros)
+        head = self.head - zeros - n
         self.Bytes[head : head + n] = data
         head -= 4
         _U32(self.Bytes, head, n)

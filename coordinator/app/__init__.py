@@ -29,7 +29,14 @@ if TYPE_CHECKING:
         TransactionCommitted,
     )
     from coordinator.app.snapshots import SnapshotSource, read_snapshots, snapshot_files
-    from coordinator.app.use_cases import UseCases
+    from coordinator.app.use_cases import (
+        IngestOptions,
+        PullOptions,
+        QueryOptions,
+        TransformOptions,
+        UseCases,
+        VerifyOptions,
+    )
 
 _WHERE = {
     "AddedDataset": "application",
@@ -37,14 +44,19 @@ _WHERE = {
     "DatasetSummary": "listing",
     "DerivativeDone": "pull_events",
     "IngestFile": "application",
+    "IngestOptions": "use_cases",
     "PullEvent": "pull_events",
     "PullFailed": "pull_events",
+    "PullOptions": "use_cases",
     "PullStarted": "pull_events",
+    "QueryOptions": "use_cases",
     "ReplayProgress": "application",
     "RootPulled": "pull_events",
     "SnapshotSource": "snapshots",
     "TransactionCommitted": "pull_events",
+    "TransformOptions": "use_cases",
     "UseCases": "use_cases",
+    "VerifyOptions": "use_cases",
     "read_snapshots": "snapshots",
     "snapshot_files": "snapshots",
 }
@@ -55,14 +67,19 @@ __all__ = [
     "DatasetSummary",
     "DerivativeDone",
     "IngestFile",
+    "IngestOptions",
     "PullEvent",
     "PullFailed",
+    "PullOptions",
     "PullStarted",
+    "QueryOptions",
     "ReplayProgress",
     "RootPulled",
     "SnapshotSource",
     "TransactionCommitted",
+    "TransformOptions",
     "UseCases",
+    "VerifyOptions",
     "read_snapshots",
     "snapshot_files",
 ]

@@ -25,6 +25,13 @@ from common.odf.multihash import Multihash
 from coordinator.app import pull_events
 from coordinator.app.listing import DatasetSummary, list_datasets, log, summarize
 from coordinator.app.snapshots import SnapshotSource, creation_order
+from coordinator.app.use_cases import (
+    IngestOptions,
+    PullOptions,
+    QueryOptions,
+    TransformOptions,
+    VerifyOptions,
+)
 from coordinator.config import WorkspaceConfig, load_config
 from coordinator.dataset import Dataset
 from coordinator.dataset.provenance import check_may_run, provenance
@@ -41,7 +48,7 @@ if TYPE_CHECKING:  # imported where used: a command loads only what it runs
     from coordinator.ingest.preprocess import RawQueryEngine, RawQueryEngineProvider
     from coordinator.ingest.progress import Progress
     from coordinator.query import QueryResult
-    from coordinator.query.export import Exported, ExportFormat
+    from coordinator.query.export import Exported, ExportFormat, ExportTarget
     from coordinator.transform.lineage import Lineage
     from coordinator.transform.runner import Transformer
     from coordinator.verify.replay import ReplayResult
@@ -331,22 +338,11 @@ class Application:
         found.reverse()
         return found
 
-    def export(
-        self,
-        name: str,
-        fmt: ExportFormat,
-        output: Path,
-        *,
-        partition_size: int | None = None,
-        force: bool = False,
-    ) -> Exported:
-        """Write a dataset's records to a file (or a directory of parts) for other tools;
-        ``force``: replace an existing one."""
+    def export(self, name: str, target: ExportTarget) -> Exported:
+        """Write a dataset's records to a file (or a directory of parts) for other tools."""
         from coordinator.query.export import export_dataset
 
-        return export_dataset(
-            self.dataset(name), fmt, output, partition_size=partition_size, force=force
-        )
+        return export_dataset(self.dataset(name), target)
 
     def export_to_stream(self, name: str, fmt: ExportFormat, stream: BinaryIO) -> Exported:
         """Write a dataset's records to an open binary stream (standard output)."""
@@ -377,14 +373,7 @@ class Application:
     # --- data ------------------------------------------------------------------------------------
 
     def ingest(
-        self,
-        name: str,
-        files: Sequence[IngestFile],
-        *,
-        source_name: str | None = None,
-        input_format: str | None = None,
-        event_time: datetime | None = None,
-        progress: Progress | None = None,
+        self, name: str, files: Sequence[IngestFile], options: IngestOptions = IngestOptions()
     ) -> Iterator[IngestResult]:
         """Push ``files`` into a root dataset's push source, one commit each, in order."""
         from coordinator.ingest.progress import NO_PROGRESS
@@ -411,11 +400,11 @@ class Application:
                     dataset,
                     file.path,
                     name=file.name,
-                    source_name=source_name,
-                    input_format=input_format,
-                    event_time=event_time,
+                    source_name=options.source_name,
+                    input_format=options.input_format,
+                    event_time=options.event_time,
                     engines=engines,
-                    progress=progress or NO_PROGRESS,
+                    progress=options.progress or NO_PROGRESS,
                     csv_columns_by_position=self.config.ingest.csv_by_position(dataset.alias),
                 )
 
@@ -428,21 +417,13 @@ class Application:
             return set_watermark(dataset, watermark)
 
     def pull(
-        self,
-        names: Sequence[str] = (),
-        *,
-        all_datasets: bool = False,
-        recursive: bool = False,
-        system_time: datetime | None = None,
-        fetch_uncacheable: bool = False,
-        progress: Progress | None = None,
-        fail_fast: bool = False,
+        self, names: Sequence[str] = (), options: PullOptions = PullOptions()
     ) -> Iterator[pull_events.PullEvent]:
         """Bring datasets up to date, inputs first: root datasets run their polling source,
         derivatives their transactions. One engine session serves the whole pull.
 
         A dataset that fails is reported (``PullFailed``) and the pull goes on, skipping the
-        datasets that depend on it; ``fail_fast`` raises the first error instead."""
+        datasets that depend on it; ``options.fail_fast`` raises the first error instead."""
         from coordinator.transform.runner import (
             Transformer,
             engine_mounts,
@@ -453,7 +434,7 @@ class Application:
         resolve = workspace_resolver(self.ws)
         named = {self.dataset(n).id for n in names}
         datasets = []
-        for dataset in self.pull_order(names, all_datasets=all_datasets, recursive=recursive):
+        for dataset in self.pull_order(names, options):
             remote = provenance(dataset.layout).clone_of
             if remote is None or dataset.id in named:  # a named clone: refused by its pull
                 datasets.append(dataset)
@@ -461,10 +442,11 @@ class Application:
                 yield pull_events.DerivativeDone(
                     dataset.alias, f"a clone of {remote}: not run here"
                 )
+        system_time = options.system_time
         clock: Clock = utc_now if system_time is None else (lambda: system_time)
         failed: dict[DatasetID, str] = {}
         with self.engines(engine_mounts(datasets, resolve)) as engines:
-            self._showing_starts(engines, progress)
+            self._showing_starts(engines, options.progress)
             transformer = Transformer(
                 resolve,
                 engines,
@@ -487,12 +469,12 @@ class Application:
                             dataset,
                             transformer,
                             engines,
-                            fetch_uncacheable,
-                            progress,
+                            options.fetch_uncacheable,
+                            options.progress,
                             system_time,
                         )
                 except OdfError as e:
-                    if fail_fast:
+                    if options.fail_fast:
                         raise
                     failed[dataset.id] = dataset.alias
                     yield pull_events.PullFailed(dataset.alias, str(e))
@@ -533,28 +515,24 @@ class Application:
             raise OdfError(f"dataset {dataset.alias!r} has no Seed block: nothing to pull")
 
     def pull_order(
-        self, names: Sequence[str] = (), *, all_datasets: bool = False, recursive: bool = False
+        self, names: Sequence[str] = (), options: PullOptions = PullOptions()
     ) -> list[Dataset]:
         """The datasets ``pull`` brings up to date, in the order it does (inputs first)."""
         from coordinator.transform.graph import dependency_order
         from coordinator.transform.runner import workspace_resolver
 
-        if all_datasets == bool(names):
+        if options.all_datasets == bool(names):
             raise ValidationError("give dataset names or --all (not both)", path="NAME")
-        selected = self.ws.list_datasets() if all_datasets else [self.dataset(n) for n in names]
-        return dependency_order(selected, workspace_resolver(self.ws), recursive=recursive)
+        every = options.all_datasets
+        selected = self.ws.list_datasets() if every else [self.dataset(n) for n in names]
+        return dependency_order(selected, workspace_resolver(self.ws), recursive=options.recursive)
 
     def set_transform(
-        self,
-        name: str,
-        query: str | TransformSql,
-        *,
-        engine: str | None = None,
-        version: str | None = None,
-        inputs: Sequence[str] | None = None,
+        self, name: str, query: str | TransformSql, options: TransformOptions = TransformOptions()
     ) -> QueryChange:
         """Change a derivative dataset's query: SQL text (the engine defaults to the current
-        query's) or a whole ``Transform``; ``inputs`` (``[ALIAS=]NAME``) replace the inputs."""
+        query's) or a whole ``Transform``; ``options.inputs`` (``[ALIAS=]NAME``) replace the
+        inputs."""
         from coordinator.evolution.query_change import change_query
         from coordinator.transform.runner import engine_mounts, workspace_resolver
 
@@ -563,8 +541,8 @@ class Application:
         current = dataset.state().transform
         transform = new_transform(
             query,
-            engine=engine,
-            version=version,
+            engine=options.engine,
+            version=options.version,
             current_engine=current.transform.engine if current else None,
         )
         resolve = workspace_resolver(self.ws)
@@ -578,7 +556,7 @@ class Application:
                 transform,
                 resolve,
                 engines,
-                inputs=self.resolve_inputs(inputs) if inputs else None,
+                inputs=self.resolve_inputs(options.inputs) if options.inputs else None,
                 exchange=self.config.transform.exchange,
                 shared_staging=self.config.engine.staging_dir,
             )
@@ -596,13 +574,7 @@ class Application:
         return tuple(inputs)
 
     def verify(
-        self,
-        names: Sequence[str],
-        *,
-        recursive: bool = False,
-        integrity_only: bool = False,
-        on_replay: ReplayProgress | None = None,
-        on_bytes: Callable[[int], None] | None = None,
+        self, names: Sequence[str], options: VerifyOptions = VerifyOptions()
     ) -> list[DatasetReport]:
         """One report per dataset (inputs first); engines start only when a replay needs one."""
         from coordinator.verify.verifier import (
@@ -614,14 +586,15 @@ class Application:
 
         selected = [self.dataset(n) for n in names]
         resolve = tolerant_resolver(self.ws)
-        datasets = verification_order(selected, resolve, recursive=recursive)
+        datasets = verification_order(selected, resolve, recursive=options.recursive)
         exchange = self.config.transform.exchange
+        on_replay, on_bytes = options.on_replay, options.on_bytes
 
         def replayed(dataset: Dataset, result: ReplayResult) -> None:
             if on_replay is not None:
                 on_replay(dataset.alias, result)
 
-        if integrity_only:
+        if options.integrity_only:
             verifier = Verifier(resolve, None, exchange, on_replay=replayed, on_bytes=on_bytes)
             return [verifier.verify(ds) for ds in datasets]
         with self.engines(replay_mounts(datasets, resolve)) as engines:
@@ -635,20 +608,18 @@ class Application:
             )
             return [verifier.verify(ds) for ds in datasets]
 
-    def query(
-        self,
-        query: str,
-        *,
-        aliases: dict[str, str] | None = None,
-        limit: int | None = None,
-        as_of: dict[str, str] | None = None,
-    ) -> QueryResult:
-        """Ad-hoc SQL over the workspace's datasets; at most ``limit`` rows read back;
-        ``as_of`` (dataset -> block or time) reads datasets as they were then."""
+    def query(self, query: str, options: QueryOptions = QueryOptions()) -> QueryResult:
+        """Ad-hoc SQL over the workspace's datasets; at most ``options.limit`` rows read back;
+        ``options.as_of`` (dataset -> block or time) reads datasets as they were then."""
         from coordinator.query import run_query
 
         return run_query(
-            self.ws, query, self._query_engines, aliases=aliases, limit=limit, as_of=as_of
+            self.ws,
+            query,
+            self._query_engines,
+            aliases=options.aliases,
+            limit=options.limit,
+            as_of=options.as_of,
         )
 
     @contextmanager

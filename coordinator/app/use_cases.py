@@ -7,7 +7,8 @@ is written once and renders the same output either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,6 +28,76 @@ if TYPE_CHECKING:
     from coordinator.ingest.progress import Progress
     from coordinator.query import QueryResult
     from coordinator.verify.report import DatasetReport
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    """How ``UseCases.ingest`` reads the files it pushes."""
+
+    source_name: str | None = None
+    """The push source (default: the dataset's only one)."""
+    input_format: str | None = None
+    """The files' media type or format name (default: the source's)."""
+    event_time: datetime | None = None
+    """For records without an event time (default: now)."""
+    progress: Progress | None = None
+    """Shows the reads and engine starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class PullOptions:
+    """Which datasets ``UseCases.pull`` brings up to date, and how."""
+
+    all_datasets: bool = False
+    """Every dataset of the workspace (then no names)."""
+    recursive: bool = False
+    """The named datasets' inputs too, upstream first."""
+    system_time: datetime | None = None
+    """The system time the commits record (default: the clock)."""
+    fetch_uncacheable: bool = False
+    """Fetch again the polling sources marked uncacheable."""
+    fail_fast: bool = False
+    """Raise the first error instead of reporting it and going on."""
+    progress: Progress | None = None
+    """Shows the fetches, reads and engine starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransformOptions:
+    """How ``UseCases.set_transform`` builds the new transform."""
+
+    engine: str | None = None
+    """The engine of a query given as SQL text (default: the current query's)."""
+    version: str | None = None
+    """The engine version to pin the new query to (default: the configured engine's)."""
+    inputs: Sequence[str] | None = None
+    """``[ALIAS=]NAME`` replacing the inputs (default: the current ones)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    """What ``UseCases.verify`` checks, and whom it tells as it goes."""
+
+    recursive: bool = False
+    """The datasets' inputs too, upstream first."""
+    integrity_only: bool = False
+    """Check hashes and links only; replay no transaction."""
+    on_replay: ReplayProgress | None = None
+    """Told of each replayed transaction (dataset, outcome)."""
+    on_bytes: Callable[[int], None] | None = None
+    """Told of the bytes hashed."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryOptions:
+    """How ``UseCases.query`` names and reads the datasets, and how much it reads back."""
+
+    aliases: Mapping[str, str] | None = None
+    """View name -> dataset, for datasets under other names in the query."""
+    limit: int | None = None
+    """At most this many rows read back (default: all)."""
+    as_of: Mapping[str, str] | None = None
+    """Dataset -> block or time: the dataset as it was then."""
 
 
 class UseCases(Protocol):
@@ -55,53 +126,19 @@ class UseCases(Protocol):
     def schema(self, name: str) -> pa.Schema: ...
 
     def ingest(
-        self,
-        name: str,
-        files: Sequence[IngestFile],
-        *,
-        source_name: str | None = None,
-        input_format: str | None = None,
-        event_time: datetime | None = None,
-        progress: Progress = ...,
+        self, name: str, files: Sequence[IngestFile], options: IngestOptions = IngestOptions()
     ) -> Iterator[IngestResult]: ...
 
     def pull(
-        self,
-        names: Sequence[str] = (),
-        *,
-        all_datasets: bool = False,
-        recursive: bool = False,
-        system_time: datetime | None = None,
-        fetch_uncacheable: bool = False,
-        progress: Progress = ...,
-        fail_fast: bool = False,
+        self, names: Sequence[str] = (), options: PullOptions = PullOptions()
     ) -> Iterator[PullEvent]: ...
 
     def set_transform(
-        self,
-        name: str,
-        query: str | TransformSql,
-        *,
-        engine: str | None = None,
-        version: str | None = None,
-        inputs: Sequence[str] | None = None,
+        self, name: str, query: str | TransformSql, options: TransformOptions = TransformOptions()
     ) -> QueryChange: ...
 
     def verify(
-        self,
-        names: Sequence[str],
-        *,
-        recursive: bool = False,
-        integrity_only: bool = False,
-        on_replay: ReplayProgress | None = None,
-        on_bytes: Callable[[int], None] | None = None,
+        self, names: Sequence[str], options: VerifyOptions = VerifyOptions()
     ) -> list[DatasetReport]: ...
 
-    def query(
-        self,
-        query: str,
-        *,
-        aliases: dict[str, str] | None = None,
-        limit: int | None = None,
-        as_of: dict[str, str] | None = None,
-    ) -> QueryResult: ...
+    def query(self, query: str, options: QueryOptions = QueryOptions()) -> QueryResult: ...

@@ -57,3 +57,8 @@ def parse_time(text: str, where: str) -> datetime:
             f"{text!r} is not an RFC 3339 time in years 1 to 9999 (e.g. 2020-01-01T00:00:00Z)",
             path=where,
         ) from None
+
+
+def optional_time(text: str | None, where: str) -> datetime | None:
+    """``parse_time`` of an option's value; None when the option is not given."""
+    return parse_time(text, where) if text is not None else None

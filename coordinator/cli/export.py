@@ -12,7 +12,7 @@ from typing import Any
 from common.odf.errors import ValidationError
 from coordinator.app import Application
 from coordinator.cli.arguments import add_flag, add_name_argument
-from coordinator.query.export import ExportFormat
+from coordinator.query.export import ExportFormat, ExportTarget
 
 
 def register(subparsers: Any) -> None:
@@ -57,9 +57,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         done = app.export_to_stream(args.name, fmt, sys.stdout.buffer)
         print(f"exported {done.records} records of {args.name} to stdout", file=sys.stderr)
         return 0
-    done = app.export(
-        args.name, fmt, Path(args.output), partition_size=args.partition_size, force=args.force
-    )
+    target = ExportTarget(fmt, Path(args.output), args.partition_size, args.force)
+    done = app.export(args.name, target)
     files = "1 file" if done.files == 1 else f"{done.files} files"
     print(f"exported {done.records} records of {args.name} to {done.path} ({files})")
     return 0

@@ -11,13 +11,14 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from common.humanize import human_time, plural
 from common.odf.errors import ValidationError
-from coordinator.app import IngestFile
-from coordinator.cli.arguments import add_name_argument, parse_time
+from coordinator.app import IngestFile, IngestOptions
+from coordinator.cli.arguments import add_name_argument, optional_time, parse_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.ingest.context import IngestResult
@@ -55,8 +56,10 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    event_time = (
-        parse_time(args.event_time, "--event-time") if args.event_time is not None else None
+    options = IngestOptions(
+        source_name=args.source_name,
+        input_format=args.input_format,
+        event_time=optional_time(args.event_time, "--event-time"),
     )
     app = use_cases(args)
     app.summary(args.name)  # it exists, before stdin is read
@@ -69,10 +72,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             app.ingest(
                 args.name,
                 local,
-                source_name=args.source_name,
-                input_format=args.input_format,
-                event_time=event_time,
-                progress=progress,
+                replace(options, progress=progress),
             ),
             strict=False,
         ):

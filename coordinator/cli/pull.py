@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from common.humanize import human_time, plural
+from coordinator.app import PullOptions
 from coordinator.app import pull_events as events
-from coordinator.cli.arguments import parse_time
+from coordinator.cli.arguments import optional_time
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.progress import terminal_progress
 from coordinator.cli.sharing import add_transfer_arguments, remote_pulls
@@ -88,21 +90,17 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 def _pull_local(args: argparse.Namespace) -> int:
     app = use_cases(args)
-    system_time = (
-        parse_time(args.system_time, "--system-time") if args.system_time is not None else None
+    options = PullOptions(
+        all_datasets=args.all,
+        recursive=args.recursive,
+        system_time=optional_time(args.system_time, "--system-time"),
+        fetch_uncacheable=args.fetch_uncacheable,
+        fail_fast=args.fail_fast,
     )
     failures: list[events.PullFailed] = []
     with terminal_progress(args) as progress:
         tasks = _PullTasks(progress)
-        for event in app.pull(
-            args.names,
-            all_datasets=args.all,
-            recursive=args.recursive,
-            system_time=system_time,
-            fetch_uncacheable=args.fetch_uncacheable,
-            progress=tasks,
-            fail_fast=args.fail_fast,
-        ):
+        for event in app.pull(args.names, replace(options, progress=tasks)):
             tasks.update(event)
             if isinstance(event, events.PullFailed):
                 failures.append(event)

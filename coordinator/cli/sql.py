@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import ValidationError
+from coordinator.app import QueryOptions
 from coordinator.cli.arguments import non_negative_int
 from coordinator.cli.connect import add_daemon_argument, show_engine_starts, use_cases
 from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
@@ -90,12 +91,12 @@ def run_query(app: UseCases, query: str, args: argparse.Namespace) -> QueryResul
     with terminal_progress(args) as progress:
         show_engine_starts(app, progress)
         task = progress.task("query", unit="rows")
-        result = app.query(
-            query,
+        options = QueryOptions(
             aliases=parse_aliases(args.input),
             limit=args.limit or None,
             as_of=parse_as_of(args.as_of),
         )
+        result = app.query(query, options)
         task.close()
     return result
 

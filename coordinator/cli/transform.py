@@ -17,6 +17,7 @@ from common.humanize import human_time
 from common.odf.errors import ValidationError
 from common.odf.fragments import TransformSql
 from common.serde.yaml_codec import load_object
+from coordinator.app import TransformOptions
 from coordinator.cli.arguments import add_name_argument
 from coordinator.cli.connect import add_daemon_argument, use_cases
 from coordinator.cli.terminal_text import visible
@@ -58,9 +59,7 @@ def cmd_set_transform(args: argparse.Namespace) -> int:
     change = use_cases(args).set_transform(
         args.name,
         read_transform(args),
-        engine=args.engine,
-        version=args.version,
-        inputs=args.inputs,
+        TransformOptions(engine=args.engine, version=args.version, inputs=args.inputs),
     )
     for line in describe(change):
         print(visible(line, lines=True))

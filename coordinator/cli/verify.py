@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from common.humanize import plural
+from coordinator.app import VerifyOptions
 from coordinator.cli.connect import add_daemon_argument, show_engine_starts, use_cases
 from coordinator.cli.output import (
     OutputFormat,
@@ -67,13 +68,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         app = use_cases(args)
         show_engine_starts(app, progress)
-        reports = app.verify(
-            args.names,
+        options = VerifyOptions(
             recursive=args.recursive,
             integrity_only=args.integrity,
             on_replay=replayed,
             on_bytes=checked.advance,
         )
+        reports = app.verify(args.names, options)
         checked.close()
         replays.close()
     if args.output_format == OutputFormat.JSON.value:

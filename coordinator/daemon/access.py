@@ -26,7 +26,6 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -35,7 +34,7 @@ from typing import Any
 
 import grpc
 
-from common.grpc_auth import OPEN_METHODS, RpcHandler, ServerInterceptor, refuse
+from common.grpc_auth import OPEN_METHODS, GateInterceptor, Refusal
 from common.logs import get_logger
 from common.odf.errors import NotFoundError, ValidationError
 
@@ -210,37 +209,26 @@ class Authority:
             return self._issued
 
 
-class ScopedTokenInterceptor(ServerInterceptor):
+class ScopedTokenInterceptor(GateInterceptor):
     """Refuses a call without a token (UNAUTHENTICATED) or whose token lacks the method's
     scope (PERMISSION_DENIED); health checks are open."""
 
     def __init__(self, authority: Authority) -> None:
         self.authority = authority
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], RpcHandler | None],
-        details: grpc.HandlerCallDetails,
-    ) -> RpcHandler | None:
-        method: str = details.method
+    def refusal(self, method: str, authorization: str | bytes) -> Refusal | None:
         needed = needed_scope(method)
         if needed is None:
-            return continuation(details)
-        given = dict(details.invocation_metadata or ()).get("authorization", "")
-        scope = self.authority.scope_of(given)
+            return None
+        scope = self.authority.scope_of(authorization)
         if scope is None:
             log.warning("request.unauthenticated", method=method)
-            return refuse(
-                continuation(details),
-                grpc.StatusCode.UNAUTHENTICATED,
-                "a valid daemon token is required",
-            )
+            return grpc.StatusCode.UNAUTHENTICATED, "a valid daemon token is required"
         if scope < needed:
             log.warning("request.forbidden", method=method, scope=scope.label)
-            return refuse(
-                continuation(details),
+            return (
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"{method.rsplit('/', 1)[-1]} needs a token with scope {needed.label}"
                 f" (this one has {scope.label})",
             )
-        return continuation(details)
+        return None

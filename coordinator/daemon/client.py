@@ -26,6 +26,13 @@ from common.odf.fragments import TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import decode_block
+from coordinator.app.use_cases import (
+    IngestOptions,
+    PullOptions,
+    QueryOptions,
+    TransformOptions,
+    VerifyOptions,
+)
 from coordinator.daemon import convert
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
@@ -40,7 +47,6 @@ if TYPE_CHECKING:
         DatasetSummary,
         IngestFile,
         PullEvent,
-        ReplayProgress,
         SnapshotSource,
     )
     from coordinator.app.application import ResetDone
@@ -132,7 +138,8 @@ class DaemonClient:
     def read(self, name: str, *, as_of: str | None = None) -> pa.RecordBatchReader:
         """The dataset's records through the daemon's engine (a query of all its columns)."""
         query = f"SELECT * FROM `{name}`"
-        return self.query(query, as_of={name: as_of} if as_of else None).table.to_reader()
+        options = QueryOptions(as_of={name: as_of} if as_of else None)
+        return self.query(query, options).table.to_reader()
 
     def schema(self, name: str) -> pa.Schema:
         reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
@@ -163,75 +170,44 @@ class DaemonClient:
         return Multihash.from_multibase(reply.head)
 
     def ingest(
-        self,
-        name: str,
-        files: Sequence[IngestFile],
-        *,
-        source_name: str | None = None,
-        input_format: str | None = None,
-        event_time: datetime | None = None,
-        progress: Progress | None = None,
+        self, name: str, files: Sequence[IngestFile], options: IngestOptions = IngestOptions()
     ) -> Iterator[IngestResult]:
         for file in files:
             header = pb.IngestHeader(
                 dataset=name,
                 file_name=file.name,
-                source_name=source_name,
-                media_type=input_format,
-                event_time=convert.timestamp(event_time),
+                source_name=options.source_name,
+                media_type=options.input_format,
+                event_time=convert.timestamp(options.event_time),
                 wait_timeout=self.wait_timeout,
             )
-            tasks = _LocalTasks(progress)
-            for event in self._stream(self.stub.Ingest, _upload(header, file.path)):
-                if event.HasField("progress"):
-                    tasks.apply(event.progress)
-                elif event.HasField("waiting"):
-                    self._tell(event.waiting)
-                else:
-                    yield convert.from_ingest_result(event.result)
-            tasks.close()
+            upload = _upload(header, file.path)
+            for event in self._progressing(self.stub.Ingest, upload, options.progress):
+                yield convert.from_ingest_result(event.result)
 
     def pull(
-        self,
-        names: Sequence[str] = (),
-        *,
-        all_datasets: bool = False,
-        recursive: bool = False,
-        system_time: datetime | None = None,
-        fetch_uncacheable: bool = False,
-        progress: Progress | None = None,
-        fail_fast: bool = False,
+        self, names: Sequence[str] = (), options: PullOptions = PullOptions()
     ) -> Iterator[PullEvent]:
         request = pb.PullRequest(
             names=list(names),
-            all=all_datasets,
-            recursive=recursive,
-            system_time=convert.timestamp(system_time),
-            fetch_uncacheable=fetch_uncacheable,
-            fail_fast=fail_fast,
+            all=options.all_datasets,
+            recursive=options.recursive,
+            system_time=convert.timestamp(options.system_time),
+            fetch_uncacheable=options.fetch_uncacheable,
+            fail_fast=options.fail_fast,
             wait_timeout=self.wait_timeout,
         )
-        tasks = _LocalTasks(progress)
-        for event in self._stream(self.stub.Pull, request):
-            if event.HasField("progress"):
-                tasks.apply(event.progress)
-            elif event.HasField("waiting"):
-                self._tell(event.waiting)
-            else:
-                yield convert.from_pull_event(event)
-        tasks.close()
+        for event in self._progressing(self.stub.Pull, request, options.progress):
+            yield convert.from_pull_event(event)
 
     def set_transform(
-        self,
-        name: str,
-        query: str | TransformSql,
-        *,
-        engine: str | None = None,
-        version: str | None = None,
-        inputs: Sequence[str] | None = None,
+        self, name: str, query: str | TransformSql, options: TransformOptions = TransformOptions()
     ) -> QueryChange:
         request = pb.SetTransformRequest(
-            name=name, engine=engine, version=version, inputs=list(inputs or ())
+            name=name,
+            engine=options.engine,
+            version=options.version,
+            inputs=list(options.inputs or ()),
         )
         if isinstance(query, TransformSql):
             from common.serde.yaml_codec import dump_yaml, to_plain
@@ -242,38 +218,30 @@ class DaemonClient:
         return convert.from_query_change(self._unary(self.stub.SetTransform, request))
 
     def verify(
-        self,
-        names: Sequence[str],
-        *,
-        recursive: bool = False,
-        integrity_only: bool = False,
-        on_replay: ReplayProgress | None = None,
-        on_bytes: Callable[[int], None] | None = None,
+        self, names: Sequence[str], options: VerifyOptions = VerifyOptions()
     ) -> list[DatasetReport]:
         request = pb.VerifyRequest(
-            names=list(names), recursive=recursive, integrity_only=integrity_only
+            names=list(names), recursive=options.recursive, integrity_only=options.integrity_only
         )
         reports = []
         for event in self._stream(self.stub.Verify, request):
             if event.HasField("replayed"):
-                if on_replay is not None:
-                    on_replay(*convert.from_replayed(event.replayed))
+                if options.on_replay is not None:
+                    options.on_replay(*convert.from_replayed(event.replayed))
             elif event.HasField("bytes_checked"):
-                if on_bytes is not None:
-                    on_bytes(event.bytes_checked)
+                if options.on_bytes is not None:
+                    options.on_bytes(event.bytes_checked)
             else:
                 reports.append(convert.from_report(event.report))
         return reports
 
-    def query(
-        self,
-        query: str,
-        *,
-        aliases: dict[str, str] | None = None,
-        limit: int | None = None,
-        as_of: dict[str, str] | None = None,
-    ) -> QueryResult:
-        request = pb.QueryRequest(sql=query, aliases=aliases or {}, limit=limit, as_of=as_of or {})
+    def query(self, query: str, options: QueryOptions = QueryOptions()) -> QueryResult:
+        request = pb.QueryRequest(
+            sql=query,
+            aliases=dict(options.aliases or {}),
+            limit=options.limit,
+            as_of=dict(options.as_of or {}),
+        )
         return convert.from_records_messages(self._stream(self.stub.Query, request))
 
     # --- plumbing --------------------------------------------------------------------------------
@@ -296,6 +264,21 @@ class DaemonClient:
             raise self._error(e) from None
         finally:
             call.cancel()  # a no-op once complete; stops the daemon's work on Ctrl-C
+
+    def _progressing(
+        self, method: Callable[..., Any], request: Any, progress: Progress | None
+    ) -> Iterator[Any]:
+        """A streamed call's result messages; its progress messages are replayed on
+        ``progress`` and its waiting ones told to ``on_wait`` on the way."""
+        tasks = _LocalTasks(progress)
+        for event in self._stream(method, request):
+            if event.HasField("progress"):
+                tasks.apply(event.progress)
+            elif event.HasField("waiting"):
+                self._tell(event.waiting)
+            else:
+                yield event
+        tasks.close()
 
     def _error(self, e: grpc.RpcError) -> OdfError:
         call: Any = e

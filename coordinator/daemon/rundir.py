@@ -79,23 +79,11 @@ class RunDir:
 
     def __init__(self, odf_dir: Path) -> None:
         self.path = odf_dir / RUN_DIR
-
-    @property
-    def log_path(self) -> Path:
+        self.log_path = self.path / LOG_FILE
         """The daemon's log, one JSON entry per line (``odf daemon logs``)."""
-        return self.path / LOG_FILE
-
-    @property
-    def info_path(self) -> Path:
-        return self.path / INFO_FILE
-
-    @property
-    def lock_path(self) -> Path:
-        return self.path / LOCK_FILE
-
-    @property
-    def token_path(self) -> Path:
-        return self.path / TOKEN_FILE
+        self.info_path = self.path / INFO_FILE
+        self.lock_path = self.path / LOCK_FILE
+        self.token_path = self.path / TOKEN_FILE
 
     @contextmanager
     def hold(self) -> Iterator[None]:

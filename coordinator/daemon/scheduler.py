@@ -27,7 +27,7 @@ from pathlib import Path
 
 from common.logs import get_logger
 from common.odf.errors import OdfError, ValidationError
-from coordinator.app import Application, RootPulled, TransactionCommitted
+from coordinator.app import Application, PullOptions, RootPulled, TransactionCommitted
 from coordinator.config import Schedule
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.metrics import Metrics
@@ -265,7 +265,7 @@ class Scheduler:
         try:
             with self.locks.hold([name], "scheduled pull"), self.metrics.timed("scheduled"):
                 committed = 0
-                for event in self.app.pull([name], fail_fast=True):
+                for event in self.app.pull([name], PullOptions(fail_fast=True)):
                     committed += self._count(event)
             seconds = round(time.monotonic() - started, 3)
             log.info("scheduler.pulled", dataset=name, commits=committed, seconds=seconds)

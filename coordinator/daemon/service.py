@@ -9,7 +9,7 @@ daemon's ``on_commit`` is told which dataset moved, so the scheduler can update 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,13 @@ from coordinator.app import (
     RootPulled,
     SnapshotSource,
     TransactionCommitted,
+)
+from coordinator.app.use_cases import (
+    IngestOptions,
+    PullOptions,
+    QueryOptions,
+    TransformOptions,
+    VerifyOptions,
 )
 from coordinator.daemon import convert
 from coordinator.daemon.calls import (
@@ -103,12 +110,10 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
 
         def work(emit: Emit) -> None:
             with self.locks.slots, self.metrics.timed("query"):
-                result = self.app.query(
-                    request.sql,
-                    aliases=dict(request.aliases),
-                    limit=limit,
-                    as_of=dict(request.as_of),
+                options = QueryOptions(
+                    aliases=dict(request.aliases), limit=limit, as_of=dict(request.as_of)
                 )
+                result = self.app.query(request.sql, options)
             for message in convert.records_messages(result.table, result.num_records):
                 emit(message)
 
@@ -122,9 +127,11 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
         if first is None or not first.HasField("header"):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be a header")
         header = first.header
-        input_format = unary(context, lambda: _input_format(header))
-        event_time = convert.from_timestamp(header, "event_time")
-        source_name = header.source_name if header.HasField("source_name") else None
+        options = IngestOptions(
+            input_format=unary(context, lambda: _input_format(header)),
+            event_time=convert.from_timestamp(header, "event_time"),
+            source_name=header.source_name if header.HasField("source_name") else None,
+        )
         self.app.ws.scratch_dir.mkdir(exist_ok=True)
         with owned_temp_dir(_UPLOAD_PREFIX, self.app.ws.scratch_dir) as tmp:
             upload = tmp / "upload"
@@ -142,10 +149,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                     for result in self.app.ingest(
                         header.dataset,
                         [IngestFile(upload, header.file_name or "<upload>")],
-                        source_name=source_name,
-                        input_format=input_format,
-                        event_time=event_time,
-                        progress=progress,
+                        replace(options, progress=progress),
                     ):
                         self._committed_ingest(
                             result.dataset, result.num_records, result.up_to_date
@@ -155,27 +159,24 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             yield from stream_call(context, work, name="Ingest")
 
     def Pull(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        system_time = convert.from_timestamp(request, "system_time")
+        options = PullOptions(
+            all_datasets=request.all,
+            recursive=request.recursive,
+            system_time=convert.from_timestamp(request, "system_time"),
+            fetch_uncacheable=request.fetch_uncacheable,
+            fail_fast=request.fail_fast,
+        )
 
         def work(emit: Emit) -> None:
             progress = StreamedProgress(emit, lambda p: pb.PullEvent(progress=p), pb.Progress)
-            order = self.app.pull_order(
-                list(request.names), all_datasets=request.all, recursive=request.recursive
-            )
+            order = self.app.pull_order(list(request.names), options)
             waits = Waits.of(context, emit, pb.PullEvent, request)
             with (
                 waits.hold(self.locks, [d.alias for d in order], "pull"),
                 self.metrics.timed("pull"),
             ):
-                for event in self.app.pull(
-                    list(request.names),
-                    all_datasets=request.all,
-                    recursive=request.recursive,
-                    system_time=system_time,
-                    fetch_uncacheable=request.fetch_uncacheable,
-                    progress=progress,
-                    fail_fast=request.fail_fast,
-                ):
+                pulling = replace(options, progress=progress)
+                for event in self.app.pull(list(request.names), pulling):
                     emit(self.pull_message(event))
 
         return stream_call(context, work, name="Pull")
@@ -211,13 +212,12 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                 self.locks.hold([request.name], "transform change"),
                 self.metrics.timed("set_transform"),
             ):
-                c = self.app.set_transform(
-                    request.name,
-                    query,
+                options = TransformOptions(
                     engine=request.engine if request.HasField("engine") else None,
                     version=request.version if request.HasField("version") else None,
                     inputs=list(request.inputs) or None,
                 )
+                c = self.app.set_transform(request.name, query, options)
             self.on_commit(c.dataset)
             ds = self.app.dataset(c.dataset)
             migration = ds.get_block_bytes(c.head) if c.migration is not None else b""
@@ -275,13 +275,13 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
     def Verify(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         def work(emit: Emit) -> None:
             with self.locks.slots, self.metrics.timed("verify"):
-                reports = self.app.verify(
-                    list(request.names),
+                options = VerifyOptions(
                     recursive=request.recursive,
                     integrity_only=request.integrity_only,
                     on_replay=lambda name, result: emit(convert.replayed(name, result)),
                     on_bytes=lambda n: emit(pb.VerifyEvent(bytes_checked=n)),
                 )
+                reports = self.app.verify(list(request.names), options)
             for r in reports:
                 emit(convert.report(r))
 

@@ -13,9 +13,12 @@ from coordinator.app import (
     Application,
     DerivativeDone,
     PullFailed,
+    PullOptions,
     PullStarted,
+    QueryOptions,
     RootPulled,
     TransactionCommitted,
+    VerifyOptions,
 )
 from coordinator.daemon.calls import DatasetLocks
 from coordinator.daemon.metrics import Metrics
@@ -76,7 +79,7 @@ class DaemonOperations:
         order = self.app.pull_order([name])
         ok = True
         with self.locks.hold([d.alias for d in order], "pull"), self.metrics.timed("pull"):
-            for event in self.app.pull([name], progress=_SaidProgress(say)):
+            for event in self.app.pull([name], PullOptions(progress=_SaidProgress(say))):
                 self.service.pull_message(event)  # counted, and the scheduler told
                 ok = ok and not isinstance(event, PullFailed)
                 say(pull_line(event))
@@ -88,7 +91,7 @@ class DaemonOperations:
             say(f"{dataset}: replayed {result.kind} {result.block}: {outcome}")
 
         with self.metrics.timed("verify"):
-            reports = self.app.verify([name], on_replay=replayed, on_bytes=on_bytes)
+            reports = self.app.verify([name], VerifyOptions(on_replay=replayed, on_bytes=on_bytes))
         for report in reports:
             for problem in report.problems:
                 say(f"{report.dataset}: {problem}")
@@ -102,4 +105,4 @@ class DaemonOperations:
 
     def query(self, sql: str, limit: int | None) -> QueryResult:
         with self.locks.slots, self.metrics.timed("query"):
-            return self.app.query(sql, limit=limit)
+            return self.app.query(sql, QueryOptions(limit=limit))

@@ -40,24 +40,29 @@ class ExportFormat(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ExportTarget:
+    """Where and how an export writes: ``output`` in ``fmt``, one file or a directory of parts
+    of at most ``partition_size`` records; ``force``: replace an existing one."""
+
+    fmt: ExportFormat
+    output: Path
+    partition_size: int | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Exported:
     path: Path
     files: int
     records: int
 
 
-def export_dataset(
-    dataset: Dataset,
-    fmt: ExportFormat,
-    output: Path,
-    *,
-    partition_size: int | None = None,
-    force: bool = False,
-) -> Exported:
-    """Write ``dataset``'s records to ``output`` (see the module doc)."""
+def export_dataset(dataset: Dataset, target: ExportTarget) -> Exported:
+    """Write ``dataset``'s records to ``target.output`` (see the module doc)."""
+    fmt, output, partition_size = target.fmt, target.output, target.partition_size
     if partition_size is not None and partition_size < 1:
         raise ValidationError("must be at least 1", path="--partition-size")
-    _check_replaceable(output, force=force)
+    _check_replaceable(output, force=target.force)
     schema = _schema(dataset)
     created = _make_parents(output.parent)
     partial = output.with_name(f".{output.name}.partial-{os.getpid()}")

@@ -38,12 +38,10 @@ from engine_spark.jvm_plan import (
     analyzed,
     expr_id,
     frame,
-    path_to,
     query_nodes,
     replace_on_path,
     scala_seq,
     seq,
-    single_operator,
     view_name,
 )
 from engine_spark.ordering import sort_by_values
@@ -52,6 +50,7 @@ from engine_spark.retractions import check_no_retractions
 from engine_spark.spark_errors import query_errors
 from engine_spark.stateful.retention import new_view, no_rows
 from engine_spark.stateful.runner import StatefulQuery, StatefulRun, runner_mismatch
+from engine_spark.stateful.shapes.operator import operator_path, recognised_path, rows_entering
 from engine_spark.stateful.shapes.ranked_rows import ABOVE_WINDOW as _ABOVE
 from engine_spark.stateful.shapes.ranked_rows import WINDOW_PLAN as _ALLOWED
 from engine_spark.stateful.shapes.ranked_rows import output_name, rank_limit
@@ -73,17 +72,15 @@ class TopN:
 
 def top_n(result: DataFrame, inputs: frozenset[str]) -> TopN | None:
     """The query's top-N when it has the shape above (``inputs``: the streamed inputs)."""
-    root = analyzed(result)
-    window = single_operator(root, inputs, _ALLOWED, "Window")
-    if window is None:
+    path = recognised_path(result, inputs, _ALLOWED, "Window", _ABOVE)
+    if path is None:
         return None
+    window = path[-1]
     rank = _row_number(window)
     if rank is None:
         return None
-    path = path_to(root, window)
-    assert path is not None
     limits = [rank_limit(n.condition(), rank) for n in path[:-1] if str(n.nodeName()) == "Filter"]
-    if any(str(n.nodeName()) not in _ABOVE for n in path[:-1]) or len(limits) != 1:
+    if len(limits) != 1:
         return None
     limit = limits[0]
     if limit is None or limit < 1:
@@ -112,13 +109,10 @@ def with_kept(result: DataFrame, kept: str | None) -> tuple[DataFrame, DataFrame
     entering the window function too, and the rows entering it that make the top N (the next
     state)."""
     session = result.sparkSession
-    root = analyzed(result)
-    window = next(n for n in query_nodes(root, frozenset()) if str(n.nodeName()) == "Window")
-    path = path_to(root, window)
-    assert path is not None
+    path = operator_path(result, "Window")
+    window = path[-1]
     if kept is not None:
-        below = frame(session, window.child())
-        below = below.unionByName(session.read.schema(below.schema).parquet(kept))
+        below = rows_entering(result, window, kept)
         window = window.withNewChildren(scala_seq(session, [analyzed(below)]))
     new_root = replace_on_path(session, path, window)
     limit_at = max(i for i, n in enumerate(path) if str(n.nodeName()) == "Filter")

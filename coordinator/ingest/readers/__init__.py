@@ -7,6 +7,8 @@ step when the format matches, otherwise a default step of that format keeping on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 
 from common.odf.fragments import (
@@ -49,6 +51,18 @@ FORMATS: dict[str, type] = {
 TEXT_STEPS = (ReadStepCsv, ReadStepJson, ReadStepNdJson, ReadStepGeoJson, ReadStepNdGeoJson)
 """Formats read as UTF-8 text: the file is checked to be valid UTF-8 before it is parsed."""
 
+READERS: dict[type, tuple[str, str]] = {
+    ReadStepJson: ("json", "read_json"),
+    ReadStepNdJson: ("json", "read_ndjson"),
+    ReadStepGeoJson: ("geojson", "read_geojson"),
+    ReadStepNdGeoJson: ("geojson", "read_ndgeojson"),
+    ReadStepParquet: ("parquet", "read_parquet"),
+    ReadStepEsriShapefile: ("shapefile", "read_shapefile"),
+}
+"""Each read step's reader but Csv's (which takes an option more): a module of this package
+and its function ``(step, path, *, name)``, imported when a file of that format is read (the
+shapefile and Parquet readers alone cost more start-up time than a small CSV ingest takes)."""
+
 
 def read_data(
     step: ReadStep, path: Path, *, name: str | None = None, csv_columns_by_position: bool = False
@@ -58,37 +72,13 @@ def read_data(
     shown = name or str(path)
     if isinstance(step, TEXT_STEPS):
         check_utf8_file(path, name=shown)
-    # Each format's reader is imported when a file of it is read (the shapefile and Parquet
-    # readers alone cost more start-up time than a small CSV ingest takes).
-    match step:
-        case ReadStepCsv():
-            from coordinator.ingest.readers.csv import read_csv
+    if isinstance(step, ReadStepCsv):
+        from coordinator.ingest.readers.csv import read_csv
 
-            return read_csv(step, path, name=shown, columns_by_position=csv_columns_by_position)
-        case ReadStepNdJson():
-            from coordinator.ingest.readers.json import read_ndjson
-
-            return read_ndjson(step, path, name=shown)
-        case ReadStepJson():
-            from coordinator.ingest.readers.json import read_json
-
-            return read_json(step, path, name=shown)
-        case ReadStepGeoJson():
-            from coordinator.ingest.readers.geojson import read_geojson
-
-            return read_geojson(step, path, name=shown)
-        case ReadStepNdGeoJson():
-            from coordinator.ingest.readers.geojson import read_ndgeojson
-
-            return read_ndgeojson(step, path, name=shown)
-        case ReadStepParquet():
-            from coordinator.ingest.readers.parquet import read_parquet
-
-            return read_parquet(step, path, name=shown)
-        case ReadStepEsriShapefile():
-            from coordinator.ingest.readers.shapefile import read_shapefile
-
-            return read_shapefile(step, path, name=shown)
+        return read_csv(step, path, name=shown, columns_by_position=csv_columns_by_position)
+    module, function = READERS[type(step)]
+    reader: Callable[..., DataStream] = getattr(import_module(f"{__name__}.{module}"), function)
+    return reader(step, path, name=shown)
 
 
 def read_step_for_format(source_step: ReadStep, input_format: str | None) -> ReadStep:

@@ -37,10 +37,10 @@ from engine_spark.jvm_plan import (
     replace_on_path,
     scala_seq,
     seq,
-    single_operator,
     unalias,
     view_name,
 )
+from engine_spark.stateful.shapes.operator import operator_path, recognised_path, rows_entering
 from engine_spark.watermark import is_late
 
 _ALLOWED = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Distinct", "ResolvedHint"})
@@ -62,14 +62,10 @@ class DistinctRows:
 def distinct_rows(result: DataFrame, event_times: Mapping[str, str]) -> DistinctRows | None:
     """The query's DISTINCT when it has the shape above (``event_times``: each streamed
     input's event-time column, by alias); None otherwise."""
-    root = analyzed(result)
-    distinct = single_operator(root, frozenset(event_times), _ALLOWED, "Distinct")
-    if distinct is None:
+    path = recognised_path(result, frozenset(event_times), _ALLOWED, "Distinct", _ABOVE)
+    if path is None:
         return None
-    path = path_to(root, distinct)
-    assert path is not None
-    if any(str(n.nodeName()) not in _ABOVE for n in path[:-1]):
-        return None
+    distinct = path[-1]
     traced = traced_event_time(distinct, event_times)
     if traced is None:
         return None
@@ -179,13 +175,9 @@ def split_at_watermark(
     """``result`` with the rows of the Parquet file ``kept`` entering the DISTINCT too, split
     at ``watermark`` (None: nothing is final yet)."""
     session = result.sparkSession
-    root = analyzed(result)
-    distinct = next(n for n in query_nodes(root, frozenset()) if str(n.nodeName()) == "Distinct")
-    path = path_to(root, distinct)
-    assert path is not None
-    below = frame(session, distinct.child())
-    if kept is not None:
-        below = below.unionByName(session.read.schema(below.schema).parquet(kept))
+    path = operator_path(result, "Distinct")
+    distinct = path[-1]
+    below = rows_entering(result, distinct, kept)
     rows = frame(session, distinct.withNewChildren(scala_seq(session, [analyzed(below)])))
     column = F.col(quote_identifier(plan.event_time))
     final = passed(column, watermark, by_day=plan.by_day)

@@ -35,17 +35,15 @@ from pyspark.sql import DataFrame
 
 from engine_spark.changelog import APPEND, CORRECT_FROM, CORRECT_TO, Changelog
 from engine_spark.jvm_plan import (
-    analyzed,
     expr_id,
     is_attribute,
-    path_to,
     query_nodes,
     seq,
-    single_operator,
     unalias,
     view_name,
 )
 from engine_spark.ordering import sort_by_values
+from engine_spark.stateful.shapes.operator import recognised_path
 
 RETRACT = 1
 """``-D`` (RFC-015 ``-R``): a row no longer in the result."""
@@ -76,10 +74,10 @@ class RankedRows:
 def ranked_rows(result: DataFrame, inputs: frozenset[str]) -> RankedRows | None:
     """The query's ranking when it has one of the shapes above (``inputs``: the streamed
     inputs); None otherwise."""
-    root = analyzed(result)
-    window = single_operator(root, inputs, WINDOW_PLAN, "Window")
-    if window is None:
+    path = recognised_path(result, inputs, WINDOW_PLAN, "Window", ABOVE_WINDOW)
+    if path is None:
         return None
+    window = path[-1]
     expressions = list(seq(window.windowExpressions()))
     if len(expressions) != 1 or str(expressions[0].nodeName()) != "Alias":
         return None
@@ -90,11 +88,8 @@ def ranked_rows(result: DataFrame, inputs: frozenset[str]) -> RankedRows | None:
     if kind not in RANKS:
         return None
     rank = expr_id(expressions[0])
-    path = path_to(root, window)
-    assert path is not None
-    above = path[:-1]
-    filters = [n for n in above if str(n.nodeName()) == "Filter"]
-    if any(str(n.nodeName()) not in ABOVE_WINDOW for n in above) or len(filters) != 1:
+    filters = [n for n in path[:-1] if str(n.nodeName()) == "Filter"]
+    if len(filters) != 1:
         return None
     limit = rank_limit(filters[0].condition(), rank)
     views = [

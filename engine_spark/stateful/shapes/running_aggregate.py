@@ -44,14 +44,12 @@ from engine_spark.jvm_plan import (
     expr_id,
     frame,
     is_attribute,
-    path_to,
-    query_nodes,
     replace_on_path,
     scala_seq,
     seq,
-    single_operator,
 )
 from engine_spark.stateful.shapes.distinct_rows import passed, traced_event_time
+from engine_spark.stateful.shapes.operator import operator_path, recognised_path, rows_entering
 from engine_spark.stateful.shapes.ranked_rows import ABOVE_WINDOW, WINDOW_PLAN
 
 FUNCTIONS = frozenset({"Sum", "Count", "Min", "Max", "Average"})
@@ -77,14 +75,10 @@ class RunningAggregate:
 def running_aggregate(result: DataFrame, event_times: Mapping[str, str]) -> RunningAggregate | None:
     """The query's running aggregate when it has the shape above (``event_times``: each
     streamed input's event-time column, by alias); None otherwise."""
-    root = analyzed(result)
-    window = single_operator(root, frozenset(event_times), WINDOW_PLAN, "Window")
-    if window is None:
+    path = recognised_path(result, frozenset(event_times), WINDOW_PLAN, "Window", ABOVE_WINDOW)
+    if path is None:
         return None
-    path = path_to(root, window)
-    assert path is not None
-    if any(str(n.nodeName()) not in ABOVE_WINDOW for n in path[:-1]):
-        return None
+    window = path[-1]
     functions = [_running_function(e) for e in seq(window.windowExpressions())]
     traced = traced_event_time(window.child(), event_times)
     if traced is None or not functions or None in functions:
@@ -157,13 +151,9 @@ def split_at_watermark(
     session = result.sparkSession
     jvm = session.sparkContext._jvm
     assert jvm is not None
-    root = analyzed(result)
-    window = next(n for n in query_nodes(root, frozenset()) if str(n.nodeName()) == "Window")
-    path = path_to(root, window)
-    assert path is not None
-    below = frame(session, window.child())
-    if kept is not None:
-        below = below.unionByName(session.read.schema(below.schema).parquet(kept))
+    path = operator_path(result, "Window")
+    window = path[-1]
+    below = rows_entering(result, window, kept)
     column = _column(jvm, next(iter(seq(window.orderSpec()))).child())
     final = passed(column, watermark)
     emitted, waiting = below.where(final), below.where(~final)

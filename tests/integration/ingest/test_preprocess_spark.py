@@ -13,7 +13,7 @@ from common.odf.fragments import (
     SqlQueryStep,
     TransformSql,
 )
-from coordinator.app import Application, IngestFile
+from coordinator.app import Application, IngestFile, IngestOptions
 from coordinator.engine import EngineMounts, EnginePool
 from coordinator.ingest.errors import PreprocessError
 from coordinator.workspace import Workspace
@@ -48,7 +48,7 @@ def test_preprocess_queries_shape_the_data(tmp_path: Path) -> None:
     # preprocess query; a pool (as the daemon's) lets both ingests share one engine.
     app.pool = EnginePool(app.provider, EngineMounts.of([], [ws.datasets_dir]), idle_timeout=600)
     try:
-        (result,) = app.ingest(ds.alias, [IngestFile(data, "a.csv")], source_name="good")
+        (result,) = app.ingest(ds.alias, [IngestFile(data, "a.csv")], IngestOptions("good"))
         assert result.num_records == 3
         assert rows(all_data(ds), "op", "city", "population") == [
             (0, "A", 10001),
@@ -57,7 +57,7 @@ def test_preprocess_queries_shape_the_data(tmp_path: Path) -> None:
         ]
         head = ds.head()
         with pytest.raises(PreprocessError, match="the preprocess query is invalid") as e:
-            list(app.ingest(ds.alias, [IngestFile(data, "a.csv")], source_name="bad"))
+            list(app.ingest(ds.alias, [IngestFile(data, "a.csv")], IngestOptions("bad")))
         assert "\n" not in str(e.value)
         assert ds.head() == head
     finally:
