@@ -134,6 +134,7 @@ CONFIG_KEYS = (
     "daemon.flightSqlAddress",
     "daemon.flightSqlMaxCalls",
     "daemon.flightSqlCallTimeout",
+    "daemon.flightSqlMaxRequestBytes",
     "daemon.maxParallel",
     "daemon.engineIdleTimeout",
     "daemon.followLineage",
