@@ -22,7 +22,11 @@ needs a token (``flight_auth``); a statement's SQL is at most ``MAX_QUERY_BYTES`
 stream longer than ``flightSqlCallTimeout`` seconds is stopped (DEADLINE_EXCEEDED), a result
 left unread as long is removed; a query whose client gives up while the engine runs it has
 its result dropped when the engine is done;
-writes (``DoPut``, updates, transactions) are refused (the server is read-only).
+writes (updates, transactions, any ``DoPut`` but parameters) are refused (read-only).
+
+A prepared statement's ``?`` markers take the values a client binds with ``DoPut`` (one Arrow
+row, at most ``flight_params.MAX_BIND_BYTES``), put into the query as typed literals
+(``flight_params``) when it is executed.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError
 from coordinator.app import Application
 from coordinator.daemon import flight_catalog as catalog
+from coordinator.daemon import flight_params as params
 from coordinator.daemon.access import Authority
 from coordinator.daemon.calls import DatasetLocks, message_of, status_of
 from coordinator.daemon.flight_auth import OpenHandshake, TokenMiddleware
@@ -159,11 +164,29 @@ class _Results:
 @dataclass(slots=True)
 class _Prepared:
     query: str
-    schema: pa.Schema
+    schema: pa.Schema | None
+    """The result's schema (unknown before parameters are bound to a query with markers)."""
     first: bytes | None
     """The handle of the result computed when the statement was prepared, for its first
     execution (within ``REUSE_S``)."""
+    markers: int = 0
+    """The query's ``?`` parameter markers."""
+    values: pa.Table | None = None
+    """The parameters last bound (``DoPut``): one row, a column per marker."""
     prepared: float = field(default_factory=time.monotonic)
+
+    def bound_query(self) -> str:
+        """The query to run: with the bound parameters in place of its markers."""
+        if not self.markers:
+            return self.query
+        if self.values is None:
+            raise flight.FlightServerError(
+                f"the statement has {self.markers} parameters ('?'): bind them first"
+            )
+        try:
+            return params.bind(self.query, self.values)
+        except params.ParameterError as e:
+            raise flight.FlightServerError(str(e)) from None
 
 
 def pack(message: Message) -> bytes:
@@ -279,7 +302,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                     return self._info(descriptor, first, result)
             if first is not None:
                 self.results.cancel(first)
-            return self._info(descriptor, *self._run(prepared.query, context))
+            return self._info(descriptor, *self._run(prepared.bound_query(), context))
         schema = self._metadata_schema(command)
         endpoint = flight.FlightEndpoint(descriptor.command, [])
         return flight.FlightInfo(schema, descriptor, [endpoint], -1, -1)
@@ -289,9 +312,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         if isinstance(command, fsql.CommandStatementQuery):
             return flight.SchemaResult(self._probe_schema(_query_text(command.query)))
         if isinstance(command, fsql.CommandPreparedStatementQuery):
-            return flight.SchemaResult(
-                self._prepared_statement(command.prepared_statement_handle).schema
-            )
+            prepared = self._prepared_statement(command.prepared_statement_handle)
+            if prepared.schema is not None:
+                return flight.SchemaResult(prepared.schema)
+            return flight.SchemaResult(self._probe_schema(prepared.bound_query()))
         return flight.SchemaResult(self._metadata_schema(command))
 
     def _command(self, descriptor: flight.FlightDescriptor) -> Message:
@@ -428,7 +452,38 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         return schema.empty_table()  # primary keys: datasets declare none
 
     def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
-        raise flight.FlightServerError("this server is read-only: no uploads, no updates")
+        """Only parameters bound to a prepared statement: one row of Arrow values (at most
+        ``params.MAX_BIND_BYTES``), a column per ``?`` marker; all else is refused."""
+        command = self._command(descriptor)
+        if not isinstance(command, fsql.CommandPreparedStatementQuery):
+            raise flight.FlightServerError("this server is read-only: no uploads, no updates")
+        handle = command.prepared_statement_handle
+        prepared = self._prepared_statement(handle)
+        batches: list[pa.RecordBatch] = []
+        size = 0
+        while True:
+            try:
+                chunk = reader.read_chunk()
+            except StopIteration:
+                break
+            if chunk.data is None:
+                continue
+            size += chunk.data.nbytes
+            if size > params.MAX_BIND_BYTES:
+                raise flight.FlightServerError(
+                    f"parameters: more than {params.MAX_BIND_BYTES} bytes bound"
+                )
+            batches.append(chunk.data)
+        values = pa.Table.from_batches(batches, reader.schema)
+        try:
+            params.bind(prepared.query, values)  # refused now if it does not fit
+        except params.ParameterError as e:
+            raise flight.FlightServerError(str(e)) from None
+        if prepared.first is not None:  # a result of other (or no) parameters
+            self.results.cancel(prepared.first)
+        prepared.values, prepared.first = values, None
+        answer = fsql.DoPutPreparedStatementResult(prepared_statement_handle=handle)
+        writer.write(pa.py_buffer(answer.SerializeToString()))
 
     def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
         raise flight.FlightServerError("this server is read-only: no exchanges")
@@ -454,11 +509,15 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     def _create_prepared(self, context: Any, body: bytes) -> Iterator[bytes]:
         request = _action_body(body, fsql.ActionCreatePreparedStatementRequest)
         query = _query_text(request.query)
-        first, result = self._run(query, context)
-        schema = result.schema
+        count = len(params.markers(query))
+        first: bytes | None = None
+        schema: pa.Schema | None = None
+        if not count:  # with parameters, the query runs once they are bound
+            first, result = self._run(query, context)
+            schema = result.schema
         handle = secrets.token_bytes(16)
         with self._prepared_lock:
-            self._prepared[handle] = _Prepared(query, schema, first)
+            self._prepared[handle] = _Prepared(query, schema, first, count)
             while len(self._prepared) > MAX_PREPARED:
                 dropped = self._prepared.pop(next(iter(self._prepared)))
                 if dropped.first is not None:
@@ -466,7 +525,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         yield pack(
             fsql.ActionCreatePreparedStatementResult(
                 prepared_statement_handle=handle,
-                dataset_schema=schema.serialize().to_pybytes(),
+                dataset_schema=schema.serialize().to_pybytes() if schema is not None else b"",
+                parameter_schema=(
+                    params.parameter_schema(count).serialize().to_pybytes() if count else b""
+                ),
             )
         )
 

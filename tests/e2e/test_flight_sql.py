@@ -119,6 +119,30 @@ def test_adbc_cursor_pandas_and_polars(daemon: Daemon) -> None:
         assert polars.to_dict(as_series=False) == {"carrier": ["AA", "UA"], "delay": [25, 10]}
 
 
+def test_adbc_binds_parameters(daemon: Daemon) -> None:
+    """``?`` markers with ADBC's bound values (DoPut), typed literals on the engine; hostile
+    strings stay one value; a wrong count of values is refused in one line."""
+    with daemon.adbc() as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT carrier, delay FROM `nyc.flights` WHERE carrier = ? AND delay > ?"
+            " ORDER BY delay",
+            ("AA", 6),
+        )
+        assert cur.fetchall() == [("AA", 20)]
+        cur.execute("SELECT count(*) AS n FROM `nyc.flights` WHERE carrier = ?", ("UA",))
+        assert cur.fetchall() == [(1,)]
+        for hostile in ("AA' OR '1'='1", "AA\\' OR 1=1 --", "`; */ ?"):
+            cur.execute(
+                "SELECT count(*) AS n, ? AS s FROM `nyc.flights` WHERE carrier = ?",
+                (hostile, hostile),
+            )
+            assert cur.fetchall() == [(0, hostile)]
+        cur.execute("SELECT ? AS d, ? AS x, ? AS b", (2.5, None, b"\x00'"))
+        assert cur.fetchall() == [(2.5, None, b"\x00'")]
+        with pytest.raises(adbc_driver_manager.Error, match="2 '\\?' markers, 1 values"):
+            cur.execute("SELECT ?, ?", (1,))
+
+
 def test_adbc_sees_datasets_as_tables(daemon: Daemon) -> None:
     with daemon.adbc() as conn:
         info = conn.adbc_get_info()

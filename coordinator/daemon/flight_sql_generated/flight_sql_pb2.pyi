@@ -401,6 +401,31 @@ class ActionCreatePreparedStatementResult(_message.Message):
 Global___ActionCreatePreparedStatementResult: _TypeAlias = ActionCreatePreparedStatementResult  # noqa: Y015
 
 @_typing.final
+class DoPutPreparedStatementResult(_message.Message):
+    """DoPut's answer (in PutResult.app_metadata, unpacked) to the parameters bound to a prepared
+    statement: the handle to execute it with from then on.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREPARED_STATEMENT_HANDLE_FIELD_NUMBER: _builtins.int
+    prepared_statement_handle: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        prepared_statement_handle: _builtins.bytes | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_prepared_statement_handle", b"_prepared_statement_handle", "prepared_statement_handle", b"prepared_statement_handle"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_prepared_statement_handle", b"_prepared_statement_handle", "prepared_statement_handle", b"prepared_statement_handle"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__prepared_statement_handle: _TypeAlias = _typing.Literal["prepared_statement_handle"]  # noqa: Y015
+    _WhichOneofArgType__prepared_statement_handle: _TypeAlias = _typing.Literal["_prepared_statement_handle", b"_prepared_statement_handle"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__prepared_statement_handle) -> _WhichOneofReturnType__prepared_statement_handle | None: ...
+
+Global___DoPutPreparedStatementResult: _TypeAlias = DoPutPreparedStatementResult  # noqa: Y015
+
+@_typing.final
 class ActionClosePreparedStatementRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
