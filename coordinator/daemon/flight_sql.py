@@ -51,6 +51,7 @@ from common.odf.errors import NotFoundError, OdfError
 from coordinator.app import Application
 from coordinator.daemon import flight_catalog as catalog
 from coordinator.daemon import flight_params as params
+from coordinator.daemon import flight_session as session
 from coordinator.daemon.access import Authority
 from coordinator.daemon.calls import DatasetLocks, message_of, status_of
 from coordinator.daemon.flight_auth import OpenHandshake, TokenMiddleware
@@ -78,6 +79,9 @@ ACTIONS = {
     "ClosePreparedStatement": "close a prepared statement (ActionClosePreparedStatementRequest)",
     "CancelFlightInfo": "cancel a query's result (CancelFlightInfoRequest)",
     "CancelQuery": "cancel a query's result (ActionCancelQueryRequest; deprecated)",
+    "SetSessionOptions": "set session options: as_of (SetSessionOptionsRequest)",
+    "GetSessionOptions": "the session's options (GetSessionOptionsRequest)",
+    "CloseSession": "forget the session and its options (CloseSessionRequest)",
 }
 
 
@@ -277,12 +281,16 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         self.results = _Results(self.timeout)
         self._prepared: dict[bytes, _Prepared] = {}
         self._prepared_lock = threading.Lock()
+        self.sessions = session.Sessions()
         certificates = [flight.CertKeyPair(cert=tls[0], key=tls[1])] if tls else []
         super().__init__(  # listens from here on
             location,
             auth_handler=OpenHandshake(),
             tls_certificates=certificates,
-            middleware={"token": TokenMiddleware(authority)},
+            middleware={
+                "token": TokenMiddleware(authority),
+                "session": session.SessionMiddleware(),
+            },
         )
 
     # --- FlightInfo and schemas ----------------------------------------------------------------
@@ -310,12 +318,12 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     def get_schema(self, context: Any, descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
         command = self._command(descriptor)
         if isinstance(command, fsql.CommandStatementQuery):
-            return flight.SchemaResult(self._probe_schema(_query_text(command.query)))
+            return flight.SchemaResult(self._probe_schema(_query_text(command.query), context))
         if isinstance(command, fsql.CommandPreparedStatementQuery):
             prepared = self._prepared_statement(command.prepared_statement_handle)
             if prepared.schema is not None:
                 return flight.SchemaResult(prepared.schema)
-            return flight.SchemaResult(self._probe_schema(prepared.bound_query()))
+            return flight.SchemaResult(self._probe_schema(prepared.bound_query(), context))
         return flight.SchemaResult(self._metadata_schema(command))
 
     def _command(self, descriptor: flight.FlightDescriptor) -> Message:
@@ -352,7 +360,9 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         with self._slot():
             try:
                 with self.locks.slots, self.metrics.timed("flight_sql_query"):
-                    path, num_records = files.enter_context(self.app.query_file(query))
+                    path, num_records = files.enter_context(
+                        self.app.query_file(query, self._as_of(context))
+                    )
                 with pa.OSFile(str(path), "rb") as source:
                     schema = ipc.open_file(source).schema
             except OdfError as e:
@@ -377,13 +387,19 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         size = result.path.stat().st_size
         return flight.FlightInfo(result.schema, descriptor, [endpoint], result.num_records, size)
 
-    def _probe_schema(self, query: str) -> pa.Schema:
+    def _as_of(self, context: Any) -> str | None:
+        """The session's ``as_of`` option, if the call's session has one."""
+        call = session.call_of(context)
+        return self.sessions.as_of(call.session) if call is not None else None
+
+    def _probe_schema(self, query: str, context: Any) -> pa.Schema:
         """The schema of ``query``'s result, from the engine, without computing its rows."""
+        probe = _SCHEMA_PROBE.format(query=query)
         with self._slot():
             try:
                 with (
                     self.locks.slots,
-                    self.app.query_file(_SCHEMA_PROBE.format(query=query)) as (path, _),
+                    self.app.query_file(probe, self._as_of(context)) as (path, _),
                     pa.OSFile(str(path), "rb") as source,
                 ):
                     schema: pa.Schema = ipc.open_file(source).schema
@@ -499,6 +515,9 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             "ClosePreparedStatement": self._close_prepared,
             "CancelFlightInfo": self._cancel_flight_info,
             "CancelQuery": self._cancel_query,
+            "SetSessionOptions": self._set_session_options,
+            "GetSessionOptions": self._get_session_options,
+            "CloseSession": self._close_session,
         }
         handler = handlers.get(action.type)
         if handler is None:
@@ -567,6 +586,32 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                 else result.CANCEL_RESULT_NOT_CANCELLABLE
             )
         )
+
+    def _set_session_options(self, context: Any, body: bytes) -> Iterator[bytes]:
+        try:
+            request = fsql.SetSessionOptionsRequest.FromString(body)
+        except DecodeError:
+            raise flight.FlightServerError("unreadable SetSessionOptionsRequest") from None
+        call = session.call_of(context)
+        if call is None:
+            raise flight.FlightServerError("sessions are not available on this call")
+        for name, value in request.session_options.items():
+            error = session.as_of_error(value) if name == session.AS_OF else None
+            if name != session.AS_OF or error:
+                log.info("flight_sql.session_option_refused", name=name[:80], error=error)
+        result = self.sessions.set(call.session or call.offered or "", request)
+        yield result.SerializeToString()
+
+    def _get_session_options(self, context: Any, body: bytes) -> Iterator[bytes]:
+        call = session.call_of(context)
+        options = self.sessions.options(call.session if call is not None else None)
+        yield fsql.GetSessionOptionsResult(session_options=options).SerializeToString()
+
+    def _close_session(self, context: Any, body: bytes) -> Iterator[bytes]:
+        call = session.call_of(context)
+        if not self.sessions.close(call.session if call is not None else None):
+            raise _flight_error(NotFoundError("no such session (closed or expired)"))
+        yield fsql.CloseSessionResult(status=fsql.CloseSessionResult.CLOSED).SerializeToString()
 
     def _cancel(self, info_bytes: bytes) -> bool:
         """Cancel the results of a FlightInfo (serialized): whether one was still there."""

@@ -143,6 +143,38 @@ def test_adbc_binds_parameters(daemon: Daemon) -> None:
             cur.execute("SELECT ?, ?", (1,))
 
 
+SESSION = "adbc.flight.sql.session.option"
+
+
+def test_session_option_as_of(daemon: Daemon) -> None:
+    """ADBC's session options (SetSessionOptions, cookie kept by the driver): ``as_of`` reads
+    the session's datasets as they were then; a table-name suffix still wins; a bad value is
+    refused, erasing the option reads the head again."""
+    auth = adbc_driver_flightsql.DatabaseOptions.AUTHORIZATION_HEADER.value
+    with (
+        daemon.adbc(
+            **{
+                auth: f"Bearer {daemon.served.token}",
+                "adbc.flight.sql.rpc.with_cookie_middleware": "true",
+            }
+        ) as conn,
+        conn.cursor() as cur,
+    ):
+        count = "SELECT count(*) AS n FROM `nyc.flights`"
+        conn.adbc_connection.set_options(**{f"{SESSION}.as_of": daemon.between})
+        cur.execute(count)
+        assert cur.fetchall() == [(2,)]
+        options = json.loads(conn.adbc_connection.get_option(f"{SESSION}s"))
+        assert options == {"as_of": daemon.between}, options
+        cur.execute(f"SELECT count(*) AS n FROM `nyc.flights@{daemon.first_head}`")
+        assert cur.fetchall() == [(2,)]
+        with pytest.raises(adbc_driver_manager.Error, match="'as_of' \\(invalid value\\)"):
+            conn.adbc_connection.set_options(**{f"{SESSION}.as_of": "yesterday!"})
+        conn.adbc_connection.set_options(**{f"{SESSION}erase.as_of": ""})
+        cur.execute(count)
+        assert cur.fetchall() == [(3,)]
+
+
 def test_adbc_sees_datasets_as_tables(daemon: Daemon) -> None:
     with daemon.adbc() as conn:
         info = conn.adbc_get_info()
