@@ -20,8 +20,8 @@ Bounds: loopback unless TLS (or ``--insecure``), as the daemon's other listeners
 needs a token (``flight_auth``); a statement's SQL is at most ``MAX_QUERY_BYTES``; at most
 ``flightSqlMaxCalls`` queries and result streams at once (more are refused, UNAVAILABLE); a
 stream longer than ``flightSqlCallTimeout`` seconds is stopped (DEADLINE_EXCEEDED), a result
-left unread as long is removed; a query whose client gives up while the engine runs it has
-its result dropped when the engine is done;
+left unread as long is removed; a query whose client gives up while the engine runs it is
+stopped on the engine (``coordinator.engine.cancel``);
 writes (updates, transactions, any ``DoPut`` but parameters) are refused (read-only).
 
 A prepared statement's ``?`` markers take the values a client binds with ``DoPut`` (one Arrow
@@ -35,7 +35,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from coordinator.daemon.calls import DatasetLocks, message_of, status_of
 from coordinator.daemon.flight_auth import OpenHandshake, TokenMiddleware
 from coordinator.daemon.flight_sql_generated import flight_sql_pb2 as fsql
 from coordinator.daemon.metrics import Metrics
+from coordinator.engine import cancel as engine_cancel
 
 log = get_logger(__name__)
 
@@ -71,6 +72,8 @@ refuse messages over 16 MiB by default: ADBC, gRPC's Go and Java)."""
 REUSE_S = 30.0
 """A prepared statement executed within this many seconds of being prepared returns the
 result computed then (ADBC and JDBC prepare every statement, then execute it at once)."""
+_WATCH_S = 0.1
+"""How often a running query checks whether its client is still there."""
 _SCHEMA_PROBE = "SELECT * FROM (\n{query}\n) LIMIT 0"
 """The query that gives a prepared statement's result schema without computing it."""
 
@@ -353,13 +356,17 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     # --- queries -------------------------------------------------------------------------------
 
     def _run(self, query: str, context: Any) -> tuple[bytes, _Result]:
-        """Run ``query`` now; the handle of its result, and the result. The engine's run is
-        not interrupted, but if the client gave up meanwhile (cancelled, or its deadline
-        passed) the result is dropped at once."""
+        """Run ``query`` now; the handle of its result, and the result. If the client gives
+        up meanwhile (cancels, or its deadline passes) the engine is told to stop the query
+        (``_stop_when_client_leaves``)."""
         files = ExitStack()
         with self._slot():
             try:
-                with self.locks.slots, self.metrics.timed("flight_sql_query"):
+                with (
+                    self.locks.slots,
+                    self.metrics.timed("flight_sql_query"),
+                    self._stop_when_client_leaves(context),
+                ):
                     path, num_records = files.enter_context(
                         self.app.query_file(query, self._as_of(context))
                     )
@@ -377,6 +384,29 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         result = _Result(path, schema, num_records, files)
         log.info("flight_sql.query", rows=num_records, bytes=path.stat().st_size)
         return self.results.add(result), result
+
+    @contextmanager
+    def _stop_when_client_leaves(self, context: Any) -> Iterator[None]:
+        """The engine calls of this context are cancelled (the engine stops their work) as
+        soon as the client cancels the call or its deadline passes (checked every 0.1 s)."""
+        cancel = engine_cancel.EngineCancel()
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(_WATCH_S):
+                if context.is_cancelled():
+                    log.info("flight_sql.query_cancelled")
+                    cancel.cancel()
+                    return
+
+        watcher = threading.Thread(target=watch, name="odf-flight-sql-watch", daemon=True)
+        watcher.start()
+        try:
+            with cancel:
+                yield
+        finally:
+            done.set()
+            watcher.join()
 
     def _info(
         self, descriptor: flight.FlightDescriptor, handle: bytes, result: _Result
@@ -399,6 +429,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             try:
                 with (
                     self.locks.slots,
+                    self._stop_when_client_leaves(context),
                     self.app.query_file(probe, self._as_of(context)) as (path, _),
                     pa.OSFile(str(path), "rb") as source,
                 ):

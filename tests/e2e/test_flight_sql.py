@@ -29,7 +29,7 @@ from google.protobuf import any_pb2
 from coordinator.daemon.flight_sql_generated import flight_sql_pb2 as fsql
 from coordinator.workspace import Workspace
 from tests.support.cli import ok
-from tests.support.daemon import Served, serving
+from tests.support.daemon import Served, serving, wait_until
 from tests.support.datasets import root
 from tests.support.engine_server import make_certificate
 from tests.support.workspace import add, ingest, new_workspace
@@ -308,6 +308,39 @@ def test_cancelling_a_result(daemon: Daemon) -> None:
     result = fsql.ActionCancelQueryResult()
     any_pb2.Any.FromString(answer.body.to_pybytes()).Unpack(result)
     assert result.result == fsql.ActionCancelQueryResult.CANCEL_RESULT_CANCELLED
+
+
+ENDLESS = "SELECT count(*) AS n FROM range(0, 1000000000000000)"
+"""A query that runs for hours on the engine: only a cancellation ends it."""
+STOPPED_BOUND_S = 30.0
+"""Liveness bound, not a speed target: without cancellation the engine would run for hours."""
+
+
+def test_a_client_giving_up_stops_the_query_on_the_engine(daemon: Daemon) -> None:
+    """A client whose deadline passes while the engine runs its query: the engine is told to
+    stop (its call ends within seconds, not hours), and the next query runs."""
+    client = daemon.client()
+    one = fsql.CommandStatementQuery(query="SELECT 1 AS one")
+    assert fetch(client, daemon.options, one).num_rows == 1  # the engine is up
+    ended = 'odf_calls_total{call="flight_sql_query",outcome="error"}'
+    before = daemon.served.metric(ended)
+    short = flight.FlightCallOptions(headers=daemon.options.headers, timeout=3)
+    with pytest.raises(flight.FlightTimedOutError):
+        client.get_flight_info(command(fsql.CommandStatementQuery(query=ENDLESS)), short)
+    gave_up = time.monotonic()
+    wait_until(
+        lambda: daemon.served.metric(ended) > before,
+        what="the engine stopped the cancelled query",
+        timeout=STOPPED_BOUND_S,
+    )
+    stopped = time.monotonic() - gave_up
+    table = fetch(client, daemon.options, one)
+    next_done = time.monotonic() - gave_up
+    assert table.to_pydict() == {"one": [1]}
+    print(
+        f"engine call ended {stopped:.2f} s after the client gave up; next query {next_done:.2f} s"
+    )
+    assert "flight_sql.query_cancelled" in daemon.served.log.read_text()
 
 
 # --- kamu's client --------------------------------------------------------------------------------
