@@ -27,16 +27,18 @@ class ParameterError(ValueError):
 
 def markers(query: str) -> list[int]:
     """The offsets of the ``?`` parameter markers of ``query``: those outside string literals
-    (``'...'``, ``"..."``, with backslash escapes as Spark reads them), quoted identifiers
+    (``'...'``, ``"..."``, with backslash escapes as Spark reads them; none in
+    raw ``r'...'``), quoted identifiers
     (`` `...` ``) and comments (``--`` to the line's end, ``/* ... */``, nested)."""
     found: list[int] = []
     i, n = 0, len(query)
     while i < n:
         c = query[i]
         if c in "'\"":
+            escapes = not _raw_prefix(query, i)
             i += 1
             while i < n and query[i] != c:
-                i += 2 if query[i] == "\\" else 1
+                i += 2 if escapes and query[i] == "\\" else 1
             i += 1
         elif c == "`":
             i += 1
@@ -65,6 +67,14 @@ def markers(query: str) -> list[int]:
                 found.append(i)
             i += 1
     return found
+
+
+def _raw_prefix(query: str, quote: int) -> bool:
+    """Whether the string literal opening at ``quote`` is raw (``r'...'``: no escapes)."""
+    if quote == 0 or query[quote - 1] not in "rR":
+        return False
+    before = query[quote - 2] if quote >= 2 else " "
+    return not (before.isalnum() or before in "_`")
 
 
 def parameter_schema(count: int) -> pa.Schema:

@@ -19,6 +19,8 @@ def test_markers_skip_strings_identifiers_and_comments() -> None:
     )
     assert [query[i - 4 : i + 1] for i in markers(query)] == ["x = ?", "IN (?", "(?, ?"]
     assert markers("SELECT 1") == [] and markers("SELECT '?") == []
+    raw = "SELECT r'\\', '?', R\"\\\", ?, bar'x', ?"  # raw strings: a backslash escapes nothing
+    assert [raw[i - 3 : i + 1] for i in markers(raw)] == ['", ?', "', ?"]
 
 
 def one(value: object, kind: pa.DataType | None = None) -> str:
