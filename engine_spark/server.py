@@ -158,9 +158,10 @@ class EngineServicer:
         control = CallControl(rpc.request_name)
         try:
             with self._admission.admit(control):
-                context.add_callback(
+                if not context.add_callback(
                     lambda: control.cancel("the client cancelled the call or its deadline passed")
-                )
+                ):  # the call ended before the callback was added: it will never run
+                    control.cancel("the client cancelled the call before it started")
                 with self._timer(control), bound(control):
                     response = self._respond(rpc, data, control)
                 control.finish()

@@ -623,13 +623,13 @@ class Application:
         )
 
     @contextmanager
-    def query_file(self, query: str) -> Iterator[tuple[Path, int]]:
+    def query_file(self, query: str, as_of: str | None = None) -> Iterator[tuple[Path, int]]:
         """Ad-hoc SQL over the workspace's datasets (``name@when`` for a dataset as of a
-        block or a time), the whole result in an Arrow IPC file: its path and number of rows,
-        until the context exits (the file is removed then)."""
+        block or a time; the others as of ``as_of`` if given), the whole result in an Arrow
+        IPC file: its path and number of rows, until the context exits (then removed)."""
         from coordinator.query.runner import query_output, views_as_named
 
-        views = views_as_named(self.ws, query)
+        views = views_as_named(self.ws, query, as_of)
         with query_output(self.ws, query, views, self._query_engines) as output:
             yield output
 

@@ -20,9 +20,13 @@ Bounds: loopback unless TLS (or ``--insecure``), as the daemon's other listeners
 needs a token (``flight_auth``); a statement's SQL is at most ``MAX_QUERY_BYTES``; at most
 ``flightSqlMaxCalls`` queries and result streams at once (more are refused, UNAVAILABLE); a
 stream longer than ``flightSqlCallTimeout`` seconds is stopped (DEADLINE_EXCEEDED), a result
-left unread as long is removed; a query whose client gives up while the engine runs it has
-its result dropped when the engine is done;
-writes (``DoPut``, updates, transactions) are refused (the server is read-only).
+left unread as long is removed; a query whose client gives up while the engine runs it is
+stopped on the engine (``coordinator.engine.cancel``);
+writes (updates, transactions, any ``DoPut`` but parameters) are refused (read-only).
+
+A prepared statement's ``?`` markers take the values a client binds with ``DoPut`` (one Arrow
+row, at most ``flight_params.MAX_BIND_BYTES``), put into the query as typed literals
+(``flight_params``) when it is executed.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,11 +50,14 @@ from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError
 from coordinator.app import Application
 from coordinator.daemon import flight_catalog as catalog
+from coordinator.daemon import flight_params as params
+from coordinator.daemon import flight_session as session
 from coordinator.daemon.access import Authority
 from coordinator.daemon.calls import DatasetLocks, message_of, status_of
 from coordinator.daemon.flight_auth import OpenHandshake, TokenMiddleware
 from coordinator.daemon.flight_sql_generated import flight_sql_pb2 as fsql
 from coordinator.daemon.metrics import Metrics
+from coordinator.engine import cancel as engine_cancel
 
 log = get_logger(__name__)
 
@@ -65,6 +72,8 @@ refuse messages over 16 MiB by default: ADBC, gRPC's Go and Java)."""
 REUSE_S = 30.0
 """A prepared statement executed within this many seconds of being prepared returns the
 result computed then (ADBC and JDBC prepare every statement, then execute it at once)."""
+_WATCH_S = 0.1
+"""How often a running query checks whether its client is still there."""
 _SCHEMA_PROBE = "SELECT * FROM (\n{query}\n) LIMIT 0"
 """The query that gives a prepared statement's result schema without computing it."""
 
@@ -73,6 +82,9 @@ ACTIONS = {
     "ClosePreparedStatement": "close a prepared statement (ActionClosePreparedStatementRequest)",
     "CancelFlightInfo": "cancel a query's result (CancelFlightInfoRequest)",
     "CancelQuery": "cancel a query's result (ActionCancelQueryRequest; deprecated)",
+    "SetSessionOptions": "set session options: as_of (SetSessionOptionsRequest)",
+    "GetSessionOptions": "the session's options (GetSessionOptionsRequest)",
+    "CloseSession": "forget the session and its options (CloseSessionRequest)",
 }
 
 
@@ -159,11 +171,29 @@ class _Results:
 @dataclass(slots=True)
 class _Prepared:
     query: str
-    schema: pa.Schema
+    schema: pa.Schema | None
+    """The result's schema (unknown before parameters are bound to a query with markers)."""
     first: bytes | None
     """The handle of the result computed when the statement was prepared, for its first
     execution (within ``REUSE_S``)."""
+    markers: int = 0
+    """The query's ``?`` parameter markers."""
+    values: pa.Table | None = None
+    """The parameters last bound (``DoPut``): one row, a column per marker."""
     prepared: float = field(default_factory=time.monotonic)
+
+    def bound_query(self) -> str:
+        """The query to run: with the bound parameters in place of its markers."""
+        if not self.markers:
+            return self.query
+        if self.values is None:
+            raise flight.FlightServerError(
+                f"the statement has {self.markers} parameters ('?'): bind them first"
+            )
+        try:
+            return params.bind(self.query, self.values)
+        except params.ParameterError as e:
+            raise flight.FlightServerError(str(e)) from None
 
 
 def pack(message: Message) -> bytes:
@@ -254,12 +284,16 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         self.results = _Results(self.timeout)
         self._prepared: dict[bytes, _Prepared] = {}
         self._prepared_lock = threading.Lock()
+        self.sessions = session.Sessions()
         certificates = [flight.CertKeyPair(cert=tls[0], key=tls[1])] if tls else []
         super().__init__(  # listens from here on
             location,
             auth_handler=OpenHandshake(),
             tls_certificates=certificates,
-            middleware={"token": TokenMiddleware(authority)},
+            middleware={
+                "token": TokenMiddleware(authority),
+                "session": session.SessionMiddleware(),
+            },
         )
 
     # --- FlightInfo and schemas ----------------------------------------------------------------
@@ -279,7 +313,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                     return self._info(descriptor, first, result)
             if first is not None:
                 self.results.cancel(first)
-            return self._info(descriptor, *self._run(prepared.query, context))
+            return self._info(descriptor, *self._run(prepared.bound_query(), context))
         schema = self._metadata_schema(command)
         endpoint = flight.FlightEndpoint(descriptor.command, [])
         return flight.FlightInfo(schema, descriptor, [endpoint], -1, -1)
@@ -287,11 +321,12 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     def get_schema(self, context: Any, descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
         command = self._command(descriptor)
         if isinstance(command, fsql.CommandStatementQuery):
-            return flight.SchemaResult(self._probe_schema(_query_text(command.query)))
+            return flight.SchemaResult(self._probe_schema(_query_text(command.query), context))
         if isinstance(command, fsql.CommandPreparedStatementQuery):
-            return flight.SchemaResult(
-                self._prepared_statement(command.prepared_statement_handle).schema
-            )
+            prepared = self._prepared_statement(command.prepared_statement_handle)
+            if prepared.schema is not None:
+                return flight.SchemaResult(prepared.schema)
+            return flight.SchemaResult(self._probe_schema(prepared.bound_query(), context))
         return flight.SchemaResult(self._metadata_schema(command))
 
     def _command(self, descriptor: flight.FlightDescriptor) -> Message:
@@ -321,14 +356,20 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     # --- queries -------------------------------------------------------------------------------
 
     def _run(self, query: str, context: Any) -> tuple[bytes, _Result]:
-        """Run ``query`` now; the handle of its result, and the result. The engine's run is
-        not interrupted, but if the client gave up meanwhile (cancelled, or its deadline
-        passed) the result is dropped at once."""
+        """Run ``query`` now; the handle of its result, and the result. If the client gives
+        up meanwhile (cancels, or its deadline passes) the engine is told to stop the query
+        (``_stop_when_client_leaves``)."""
         files = ExitStack()
         with self._slot():
             try:
-                with self.locks.slots, self.metrics.timed("flight_sql_query"):
-                    path, num_records = files.enter_context(self.app.query_file(query))
+                with (
+                    self.locks.slots,
+                    self.metrics.timed("flight_sql_query"),
+                    self._stop_when_client_leaves(context),
+                ):
+                    path, num_records = files.enter_context(
+                        self.app.query_file(query, self._as_of(context))
+                    )
                 with pa.OSFile(str(path), "rb") as source:
                     schema = ipc.open_file(source).schema
             except OdfError as e:
@@ -344,6 +385,29 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         log.info("flight_sql.query", rows=num_records, bytes=path.stat().st_size)
         return self.results.add(result), result
 
+    @contextmanager
+    def _stop_when_client_leaves(self, context: Any) -> Iterator[None]:
+        """The engine calls of this context are cancelled (the engine stops their work) as
+        soon as the client cancels the call or its deadline passes (checked every 0.1 s)."""
+        cancel = engine_cancel.EngineCancel()
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(_WATCH_S):
+                if context.is_cancelled():
+                    log.info("flight_sql.query_cancelled")
+                    cancel.cancel()
+                    return
+
+        watcher = threading.Thread(target=watch, name="odf-flight-sql-watch", daemon=True)
+        watcher.start()
+        try:
+            with cancel:
+                yield
+        finally:
+            done.set()
+            watcher.join()
+
     def _info(
         self, descriptor: flight.FlightDescriptor, handle: bytes, result: _Result
     ) -> flight.FlightInfo:
@@ -353,13 +417,20 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         size = result.path.stat().st_size
         return flight.FlightInfo(result.schema, descriptor, [endpoint], result.num_records, size)
 
-    def _probe_schema(self, query: str) -> pa.Schema:
+    def _as_of(self, context: Any) -> str | None:
+        """The session's ``as_of`` option, if the call's session has one."""
+        call = session.call_of(context)
+        return self.sessions.as_of(call.session) if call is not None else None
+
+    def _probe_schema(self, query: str, context: Any) -> pa.Schema:
         """The schema of ``query``'s result, from the engine, without computing its rows."""
+        probe = _SCHEMA_PROBE.format(query=query)
         with self._slot():
             try:
                 with (
                     self.locks.slots,
-                    self.app.query_file(_SCHEMA_PROBE.format(query=query)) as (path, _),
+                    self._stop_when_client_leaves(context),
+                    self.app.query_file(probe, self._as_of(context)) as (path, _),
                     pa.OSFile(str(path), "rb") as source,
                 ):
                     schema: pa.Schema = ipc.open_file(source).schema
@@ -428,7 +499,38 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         return schema.empty_table()  # primary keys: datasets declare none
 
     def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
-        raise flight.FlightServerError("this server is read-only: no uploads, no updates")
+        """Only parameters bound to a prepared statement: one row of Arrow values (at most
+        ``params.MAX_BIND_BYTES``), a column per ``?`` marker; all else is refused."""
+        command = self._command(descriptor)
+        if not isinstance(command, fsql.CommandPreparedStatementQuery):
+            raise flight.FlightServerError("this server is read-only: no uploads, no updates")
+        handle = command.prepared_statement_handle
+        prepared = self._prepared_statement(handle)
+        batches: list[pa.RecordBatch] = []
+        size = 0
+        while True:
+            try:
+                chunk = reader.read_chunk()
+            except StopIteration:
+                break
+            if chunk.data is None:
+                continue
+            size += chunk.data.nbytes
+            if size > params.MAX_BIND_BYTES:
+                raise flight.FlightServerError(
+                    f"parameters: more than {params.MAX_BIND_BYTES} bytes bound"
+                )
+            batches.append(chunk.data)
+        values = pa.Table.from_batches(batches, reader.schema)
+        try:
+            params.bind(prepared.query, values)  # refused now if it does not fit
+        except params.ParameterError as e:
+            raise flight.FlightServerError(str(e)) from None
+        if prepared.first is not None:  # a result of other (or no) parameters
+            self.results.cancel(prepared.first)
+        prepared.values, prepared.first = values, None
+        answer = fsql.DoPutPreparedStatementResult(prepared_statement_handle=handle)
+        writer.write(pa.py_buffer(answer.SerializeToString()))
 
     def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
         raise flight.FlightServerError("this server is read-only: no exchanges")
@@ -444,6 +546,9 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
             "ClosePreparedStatement": self._close_prepared,
             "CancelFlightInfo": self._cancel_flight_info,
             "CancelQuery": self._cancel_query,
+            "SetSessionOptions": self._set_session_options,
+            "GetSessionOptions": self._get_session_options,
+            "CloseSession": self._close_session,
         }
         handler = handlers.get(action.type)
         if handler is None:
@@ -454,11 +559,15 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     def _create_prepared(self, context: Any, body: bytes) -> Iterator[bytes]:
         request = _action_body(body, fsql.ActionCreatePreparedStatementRequest)
         query = _query_text(request.query)
-        first, result = self._run(query, context)
-        schema = result.schema
+        count = len(params.markers(query))
+        first: bytes | None = None
+        schema: pa.Schema | None = None
+        if not count:  # with parameters, the query runs once they are bound
+            first, result = self._run(query, context)
+            schema = result.schema
         handle = secrets.token_bytes(16)
         with self._prepared_lock:
-            self._prepared[handle] = _Prepared(query, schema, first)
+            self._prepared[handle] = _Prepared(query, schema, first, count)
             while len(self._prepared) > MAX_PREPARED:
                 dropped = self._prepared.pop(next(iter(self._prepared)))
                 if dropped.first is not None:
@@ -466,7 +575,10 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         yield pack(
             fsql.ActionCreatePreparedStatementResult(
                 prepared_statement_handle=handle,
-                dataset_schema=schema.serialize().to_pybytes(),
+                dataset_schema=schema.serialize().to_pybytes() if schema is not None else b"",
+                parameter_schema=(
+                    params.parameter_schema(count).serialize().to_pybytes() if count else b""
+                ),
             )
         )
 
@@ -505,6 +617,32 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
                 else result.CANCEL_RESULT_NOT_CANCELLABLE
             )
         )
+
+    def _set_session_options(self, context: Any, body: bytes) -> Iterator[bytes]:
+        try:
+            request = fsql.SetSessionOptionsRequest.FromString(body)
+        except DecodeError:
+            raise flight.FlightServerError("unreadable SetSessionOptionsRequest") from None
+        call = session.call_of(context)
+        if call is None:
+            raise flight.FlightServerError("sessions are not available on this call")
+        for name, value in request.session_options.items():
+            error = session.as_of_error(value) if name == session.AS_OF else None
+            if name != session.AS_OF or error:
+                log.info("flight_sql.session_option_refused", name=name[:80], error=error)
+        result = self.sessions.set(call.session or call.offered or "", request)
+        yield result.SerializeToString()
+
+    def _get_session_options(self, context: Any, body: bytes) -> Iterator[bytes]:
+        call = session.call_of(context)
+        options = self.sessions.options(call.session if call is not None else None)
+        yield fsql.GetSessionOptionsResult(session_options=options).SerializeToString()
+
+    def _close_session(self, context: Any, body: bytes) -> Iterator[bytes]:
+        call = session.call_of(context)
+        if not self.sessions.close(call.session if call is not None else None):
+            raise _flight_error(NotFoundError("no such session (closed or expired)"))
+        yield fsql.CloseSessionResult(status=fsql.CloseSessionResult.CLOSED).SerializeToString()
 
     def _cancel(self, info_bytes: bytes) -> bool:
         """Cancel the results of a FlightInfo (serialized): whether one was still there."""

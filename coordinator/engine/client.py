@@ -23,6 +23,8 @@ from common.engine_rpc.rpcs import EngineRpc
 from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
+from coordinator.engine import cancel as engine_cancel
+from coordinator.engine.cancel import EngineCallCancelled
 from coordinator.engine.errors import (
     EngineError,
     EngineInternalError,
@@ -154,12 +156,21 @@ class EngineClient:
             response_deserializer=rpc.response_envelope.FromString,
         )
         envelope = rpc.request_envelope(flatbuffer=rpc.encode_request(request))
+        cancel = engine_cancel.current()
+        if cancel is not None and cancel.cancelled:
+            raise EngineCallCancelled(f"{rpc.name} cancelled before it was sent")
         stream: Any = method(envelope, metadata=self._metadata)
+        if cancel is not None:
+            cancel.attach(stream)
         try:
             return self._read_stream(rpc, stream)
         except grpc.RpcError as e:
             call: Any = e
             code = call.code() if hasattr(call, "code") else None
+            if cancel is not None and cancel.cancelled and code is grpc.StatusCode.CANCELLED:
+                raise EngineCallCancelled(
+                    f"{rpc.name} cancelled: {self.description} was told to stop"
+                ) from None
             if code is grpc.StatusCode.UNIMPLEMENTED:
                 raise EngineError(
                     f"{self.description} does not implement {rpc.name} (an older engine?)"
@@ -173,6 +184,8 @@ class EngineClient:
                 " (the engine crashed or the connection broke)"
             ) from None
         finally:
+            if cancel is not None:
+                cancel.detach(stream)
             stream.cancel()
             if self._after_call is not None:
                 self._after_call()

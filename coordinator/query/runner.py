@@ -77,9 +77,10 @@ AS_OF_MARK = "@"
 it, or an RFC 3339 time), as a table of its own (quoted: `` `name@2024-05-01T00:00:00Z` ``)."""
 
 
-def views_as_named(ws: Workspace, query: str) -> list[QueryView]:
+def views_as_named(ws: Workspace, query: str, as_of: str | None = None) -> list[QueryView]:
     """The views of ``query`` (``query_views``), ``name@when`` names included: each such
-    name is a view of dataset ``name`` as of ``when`` (see ``AS_OF_MARK``)."""
+    name is a view of dataset ``name`` as of ``when`` (see ``AS_OF_MARK``); the others are
+    as of ``as_of`` if given (a block or a time, as ``when``)."""
     suffixed: dict[str, tuple[str, str]] = {}
     for chain in name_chains(query):
         for part in chain.parts:
@@ -90,6 +91,8 @@ def views_as_named(ws: Workspace, query: str) -> list[QueryView]:
     return [
         replace(v, as_of=block_as_of(v.dataset, suffixed[v.alias][1], path=v.alias))
         if v.alias in suffixed
+        else replace(v, as_of=block_as_of(v.dataset, as_of, path="as_of"))
+        if as_of
         else v
         for v in views
     ]

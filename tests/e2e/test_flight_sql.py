@@ -32,7 +32,7 @@ from coordinator.daemon.flight_front import HANDSHAKE_TIMEOUT_MS
 from coordinator.daemon.flight_sql_generated import flight_sql_pb2 as fsql
 from coordinator.workspace import Workspace
 from tests.support.cli import ok
-from tests.support.daemon import Served, serving
+from tests.support.daemon import Served, serving, wait_until
 from tests.support.datasets import root
 from tests.support.engine_server import make_certificate
 from tests.support.workspace import add, ingest, new_workspace
@@ -120,6 +120,62 @@ def test_adbc_cursor_pandas_and_polars(daemon: Daemon) -> None:
         assert frame.to_dict("list") == {"carrier": ["AA", "UA"], "delay": [25, 10]}
         polars = pl.read_database(BY_CARRIER, connection=conn)
         assert polars.to_dict(as_series=False) == {"carrier": ["AA", "UA"], "delay": [25, 10]}
+
+
+def test_adbc_binds_parameters(daemon: Daemon) -> None:
+    """``?`` markers with ADBC's bound values (DoPut), typed literals on the engine; hostile
+    strings stay one value; a wrong count of values is refused in one line."""
+    with daemon.adbc() as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT carrier, delay FROM `nyc.flights` WHERE carrier = ? AND delay > ?"
+            " ORDER BY delay",
+            ("AA", 6),
+        )
+        assert cur.fetchall() == [("AA", 20)]
+        cur.execute("SELECT count(*) AS n FROM `nyc.flights` WHERE carrier = ?", ("UA",))
+        assert cur.fetchall() == [(1,)]
+        for hostile in ("AA' OR '1'='1", "AA\\' OR 1=1 --", "`; */ ?"):
+            cur.execute(
+                "SELECT count(*) AS n, ? AS s FROM `nyc.flights` WHERE carrier = ?",
+                (hostile, hostile),
+            )
+            assert cur.fetchall() == [(0, hostile)]
+        cur.execute("SELECT ? AS d, ? AS x, ? AS b", (2.5, None, b"\x00'"))
+        assert cur.fetchall() == [(2.5, None, b"\x00'")]
+        with pytest.raises(adbc_driver_manager.Error, match="2 '\\?' markers, 1 values"):
+            cur.execute("SELECT ?, ?", (1,))
+
+
+SESSION = "adbc.flight.sql.session.option"
+
+
+def test_session_option_as_of(daemon: Daemon) -> None:
+    """ADBC's session options (SetSessionOptions, cookie kept by the driver): ``as_of`` reads
+    the session's datasets as they were then; a table-name suffix still wins; a bad value is
+    refused, erasing the option reads the head again."""
+    auth = adbc_driver_flightsql.DatabaseOptions.AUTHORIZATION_HEADER.value
+    with (
+        daemon.adbc(
+            **{
+                auth: f"Bearer {daemon.served.token}",
+                "adbc.flight.sql.rpc.with_cookie_middleware": "true",
+            }
+        ) as conn,
+        conn.cursor() as cur,
+    ):
+        count = "SELECT count(*) AS n FROM `nyc.flights`"
+        conn.adbc_connection.set_options(**{f"{SESSION}.as_of": daemon.between})
+        cur.execute(count)
+        assert cur.fetchall() == [(2,)]
+        options = json.loads(conn.adbc_connection.get_option(f"{SESSION}s"))
+        assert options == {"as_of": daemon.between}, options
+        cur.execute(f"SELECT count(*) AS n FROM `nyc.flights@{daemon.first_head}`")
+        assert cur.fetchall() == [(2,)]
+        with pytest.raises(adbc_driver_manager.Error, match="'as_of' \\(invalid value\\)"):
+            conn.adbc_connection.set_options(**{f"{SESSION}.as_of": "yesterday!"})
+        conn.adbc_connection.set_options(**{f"{SESSION}erase.as_of": ""})
+        cur.execute(count)
+        assert cur.fetchall() == [(3,)]
 
 
 def test_adbc_sees_datasets_as_tables(daemon: Daemon) -> None:
@@ -255,6 +311,39 @@ def test_cancelling_a_result(daemon: Daemon) -> None:
     result = fsql.ActionCancelQueryResult()
     any_pb2.Any.FromString(answer.body.to_pybytes()).Unpack(result)
     assert result.result == fsql.ActionCancelQueryResult.CANCEL_RESULT_CANCELLED
+
+
+ENDLESS = "SELECT count(*) AS n FROM range(0, 1000000000000000)"
+"""A query that runs for hours on the engine: only a cancellation ends it."""
+STOPPED_BOUND_S = 30.0
+"""Liveness bound, not a speed target: without cancellation the engine would run for hours."""
+
+
+def test_a_client_giving_up_stops_the_query_on_the_engine(daemon: Daemon) -> None:
+    """A client whose deadline passes while the engine runs its query: the engine is told to
+    stop (its call ends within seconds, not hours), and the next query runs."""
+    client = daemon.client()
+    one = fsql.CommandStatementQuery(query="SELECT 1 AS one")
+    assert fetch(client, daemon.options, one).num_rows == 1  # the engine is up
+    ended = 'odf_calls_total{call="flight_sql_query",outcome="error"}'
+    before = daemon.served.metric(ended)
+    short = flight.FlightCallOptions(headers=daemon.options.headers, timeout=3)
+    with pytest.raises(flight.FlightTimedOutError):
+        client.get_flight_info(command(fsql.CommandStatementQuery(query=ENDLESS)), short)
+    gave_up = time.monotonic()
+    wait_until(
+        lambda: daemon.served.metric(ended) > before,
+        what="the engine stopped the cancelled query",
+        timeout=STOPPED_BOUND_S,
+    )
+    stopped = time.monotonic() - gave_up
+    table = fetch(client, daemon.options, one)
+    next_done = time.monotonic() - gave_up
+    assert table.to_pydict() == {"one": [1]}
+    print(
+        f"engine call ended {stopped:.2f} s after the client gave up; next query {next_done:.2f} s"
+    )
+    assert "flight_sql.query_cancelled" in daemon.served.log.read_text()
 
 
 # --- kamu's client --------------------------------------------------------------------------------

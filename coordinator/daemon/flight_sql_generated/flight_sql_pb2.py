@@ -25,17 +25,23 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10\x66light_sql.proto\x12\x19\x61rrow.flight.protocol.sql\"!\n\x11\x43ommandGetSqlInfo\x12\x0c\n\x04info\x18\x01 \x03(\r\">\n\x16\x43ommandGetXdbcTypeInfo\x12\x16\n\tdata_type\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x0c\n\n_data_type\"\x14\n\x12\x43ommandGetCatalogs\"{\n\x13\x43ommandGetDbSchemas\x12\x14\n\x07\x63\x61talog\x18\x01 \x01(\tH\x00\x88\x01\x01\x12%\n\x18\x64\x62_schema_filter_pattern\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\n\n\x08_catalogB\x1b\n\x19_db_schema_filter_pattern\"\xeb\x01\n\x10\x43ommandGetTables\x12\x14\n\x07\x63\x61talog\x18\x01 \x01(\tH\x00\x88\x01\x01\x12%\n\x18\x64\x62_schema_filter_pattern\x18\x02 \x01(\tH\x01\x88\x01\x01\x12&\n\x19table_name_filter_pattern\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x13\n\x0btable_types\x18\x04 \x03(\t\x12\x16\n\x0einclude_schema\x18\x05 \x01(\x08\x42\n\n\x08_catalogB\x1b\n\x19_db_schema_filter_patternB\x1c\n\x1a_table_name_filter_pattern\"\x16\n\x14\x43ommandGetTableTypes\"n\n\x15\x43ommandGetPrimaryKeys\x12\x14\n\x07\x63\x61talog\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tdb_schema\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\r\n\x05table\x18\x03 \x01(\tB\n\n\x08_catalogB\x0c\n\n_db_schema\"V\n\x15\x43ommandStatementQuery\x12\r\n\x05query\x18\x01 \x01(\t\x12\x1b\n\x0etransaction_id\x18\x02 \x01(\x0cH\x00\x88\x01\x01\x42\x11\n\x0f_transaction_id\"0\n\x14TicketStatementQuery\x12\x18\n\x10statement_handle\x18\x01 \x01(\x0c\"B\n\x1d\x43ommandPreparedStatementQuery\x12!\n\x19prepared_statement_handle\x18\x01 \x01(\x0c\"e\n$ActionCreatePreparedStatementRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x1b\n\x0etransaction_id\x18\x02 \x01(\x0cH\x00\x88\x01\x01\x42\x11\n\x0f_transaction_id\"z\n#ActionCreatePreparedStatementResult\x12!\n\x19prepared_statement_handle\x18\x01 \x01(\x0c\x12\x16\n\x0e\x64\x61taset_schema\x18\x02 \x01(\x0c\x12\x18\n\x10parameter_schema\x18\x03 \x01(\x0c\"H\n#ActionClosePreparedStatementRequest\x12!\n\x19prepared_statement_handle\x18\x01 \x01(\x0c\"(\n\x18\x41\x63tionCancelQueryRequest\x12\x0c\n\x04info\x18\x01 \x01(\x0c\"\xf8\x01\n\x17\x41\x63tionCancelQueryResult\x12O\n\x06result\x18\x01 \x01(\x0e\x32?.arrow.flight.protocol.sql.ActionCancelQueryResult.CancelResult\"\x8b\x01\n\x0c\x43\x61ncelResult\x12\x1d\n\x19\x43\x41NCEL_RESULT_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x43\x41NCEL_RESULT_CANCELLED\x10\x01\x12\x1c\n\x18\x43\x41NCEL_RESULT_CANCELLING\x10\x02\x12!\n\x1d\x43\x41NCEL_RESULT_NOT_CANCELLABLE\x10\x03\"\'\n\x17\x43\x61ncelFlightInfoRequest\x12\x0c\n\x04info\x18\x01 \x01(\x0c\"Q\n\x16\x43\x61ncelFlightInfoResult\x12\x37\n\x06status\x18\x01 \x01(\x0e\x32\'.arrow.flight.protocol.sql.CancelStatus*\x90\x05\n\x07SqlInfo\x12\x1a\n\x16\x46LIGHT_SQL_SERVER_NAME\x10\x00\x12\x1d\n\x19\x46LIGHT_SQL_SERVER_VERSION\x10\x01\x12#\n\x1f\x46LIGHT_SQL_SERVER_ARROW_VERSION\x10\x02\x12\x1f\n\x1b\x46LIGHT_SQL_SERVER_READ_ONLY\x10\x03\x12\x19\n\x15\x46LIGHT_SQL_SERVER_SQL\x10\x04\x12\x1f\n\x1b\x46LIGHT_SQL_SERVER_SUBSTRAIT\x10\x05\x12!\n\x1d\x46LIGHT_SQL_SERVER_TRANSACTION\x10\x08\x12\x1c\n\x18\x46LIGHT_SQL_SERVER_CANCEL\x10\t\x12\'\n#FLIGHT_SQL_SERVER_STATEMENT_TIMEOUT\x10\x64\x12)\n%FLIGHT_SQL_SERVER_TRANSACTION_TIMEOUT\x10\x65\x12\x14\n\x0fSQL_DDL_CATALOG\x10\xf4\x03\x12\x13\n\x0eSQL_DDL_SCHEMA\x10\xf5\x03\x12\x12\n\rSQL_DDL_TABLE\x10\xf6\x03\x12\x18\n\x13SQL_IDENTIFIER_CASE\x10\xf7\x03\x12\x1e\n\x19SQL_IDENTIFIER_QUOTE_CHAR\x10\xf8\x03\x12\x1f\n\x1aSQL_QUOTED_IDENTIFIER_CASE\x10\xf9\x03\x12\"\n\x1dSQL_ALL_TABLES_ARE_SELECTABLE\x10\xfa\x03\x12\x16\n\x11SQL_NULL_ORDERING\x10\xfb\x03\x12\x11\n\x0cSQL_KEYWORDS\x10\xfc\x03\x12\x1d\n\x18SQL_SEARCH_STRING_ESCAPE\x10\x81\x04\x12\x14\n\x0fSQL_SCHEMA_TERM\x10\x91\x04\x12\x15\n\x10SQL_CATALOG_TERM\x10\x93\x04*\x8b\x01\n\x0c\x43\x61ncelStatus\x12\x1d\n\x19\x43\x41NCEL_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x43\x41NCEL_STATUS_CANCELLED\x10\x01\x12\x1c\n\x18\x43\x41NCEL_STATUS_CANCELLING\x10\x02\x12!\n\x1d\x43\x41NCEL_STATUS_NOT_CANCELLABLE\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10\x66light_sql.proto\x12\x19\x61rrow.flight.protocol.sql\"!\n\x11\x43ommandGetSqlInfo\x12\x0c\n\x04info\x18\x01 \x03(\r\">\n\x16\x43ommandGetXdbcTypeInfo\x12\x16\n\tdata_type\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x0c\n\n_data_type\"\x14\n\x12\x43ommandGetCatalogs\"{\n\x13\x43ommandGetDbSchemas\x12\x14\n\x07\x63\x61talog\x18\x01 \x01(\tH\x00\x88\x01\x01\x12%\n\x18\x64\x62_schema_filter_pattern\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\n\n\x08_catalogB\x1b\n\x19_db_schema_filter_pattern\"\xeb\x01\n\x10\x43ommandGetTables\x12\x14\n\x07\x63\x61talog\x18\x01 \x01(\tH\x00\x88\x01\x01\x12%\n\x18\x64\x62_schema_filter_pattern\x18\x02 \x01(\tH\x01\x88\x01\x01\x12&\n\x19table_name_filter_pattern\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x13\n\x0btable_types\x18\x04 \x03(\t\x12\x16\n\x0einclude_schema\x18\x05 \x01(\x08\x42\n\n\x08_catalogB\x1b\n\x19_db_schema_filter_patternB\x1c\n\x1a_table_name_filter_pattern\"\x16\n\x14\x43ommandGetTableTypes\"n\n\x15\x43ommandGetPrimaryKeys\x12\x14\n\x07\x63\x61talog\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tdb_schema\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\r\n\x05table\x18\x03 \x01(\tB\n\n\x08_catalogB\x0c\n\n_db_schema\"V\n\x15\x43ommandStatementQuery\x12\r\n\x05query\x18\x01 \x01(\t\x12\x1b\n\x0etransaction_id\x18\x02 \x01(\x0cH\x00\x88\x01\x01\x42\x11\n\x0f_transaction_id\"0\n\x14TicketStatementQuery\x12\x18\n\x10statement_handle\x18\x01 \x01(\x0c\"B\n\x1d\x43ommandPreparedStatementQuery\x12!\n\x19prepared_statement_handle\x18\x01 \x01(\x0c\"e\n$ActionCreatePreparedStatementRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x1b\n\x0etransaction_id\x18\x02 \x01(\x0cH\x00\x88\x01\x01\x42\x11\n\x0f_transaction_id\"z\n#ActionCreatePreparedStatementResult\x12!\n\x19prepared_statement_handle\x18\x01 \x01(\x0c\x12\x16\n\x0e\x64\x61taset_schema\x18\x02 \x01(\x0c\x12\x18\n\x10parameter_schema\x18\x03 \x01(\x0c\"d\n\x1c\x44oPutPreparedStatementResult\x12&\n\x19prepared_statement_handle\x18\x01 \x01(\x0cH\x00\x88\x01\x01\x42\x1c\n\x1a_prepared_statement_handle\"H\n#ActionClosePreparedStatementRequest\x12!\n\x19prepared_statement_handle\x18\x01 \x01(\x0c\"(\n\x18\x41\x63tionCancelQueryRequest\x12\x0c\n\x04info\x18\x01 \x01(\x0c\"\xf8\x01\n\x17\x41\x63tionCancelQueryResult\x12O\n\x06result\x18\x01 \x01(\x0e\x32?.arrow.flight.protocol.sql.ActionCancelQueryResult.CancelResult\"\x8b\x01\n\x0c\x43\x61ncelResult\x12\x1d\n\x19\x43\x41NCEL_RESULT_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x43\x41NCEL_RESULT_CANCELLED\x10\x01\x12\x1c\n\x18\x43\x41NCEL_RESULT_CANCELLING\x10\x02\x12!\n\x1d\x43\x41NCEL_RESULT_NOT_CANCELLABLE\x10\x03\"\'\n\x17\x43\x61ncelFlightInfoRequest\x12\x0c\n\x04info\x18\x01 \x01(\x0c\"Q\n\x16\x43\x61ncelFlightInfoResult\x12\x37\n\x06status\x18\x01 \x01(\x0e\x32\'.arrow.flight.protocol.sql.CancelStatus\"\x80\x02\n\x12SessionOptionValue\x12\x16\n\x0cstring_value\x18\x01 \x01(\tH\x00\x12\x14\n\nbool_value\x18\x02 \x01(\x08H\x00\x12\x15\n\x0bint64_value\x18\x03 \x01(\x10H\x00\x12\x16\n\x0c\x64ouble_value\x18\x04 \x01(\x01H\x00\x12Z\n\x11string_list_value\x18\x05 \x01(\x0b\x32=.arrow.flight.protocol.sql.SessionOptionValue.StringListValueH\x00\x1a!\n\x0fStringListValue\x12\x0e\n\x06values\x18\x01 \x03(\tB\x0e\n\x0coption_value\"\xe2\x01\n\x18SetSessionOptionsRequest\x12`\n\x0fsession_options\x18\x01 \x03(\x0b\x32G.arrow.flight.protocol.sql.SetSessionOptionsRequest.SessionOptionsEntry\x1a\x64\n\x13SessionOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12<\n\x05value\x18\x02 \x01(\x0b\x32-.arrow.flight.protocol.sql.SessionOptionValue:\x02\x38\x01\"\xf8\x02\n\x17SetSessionOptionsResult\x12N\n\x06\x65rrors\x18\x01 \x03(\x0b\x32>.arrow.flight.protocol.sql.SetSessionOptionsResult.ErrorsEntry\x1aU\n\x05\x45rror\x12L\n\x05value\x18\x01 \x01(\x0e\x32=.arrow.flight.protocol.sql.SetSessionOptionsResult.ErrorValue\x1ag\n\x0b\x45rrorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12G\n\x05value\x18\x02 \x01(\x0b\x32\x38.arrow.flight.protocol.sql.SetSessionOptionsResult.Error:\x02\x38\x01\"M\n\nErrorValue\x12\x0f\n\x0bUNSPECIFIED\x10\x00\x12\x10\n\x0cINVALID_NAME\x10\x01\x12\x11\n\rINVALID_VALUE\x10\x02\x12\t\n\x05\x45RROR\x10\x03\"\x1a\n\x18GetSessionOptionsRequest\"\xe0\x01\n\x17GetSessionOptionsResult\x12_\n\x0fsession_options\x18\x01 \x03(\x0b\x32\x46.arrow.flight.protocol.sql.GetSessionOptionsResult.SessionOptionsEntry\x1a\x64\n\x13SessionOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12<\n\x05value\x18\x02 \x01(\x0b\x32-.arrow.flight.protocol.sql.SessionOptionValue:\x02\x38\x01\"\x15\n\x13\x43loseSessionRequest\"\xa1\x01\n\x12\x43loseSessionResult\x12\x44\n\x06status\x18\x01 \x01(\x0e\x32\x34.arrow.flight.protocol.sql.CloseSessionResult.Status\"E\n\x06Status\x12\x0f\n\x0bUNSPECIFIED\x10\x00\x12\n\n\x06\x43LOSED\x10\x01\x12\x0b\n\x07\x43LOSING\x10\x02\x12\x11\n\rNOT_CLOSEABLE\x10\x03*\x90\x05\n\x07SqlInfo\x12\x1a\n\x16\x46LIGHT_SQL_SERVER_NAME\x10\x00\x12\x1d\n\x19\x46LIGHT_SQL_SERVER_VERSION\x10\x01\x12#\n\x1f\x46LIGHT_SQL_SERVER_ARROW_VERSION\x10\x02\x12\x1f\n\x1b\x46LIGHT_SQL_SERVER_READ_ONLY\x10\x03\x12\x19\n\x15\x46LIGHT_SQL_SERVER_SQL\x10\x04\x12\x1f\n\x1b\x46LIGHT_SQL_SERVER_SUBSTRAIT\x10\x05\x12!\n\x1d\x46LIGHT_SQL_SERVER_TRANSACTION\x10\x08\x12\x1c\n\x18\x46LIGHT_SQL_SERVER_CANCEL\x10\t\x12\'\n#FLIGHT_SQL_SERVER_STATEMENT_TIMEOUT\x10\x64\x12)\n%FLIGHT_SQL_SERVER_TRANSACTION_TIMEOUT\x10\x65\x12\x14\n\x0fSQL_DDL_CATALOG\x10\xf4\x03\x12\x13\n\x0eSQL_DDL_SCHEMA\x10\xf5\x03\x12\x12\n\rSQL_DDL_TABLE\x10\xf6\x03\x12\x18\n\x13SQL_IDENTIFIER_CASE\x10\xf7\x03\x12\x1e\n\x19SQL_IDENTIFIER_QUOTE_CHAR\x10\xf8\x03\x12\x1f\n\x1aSQL_QUOTED_IDENTIFIER_CASE\x10\xf9\x03\x12\"\n\x1dSQL_ALL_TABLES_ARE_SELECTABLE\x10\xfa\x03\x12\x16\n\x11SQL_NULL_ORDERING\x10\xfb\x03\x12\x11\n\x0cSQL_KEYWORDS\x10\xfc\x03\x12\x1d\n\x18SQL_SEARCH_STRING_ESCAPE\x10\x81\x04\x12\x14\n\x0fSQL_SCHEMA_TERM\x10\x91\x04\x12\x15\n\x10SQL_CATALOG_TERM\x10\x93\x04*\x8b\x01\n\x0c\x43\x61ncelStatus\x12\x1d\n\x19\x43\x41NCEL_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x43\x41NCEL_STATUS_CANCELLED\x10\x01\x12\x1c\n\x18\x43\x41NCEL_STATUS_CANCELLING\x10\x02\x12!\n\x1d\x43\x41NCEL_STATUS_NOT_CANCELLABLE\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flight_sql_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SQLINFO']._serialized_start=1592
-  _globals['_SQLINFO']._serialized_end=2248
-  _globals['_CANCELSTATUS']._serialized_start=2251
-  _globals['_CANCELSTATUS']._serialized_end=2390
+  _globals['_SETSESSIONOPTIONSREQUEST_SESSIONOPTIONSENTRY']._loaded_options = None
+  _globals['_SETSESSIONOPTIONSREQUEST_SESSIONOPTIONSENTRY']._serialized_options = b'8\001'
+  _globals['_SETSESSIONOPTIONSRESULT_ERRORSENTRY']._loaded_options = None
+  _globals['_SETSESSIONOPTIONSRESULT_ERRORSENTRY']._serialized_options = b'8\001'
+  _globals['_GETSESSIONOPTIONSRESULT_SESSIONOPTIONSENTRY']._loaded_options = None
+  _globals['_GETSESSIONOPTIONSRESULT_SESSIONOPTIONSENTRY']._serialized_options = b'8\001'
+  _globals['_SQLINFO']._serialized_start=3003
+  _globals['_SQLINFO']._serialized_end=3659
+  _globals['_CANCELSTATUS']._serialized_start=3662
+  _globals['_CANCELSTATUS']._serialized_end=3801
   _globals['_COMMANDGETSQLINFO']._serialized_start=47
   _globals['_COMMANDGETSQLINFO']._serialized_end=80
   _globals['_COMMANDGETXDBCTYPEINFO']._serialized_start=82
@@ -60,16 +66,46 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACTIONCREATEPREPAREDSTATEMENTREQUEST']._serialized_end=974
   _globals['_ACTIONCREATEPREPAREDSTATEMENTRESULT']._serialized_start=976
   _globals['_ACTIONCREATEPREPAREDSTATEMENTRESULT']._serialized_end=1098
-  _globals['_ACTIONCLOSEPREPAREDSTATEMENTREQUEST']._serialized_start=1100
-  _globals['_ACTIONCLOSEPREPAREDSTATEMENTREQUEST']._serialized_end=1172
-  _globals['_ACTIONCANCELQUERYREQUEST']._serialized_start=1174
-  _globals['_ACTIONCANCELQUERYREQUEST']._serialized_end=1214
-  _globals['_ACTIONCANCELQUERYRESULT']._serialized_start=1217
-  _globals['_ACTIONCANCELQUERYRESULT']._serialized_end=1465
-  _globals['_ACTIONCANCELQUERYRESULT_CANCELRESULT']._serialized_start=1326
-  _globals['_ACTIONCANCELQUERYRESULT_CANCELRESULT']._serialized_end=1465
-  _globals['_CANCELFLIGHTINFOREQUEST']._serialized_start=1467
-  _globals['_CANCELFLIGHTINFOREQUEST']._serialized_end=1506
-  _globals['_CANCELFLIGHTINFORESULT']._serialized_start=1508
-  _globals['_CANCELFLIGHTINFORESULT']._serialized_end=1589
+  _globals['_DOPUTPREPAREDSTATEMENTRESULT']._serialized_start=1100
+  _globals['_DOPUTPREPAREDSTATEMENTRESULT']._serialized_end=1200
+  _globals['_ACTIONCLOSEPREPAREDSTATEMENTREQUEST']._serialized_start=1202
+  _globals['_ACTIONCLOSEPREPAREDSTATEMENTREQUEST']._serialized_end=1274
+  _globals['_ACTIONCANCELQUERYREQUEST']._serialized_start=1276
+  _globals['_ACTIONCANCELQUERYREQUEST']._serialized_end=1316
+  _globals['_ACTIONCANCELQUERYRESULT']._serialized_start=1319
+  _globals['_ACTIONCANCELQUERYRESULT']._serialized_end=1567
+  _globals['_ACTIONCANCELQUERYRESULT_CANCELRESULT']._serialized_start=1428
+  _globals['_ACTIONCANCELQUERYRESULT_CANCELRESULT']._serialized_end=1567
+  _globals['_CANCELFLIGHTINFOREQUEST']._serialized_start=1569
+  _globals['_CANCELFLIGHTINFOREQUEST']._serialized_end=1608
+  _globals['_CANCELFLIGHTINFORESULT']._serialized_start=1610
+  _globals['_CANCELFLIGHTINFORESULT']._serialized_end=1691
+  _globals['_SESSIONOPTIONVALUE']._serialized_start=1694
+  _globals['_SESSIONOPTIONVALUE']._serialized_end=1950
+  _globals['_SESSIONOPTIONVALUE_STRINGLISTVALUE']._serialized_start=1901
+  _globals['_SESSIONOPTIONVALUE_STRINGLISTVALUE']._serialized_end=1934
+  _globals['_SETSESSIONOPTIONSREQUEST']._serialized_start=1953
+  _globals['_SETSESSIONOPTIONSREQUEST']._serialized_end=2179
+  _globals['_SETSESSIONOPTIONSREQUEST_SESSIONOPTIONSENTRY']._serialized_start=2079
+  _globals['_SETSESSIONOPTIONSREQUEST_SESSIONOPTIONSENTRY']._serialized_end=2179
+  _globals['_SETSESSIONOPTIONSRESULT']._serialized_start=2182
+  _globals['_SETSESSIONOPTIONSRESULT']._serialized_end=2558
+  _globals['_SETSESSIONOPTIONSRESULT_ERROR']._serialized_start=2289
+  _globals['_SETSESSIONOPTIONSRESULT_ERROR']._serialized_end=2374
+  _globals['_SETSESSIONOPTIONSRESULT_ERRORSENTRY']._serialized_start=2376
+  _globals['_SETSESSIONOPTIONSRESULT_ERRORSENTRY']._serialized_end=2479
+  _globals['_SETSESSIONOPTIONSRESULT_ERRORVALUE']._serialized_start=2481
+  _globals['_SETSESSIONOPTIONSRESULT_ERRORVALUE']._serialized_end=2558
+  _globals['_GETSESSIONOPTIONSREQUEST']._serialized_start=2560
+  _globals['_GETSESSIONOPTIONSREQUEST']._serialized_end=2586
+  _globals['_GETSESSIONOPTIONSRESULT']._serialized_start=2589
+  _globals['_GETSESSIONOPTIONSRESULT']._serialized_end=2813
+  _globals['_GETSESSIONOPTIONSRESULT_SESSIONOPTIONSENTRY']._serialized_start=2079
+  _globals['_GETSESSIONOPTIONSRESULT_SESSIONOPTIONSENTRY']._serialized_end=2179
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=2815
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=2836
+  _globals['_CLOSESESSIONRESULT']._serialized_start=2839
+  _globals['_CLOSESESSIONRESULT']._serialized_end=3000
+  _globals['_CLOSESESSIONRESULT_STATUS']._serialized_start=2931
+  _globals['_CLOSESESSIONRESULT_STATUS']._serialized_end=3000
 # @@protoc_insertion_point(module_scope)

@@ -401,6 +401,31 @@ class ActionCreatePreparedStatementResult(_message.Message):
 Global___ActionCreatePreparedStatementResult: _TypeAlias = ActionCreatePreparedStatementResult  # noqa: Y015
 
 @_typing.final
+class DoPutPreparedStatementResult(_message.Message):
+    """DoPut's answer (in PutResult.app_metadata, unpacked) to the parameters bound to a prepared
+    statement: the handle to execute it with from then on.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREPARED_STATEMENT_HANDLE_FIELD_NUMBER: _builtins.int
+    prepared_statement_handle: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        prepared_statement_handle: _builtins.bytes | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_prepared_statement_handle", b"_prepared_statement_handle", "prepared_statement_handle", b"prepared_statement_handle"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_prepared_statement_handle", b"_prepared_statement_handle", "prepared_statement_handle", b"prepared_statement_handle"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__prepared_statement_handle: _TypeAlias = _typing.Literal["prepared_statement_handle"]  # noqa: Y015
+    _WhichOneofArgType__prepared_statement_handle: _TypeAlias = _typing.Literal["_prepared_statement_handle", b"_prepared_statement_handle"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__prepared_statement_handle) -> _WhichOneofReturnType__prepared_statement_handle | None: ...
+
+Global___DoPutPreparedStatementResult: _TypeAlias = DoPutPreparedStatementResult  # noqa: Y015
+
+@_typing.final
 class ActionClosePreparedStatementRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -518,3 +543,287 @@ class CancelFlightInfoResult(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CancelFlightInfoResult: _TypeAlias = CancelFlightInfoResult  # noqa: Y015
+
+@_typing.final
+class SessionOptionValue(_message.Message):
+    """Flight's session actions (Flight.proto, package arrow.flight.protocol; bodies travel bare):
+    "SetSessionOptions", "GetSessionOptions", "CloseSession". The session is the cookie
+    `arrow_flight_session_id` the server sets.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class StringListValue(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        VALUES_FIELD_NUMBER: _builtins.int
+        @_builtins.property
+        def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+        def __init__(
+            self,
+            *,
+            values: _abc.Iterable[_builtins.str] | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["values", b"values"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    STRING_VALUE_FIELD_NUMBER: _builtins.int
+    BOOL_VALUE_FIELD_NUMBER: _builtins.int
+    INT64_VALUE_FIELD_NUMBER: _builtins.int
+    DOUBLE_VALUE_FIELD_NUMBER: _builtins.int
+    STRING_LIST_VALUE_FIELD_NUMBER: _builtins.int
+    string_value: _builtins.str
+    bool_value: _builtins.bool
+    int64_value: _builtins.int
+    double_value: _builtins.float
+    @_builtins.property
+    def string_list_value(self) -> Global___SessionOptionValue.StringListValue: ...
+    def __init__(
+        self,
+        *,
+        string_value: _builtins.str = ...,
+        bool_value: _builtins.bool = ...,
+        int64_value: _builtins.int = ...,
+        double_value: _builtins.float = ...,
+        string_list_value: Global___SessionOptionValue.StringListValue | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bool_value", b"bool_value", "double_value", b"double_value", "int64_value", b"int64_value", "option_value", b"option_value", "string_list_value", b"string_list_value", "string_value", b"string_value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bool_value", b"bool_value", "double_value", b"double_value", "int64_value", b"int64_value", "option_value", b"option_value", "string_list_value", b"string_list_value", "string_value", b"string_value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_option_value: _TypeAlias = _typing.Literal["string_value", "bool_value", "int64_value", "double_value", "string_list_value"]  # noqa: Y015
+    _WhichOneofArgType_option_value: _TypeAlias = _typing.Literal["option_value", b"option_value"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_option_value) -> _WhichOneofReturnType_option_value | None: ...
+
+Global___SessionOptionValue: _TypeAlias = SessionOptionValue  # noqa: Y015
+
+@_typing.final
+class SetSessionOptionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SessionOptionsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___SessionOptionValue: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___SessionOptionValue | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SESSION_OPTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def session_options(self) -> _containers.MessageMap[_builtins.str, Global___SessionOptionValue]:
+        """a value left empty unsets"""
+
+    def __init__(
+        self,
+        *,
+        session_options: _abc.Mapping[_builtins.str, Global___SessionOptionValue] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_options", b"session_options"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetSessionOptionsRequest: _TypeAlias = SetSessionOptionsRequest  # noqa: Y015
+
+@_typing.final
+class SetSessionOptionsResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _ErrorValue:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _ErrorValueEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[SetSessionOptionsResult._ErrorValue.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        UNSPECIFIED: SetSessionOptionsResult._ErrorValue.ValueType  # 0
+        INVALID_NAME: SetSessionOptionsResult._ErrorValue.ValueType  # 1
+        INVALID_VALUE: SetSessionOptionsResult._ErrorValue.ValueType  # 2
+        ERROR: SetSessionOptionsResult._ErrorValue.ValueType  # 3
+
+    class ErrorValue(_ErrorValue, metaclass=_ErrorValueEnumTypeWrapper): ...
+    UNSPECIFIED: SetSessionOptionsResult.ErrorValue.ValueType  # 0
+    INVALID_NAME: SetSessionOptionsResult.ErrorValue.ValueType  # 1
+    INVALID_VALUE: SetSessionOptionsResult.ErrorValue.ValueType  # 2
+    ERROR: SetSessionOptionsResult.ErrorValue.ValueType  # 3
+
+    @_typing.final
+    class Error(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        VALUE_FIELD_NUMBER: _builtins.int
+        value: Global___SetSessionOptionsResult.ErrorValue.ValueType
+        def __init__(
+            self,
+            *,
+            value: Global___SetSessionOptionsResult.ErrorValue.ValueType = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class ErrorsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___SetSessionOptionsResult.Error: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___SetSessionOptionsResult.Error | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ERRORS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def errors(self) -> _containers.MessageMap[_builtins.str, Global___SetSessionOptionsResult.Error]:
+        """only the options not set"""
+
+    def __init__(
+        self,
+        *,
+        errors: _abc.Mapping[_builtins.str, Global___SetSessionOptionsResult.Error] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["errors", b"errors"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetSessionOptionsResult: _TypeAlias = SetSessionOptionsResult  # noqa: Y015
+
+@_typing.final
+class GetSessionOptionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSessionOptionsRequest: _TypeAlias = GetSessionOptionsRequest  # noqa: Y015
+
+@_typing.final
+class GetSessionOptionsResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SessionOptionsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___SessionOptionValue: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___SessionOptionValue | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SESSION_OPTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def session_options(self) -> _containers.MessageMap[_builtins.str, Global___SessionOptionValue]: ...
+    def __init__(
+        self,
+        *,
+        session_options: _abc.Mapping[_builtins.str, Global___SessionOptionValue] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["session_options", b"session_options"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSessionOptionsResult: _TypeAlias = GetSessionOptionsResult  # noqa: Y015
+
+@_typing.final
+class CloseSessionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CloseSessionRequest: _TypeAlias = CloseSessionRequest  # noqa: Y015
+
+@_typing.final
+class CloseSessionResult(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Status:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _StatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[CloseSessionResult._Status.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        UNSPECIFIED: CloseSessionResult._Status.ValueType  # 0
+        CLOSED: CloseSessionResult._Status.ValueType  # 1
+        CLOSING: CloseSessionResult._Status.ValueType  # 2
+        NOT_CLOSEABLE: CloseSessionResult._Status.ValueType  # 3
+
+    class Status(_Status, metaclass=_StatusEnumTypeWrapper): ...
+    UNSPECIFIED: CloseSessionResult.Status.ValueType  # 0
+    CLOSED: CloseSessionResult.Status.ValueType  # 1
+    CLOSING: CloseSessionResult.Status.ValueType  # 2
+    NOT_CLOSEABLE: CloseSessionResult.Status.ValueType  # 3
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    status: Global___CloseSessionResult.Status.ValueType
+    def __init__(
+        self,
+        *,
+        status: Global___CloseSessionResult.Status.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CloseSessionResult: _TypeAlias = CloseSessionResult  # noqa: Y015
