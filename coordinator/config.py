@@ -23,6 +23,7 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       flightSqlMaxCalls: 8        # odf serve: Flight SQL queries and streams at once
       flightSqlCallTimeout: 600   # odf serve: seconds a Flight SQL query or stream may take
       flightSqlMaxRequestBytes: 4194304  # odf serve: bytes one Flight SQL call may send
+      flightSqlHandshakeTimeout: 10  # odf serve: seconds a Flight SQL connection has to start
       maxParallel: 2              # odf serve: calls changing datasets at once (one per dataset)
       engineIdleTimeout: 600      # odf serve: seconds before an unused warm engine is stopped
       followLineage: true         # odf serve: update derivatives when their inputs move
@@ -139,6 +140,8 @@ class DaemonConfig:
     """Seconds a Flight SQL query, or the stream of its result, may take."""
     flight_sql_max_request_bytes: int = 4 * 1024 * 1024
     """Bytes one Flight SQL call may send (one message or all of them); more: refused."""
+    flight_sql_handshake_timeout: float = 10.0
+    """Seconds a new Flight SQL connection has for its TLS and HTTP/2 handshakes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -361,6 +364,7 @@ def _daemon_config(value: Any) -> DaemonConfig:
         "flightSqlMaxCalls",
         "flightSqlCallTimeout",
         "flightSqlMaxRequestBytes",
+        "flightSqlHandshakeTimeout",
     )
     m = _mapping({} if value is None else value, "daemon", keys)
     d = DaemonConfig()
@@ -417,6 +421,9 @@ def _daemon_config(value: Any) -> DaemonConfig:
                 d.flight_sql_max_request_bytes,
                 integer=True,
             )
+        ),
+        flight_sql_handshake_timeout=_positive(
+            m, "daemon", "flightSqlHandshakeTimeout", d.flight_sql_handshake_timeout
         ),
     )
 
@@ -591,6 +598,7 @@ SETTINGS: dict[str, Any] = {
     "daemon.flightSqlMaxCalls": lambda c: c.daemon.flight_sql_max_calls,
     "daemon.flightSqlCallTimeout": lambda c: c.daemon.flight_sql_call_timeout,
     "daemon.flightSqlMaxRequestBytes": lambda c: c.daemon.flight_sql_max_request_bytes,
+    "daemon.flightSqlHandshakeTimeout": lambda c: c.daemon.flight_sql_handshake_timeout,
     "daemon.maxParallel": lambda c: c.daemon.max_parallel,
     "daemon.engineIdleTimeout": lambda c: c.daemon.engine_idle_timeout,
     "daemon.followLineage": lambda c: c.daemon.follow_lineage,

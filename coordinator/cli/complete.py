@@ -135,6 +135,7 @@ CONFIG_KEYS = (
     "daemon.flightSqlMaxCalls",
     "daemon.flightSqlCallTimeout",
     "daemon.flightSqlMaxRequestBytes",
+    "daemon.flightSqlHandshakeTimeout",
     "daemon.maxParallel",
     "daemon.engineIdleTimeout",
     "daemon.followLineage",

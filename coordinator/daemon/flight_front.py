@@ -14,7 +14,7 @@ socket in a directory of its own (mode 0700):
 - at most ``2 * max_calls + 4`` calls of any kind at once (more: UNAVAILABLE; the server
   behind counts its queries and result streams against ``max_calls`` itself), the client's
   deadline and at most ``call_timeout`` for each call, a peer that does not finish the connection's
-  handshake in ``HANDSHAKE_TIMEOUT_MS`` or stays idle ``IDLE_MS`` is disconnected;
+  handshake in ``handshake_timeout`` or stays idle ``IDLE_MS`` is disconnected;
 - TLS ends here (the daemon's certificate); the private link is plain.
 
 Headers, trailers and status pass through unchanged (the bearer token answered to basic auth
@@ -45,7 +45,6 @@ REFUSED = frozenset({"DoExchange"})
 """Methods the read-only service never serves: refused without forwarding a byte."""
 MAX_REQUESTS = {"Handshake": 8, "DoPut": 64}
 """Request messages a call may send; every other method takes exactly one."""
-HANDSHAKE_TIMEOUT_MS = 10_000
 IDLE_MS = 300_000
 _HOP = ("user-agent", "grpc-", ":", "te", "content-type")
 
@@ -58,6 +57,7 @@ class FrontLimits:
     max_call_bytes: int
     max_calls: int
     call_timeout: float
+    handshake_timeout: float = 10.0
 
 
 def concurrent_calls(limits: FrontLimits) -> int:
@@ -100,7 +100,7 @@ class FlightFront:
             options=[
                 ("grpc.max_receive_message_length", limits.max_message_bytes),
                 ("grpc.max_send_message_length", -1),
-                ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
+                ("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout * 1000)),
                 ("grpc.max_connection_idle_ms", IDLE_MS),
                 ("grpc.max_concurrent_streams", concurrent_calls(limits) + 1),
                 ("grpc.http2.max_pings_without_data", 2),

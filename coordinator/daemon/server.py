@@ -246,6 +246,7 @@ class Daemon:
             max_call_bytes=config.flight_sql_max_request_bytes,
             max_calls=config.flight_sql_max_calls,
             call_timeout=config.flight_sql_call_timeout,
+            handshake_timeout=config.flight_sql_handshake_timeout,
         )
         socket_dir = private_socket_dir()
         socket = socket_dir / "flight.sock"

@@ -62,6 +62,12 @@ class HostileClient:
         request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 100_000
         return self._drip(sock, request, interval, started)
 
+    def slow_http2_preface(self, interval: float = 0.3) -> Outcome:
+        """An HTTP/2 client's connection preface, one byte every ``interval`` seconds, then
+        nothing (no SETTINGS frame)."""
+        sock, started = self.connect(), time.monotonic()
+        return self._drip(sock, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", interval, started)
+
     def slow_body(self, path: str, announced: int, headers: str = "") -> Outcome:
         """A ``PUT`` announcing ``announced`` bytes that sends one and stops."""
         sock, started = self.connect(), time.monotonic()
