@@ -25,6 +25,7 @@ reads them, never buffered whole.
 
 from __future__ import annotations
 
+import queue
 import shutil
 import tempfile
 import threading
@@ -46,6 +47,9 @@ REFUSED = frozenset({"DoExchange"})
 MAX_REQUESTS = {"Handshake": 8, "DoPut": 64}
 """Request messages a call may send; every other method takes exactly one."""
 IDLE_MS = 300_000
+READ_AHEAD = 2
+"""Messages of a result read from the server behind ahead of the client."""
+_POLL_S = 0.5
 _HOP = ("user-agent", "grpc-", ":", "te", "content-type")
 
 
@@ -86,8 +90,6 @@ class FlightFront:
             f"unix:{backend_socket}",
             options=[
                 ("grpc.max_receive_message_length", -1),  # from our own server
-                # read ahead no further than the client takes: a fixed flow-control window
-                ("grpc.http2.bdp_probe", 0),
                 ("grpc.max_send_message_length", limits.max_message_bytes),
             ],
         )
@@ -159,7 +161,7 @@ class _Forwarding(grpc.GenericRpcHandler):  # type: ignore[type-arg]
                 context.add_callback(call.cancel)
                 try:
                     context.send_initial_metadata(_passed(call.initial_metadata()))
-                    yield from call
+                    yield from _read_ahead(call, context)
                     context.set_trailing_metadata(_passed(call.trailing_metadata()))
                 except grpc.RpcError as e:
                     if sent.refusal is not None:
@@ -192,6 +194,42 @@ class _Bounded:
                 log.warning("flight_sql.request_refused", reason=self.refusal)
                 raise _TooMuch(self.refusal)  # gRPC cancels the forwarded call
             yield message
+
+
+def _read_ahead(call: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+    """``call``'s messages, a thread reading up to ``READ_AHEAD`` of them while the client is
+    sent the last one (the relay's two hops then overlap); its failure is raised here."""
+    ahead: queue.Queue[bytes | BaseException | None] = queue.Queue(READ_AHEAD)
+
+    def offer(item: bytes | BaseException | None) -> bool:
+        while context.is_active():
+            try:
+                ahead.put(item, timeout=_POLL_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for message in call:
+                if not offer(message):
+                    return
+            offer(None)
+        except grpc.RpcError as e:
+            offer(e)
+
+    threading.Thread(target=read, name="odf-fsql-read", daemon=True).start()
+    while context.is_active():
+        try:
+            item = ahead.get(timeout=_POLL_S)
+        except queue.Empty:
+            continue
+        if item is None:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item
 
 
 def _refuse(name: str) -> Any:
