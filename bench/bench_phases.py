@@ -52,14 +52,11 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402
 
 from bench import spark_floor  # noqa: E402
-from bench.bench_arrow_inputs import request  # noqa: E402
 from bench.bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root  # noqa: E402
 from bench.figures import Figure, add_json_argument, write_json  # noqa: E402
 from common.logs import configure_logging  # noqa: E402
 from common.odf import engine_protocol as ep  # noqa: E402
-from common.odf.fragments import (  # noqa: E402
-    TransformSql,
-)
+from common.odf.fragments import OffsetInterval, TransformSql  # noqa: E402
 from common.serde import flatbuffers_codec as codec  # noqa: E402
 from coordinator.config import TransformConfig  # noqa: E402
 from coordinator.engine import EngineSession  # noqa: E402
@@ -74,6 +71,7 @@ from engine_spark.exchange import read_table  # noqa: E402
 from engine_spark.phases import Recording, phase, recording  # noqa: E402
 from engine_spark.queries import VettedPlans  # noqa: E402
 from engine_spark.session import jvm_process  # noqa: E402
+from engine_spark.warm_up import one_input_request  # noqa: E402
 from tests.support.engine_server import engine_server_process  # noqa: E402
 
 TRANSACTION_TARGET = 0.5
@@ -149,6 +147,18 @@ def engine_call(
         with phase("response encode"):
             codecs[1].encode(response)
     return time.perf_counter() - started, rec
+
+
+def request(data: Path, rows: int, out: Path) -> ep.TransformRequest:
+    """The map/filter transaction of ``bench_transform`` over ``rows`` records of ``data``."""
+    return one_input_request(
+        TransformSql(engine="spark", query=QUERY),
+        "raw",
+        (str(data),),
+        out,
+        system_time=SYSTEM_TIME,
+        offsets=OffsetInterval(start=0, end=rows - 1),
+    )
 
 
 def count_request(data: Path, out: Path) -> ep.RawQueryRequest:
