@@ -53,11 +53,12 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402
 
 from bench import spark_floor  # noqa: E402
+from bench.bench_engine import warm_request  # noqa: E402
 from bench.bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root  # noqa: E402
 from bench.figures import Figure, add_json_argument, write_json  # noqa: E402
 from common.logs import configure_logging  # noqa: E402
 from common.odf import engine_protocol as ep  # noqa: E402
-from common.odf.fragments import OffsetInterval, TransformSql  # noqa: E402
+from common.odf.fragments import TransformSql  # noqa: E402
 from common.serde import flatbuffers_codec as codec  # noqa: E402
 from coordinator.config import TransformConfig  # noqa: E402
 from coordinator.engine import EngineSession  # noqa: E402
@@ -72,7 +73,6 @@ from engine_spark.exchange import read_table  # noqa: E402
 from engine_spark.phases import Recording, phase, recording  # noqa: E402
 from engine_spark.queries import VettedPlans  # noqa: E402
 from engine_spark.session import jvm_process  # noqa: E402
-from engine_spark.warm_up import one_input_request  # noqa: E402
 from tests.support.engine_server import engine_server_process  # noqa: E402
 
 TRANSACTION_TARGET = 0.5
@@ -148,18 +148,6 @@ def engine_call(
         with phase("response encode"):
             codecs[1].encode(response)
     return time.perf_counter() - started, rec
-
-
-def request(data: Path, rows: int, out: Path) -> ep.TransformRequest:
-    """The map/filter transaction of ``bench_transform`` over ``rows`` records of ``data``."""
-    return one_input_request(
-        TransformSql(engine="spark", query=QUERY),
-        "raw",
-        (str(data),),
-        out,
-        system_time=SYSTEM_TIME,
-        offsets=OffsetInterval(start=0, end=rows - 1),
-    )
 
 
 def count_request(data: Path, out: Path) -> ep.RawQueryRequest:
@@ -376,7 +364,7 @@ def main() -> int:
             for i in range(args.repeats + 2):  # the first two warm up, not counted
                 warm = i < 2
                 seconds, rec = engine_call(
-                    engine, request(data, args.rows, tmp / f"engine-{i}"), jvm.pid
+                    engine, warm_request(data, tmp / f"engine-{i}", args.rows), jvm.pid
                 )
                 plain = min(
                     s for s, _ in spark_floor.write_ways(spark, QUERY, data, tmp, f"plain-{i}")
@@ -386,7 +374,7 @@ def main() -> int:
                 if not warm:  # the cuts of issue 32 undone: each phase before them
                     with cuts_undone():
                         for kind, req in (
-                            ("transaction", request(data, args.rows, tmp / f"before-{i}")),
+                            ("transaction", warm_request(data, tmp / f"before-{i}", args.rows)),
                             ("raw query", count_request(data, tmp / f"raw-before-{i}")),
                         ):
                             before[kind].add(engine_call(engine, req, jvm.pid)[1])
