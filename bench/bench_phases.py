@@ -31,6 +31,7 @@ the baseline rows are left out. ``--json PATH`` writes the figures for ``bench/r
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -52,14 +53,12 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402
 
 from bench import spark_floor  # noqa: E402
-from bench.bench_arrow_inputs import request  # noqa: E402
+from bench.bench_engine import warm_request  # noqa: E402
 from bench.bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root  # noqa: E402
 from bench.figures import Figure, add_json_argument, write_json  # noqa: E402
 from common.logs import configure_logging  # noqa: E402
 from common.odf import engine_protocol as ep  # noqa: E402
-from common.odf.fragments import (  # noqa: E402
-    TransformSql,
-)
+from common.odf.fragments import TransformSql  # noqa: E402
 from common.serde import flatbuffers_codec as codec  # noqa: E402
 from coordinator.config import TransformConfig  # noqa: E402
 from coordinator.engine import EngineSession  # noqa: E402
@@ -191,7 +190,11 @@ def engine_servers(
                 continue
             server = stack.enter_context(
                 engine_server_process(
-                    master=master, data_roots=(tmp,), repo=repo, log_path=tmp / f"{label}.log"
+                    master=master,
+                    data_roots=(tmp,),
+                    repo=repo,
+                    log_path=tmp / f"{label}.log",
+                    extra_args=("-v", "--log-json"),  # each call's seconds (``transform.end``)
                 )
             )
             provider = RemoteEngineProvider(address=server.target)
@@ -216,6 +219,19 @@ def whole_transaction(
     new_data = result.event.new_data
     assert new_data is not None
     return seconds, str(new_data.logical_hash), result.timings
+
+
+def logged_seconds(path: Path, event: str, last: int, **match: str) -> list[float]:
+    """The ``seconds`` of the last ``last`` JSON log lines of ``event`` in ``path`` (those
+    whose fields equal ``match``): what the process itself measured of each call."""
+    found = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        entry = json.loads(line)
+        if entry.get("event") == event and all(entry.get(k) == v for k, v in match.items()):
+            found.append(float(entry["seconds"]))
+    return found[-last:]
 
 
 # --- part 3: odf sql through a daemon ------------------------------------------------------------
@@ -269,8 +285,17 @@ def daemon(repo: Path, ws: Path) -> Iterator[None]:
             process.wait()
 
 
+def python_start() -> float:
+    """Seconds of ``python -c pass``: the floor of any command's process."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
+    return time.perf_counter() - started
+
+
 def daemon_queries(tmp: Path, baseline: Path | None, rows: int, repeats: int) -> dict[str, float]:
-    """Median seconds of ``odf sql --command COUNT`` through each daemon."""
+    """Median seconds of ``odf sql --command COUNT`` through each daemon (``new``, ``old``),
+    of each daemon's own ``Query`` call (``... call``: its log's ``daemon.call``) and of
+    ``python -c pass`` (``python start``), in turns."""
     from tests.support.datasets import root
     from tests.support.workspace import add, new_workspace
 
@@ -290,10 +315,17 @@ def daemon_queries(tmp: Path, baseline: Path | None, rows: int, repeats: int) ->
             stack.enter_context(daemon(repo, w))
             odf(repo, w, "sql", "--command", query)  # the daemon's engine starts once
             odf(repo, w, "sql", "--command", query)
+        starts = []
         for _ in range(repeats):
             for label, (repo, w) in sides.items():
                 times[label].append(odf(repo, w, "sql", "--command", query))
-    return {label: statistics.median(t) for label, t in times.items()}
+            starts.append(python_start())
+    medians = {label: statistics.median(t) for label, t in times.items()}
+    for label, (_, w) in sides.items():
+        calls = logged_seconds(w / "serve.log", "daemon.call", repeats, method="Query")
+        medians[f"{label} call"] = statistics.median(calls)
+    medians["python start"] = statistics.median(starts)
+    return medians
 
 
 def main() -> int:
@@ -332,7 +364,7 @@ def main() -> int:
             for i in range(args.repeats + 2):  # the first two warm up, not counted
                 warm = i < 2
                 seconds, rec = engine_call(
-                    engine, request(data, args.rows, tmp / f"engine-{i}"), jvm.pid
+                    engine, warm_request(data, tmp / f"engine-{i}", args.rows), jvm.pid
                 )
                 plain = min(
                     s for s, _ in spark_floor.write_ways(spark, QUERY, data, tmp, f"plain-{i}")
@@ -342,7 +374,7 @@ def main() -> int:
                 if not warm:  # the cuts of issue 32 undone: each phase before them
                     with cuts_undone():
                         for kind, req in (
-                            ("transaction", request(data, args.rows, tmp / f"before-{i}")),
+                            ("transaction", warm_request(data, tmp / f"before-{i}", args.rows)),
                             ("raw query", count_request(data, tmp / f"raw-before-{i}")),
                         ):
                             before[kind].add(engine_call(engine, req, jvm.pid)[1])
@@ -366,6 +398,9 @@ def main() -> int:
                         timed(f"{part} {label}", getattr(parts, part))
             spark.stop()
         med = {label: statistics.median(t) for label, t in times.items()}
+        for label in servers:  # what each server measured of its calls (the counted ones)
+            own = logged_seconds(tmp / f"{label}.log", "transform.end", args.repeats)
+            med[f"server {label}"] = statistics.median(own)
         print(transaction.show(f"transaction, {args.rows:,} records", med["engine transaction"]))
         print(before["transaction"].show("  the same before the cuts", None))
         print(raw_query.show("raw query (count)", med["engine raw query"]))
@@ -378,6 +413,7 @@ def main() -> int:
             print(
                 f"whole transaction ({label} engine): {med[f'whole {label}'] * 1e3:.1f} ms; "
                 + ", ".join(f"{p} {med[f'{p} {label}'] * 1e3:.1f}" for p in TIMED_PARTS)
+                + f" (the engine server's own time of the call {med[f'server {label}'] * 1e3:.1f})"
             )
         same = len(hashes) == 1
         print(f"logical hashes of every whole transaction: {'equal' if same else sorted(hashes)}")
@@ -396,6 +432,12 @@ def main() -> int:
                 med["engine new"],
                 "s",
                 med["plain"],
+            ),
+            Figure(
+                f"engine server's own time of the call (its log), {rows}",
+                med["server new"],
+                "s",
+                med["engine new"],
             ),
             Figure(
                 f"engine code in process vs plain PySpark, {rows}",
@@ -423,9 +465,23 @@ def main() -> int:
             figures.append(Figure(f"phase of a transaction: {name}", transaction.median(name), "s"))
         if not args.no_daemon:
             daemon_s = daemon_queries(tmp, baseline, args.rows, args.repeats)
-            print(
-                "odf sql (count) through the daemon: "
-                + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in daemon_s.items())
+            for label in ("new", "old"):
+                if label not in daemon_s:
+                    continue
+                call = daemon_s[f"{label} call"]
+                print(
+                    f"odf sql (count) through the {label} daemon: {daemon_s[label] * 1e3:.0f} ms;"
+                    f" the daemon's Query call {call * 1e3:.0f}, the client process"
+                    f" {(daemon_s[label] - call) * 1e3:.0f}"
+                    f" (python -c pass {daemon_s['python start'] * 1e3:.0f})"
+                )
+            figures.append(
+                Figure(
+                    "the daemon's own Query call (its log)",
+                    daemon_s["new call"],
+                    "s",
+                    med["engine raw query"],
+                )
             )
             figures.append(
                 Figure(

@@ -242,6 +242,8 @@ class DaemonClient:
             limit=options.limit,
             as_of=dict(options.as_of or {}),
         )
+        # Sent now: the daemon runs the query while the result's reader loads pyarrow (a thin
+        # client's largest import, ~0.15-0.3 s) rather than after it.
         return convert.from_records_messages(self._stream(self.stub.Query, request))
 
     # --- plumbing --------------------------------------------------------------------------------
@@ -257,7 +259,10 @@ class DaemonClient:
             raise self._error(e) from None
 
     def _stream(self, method: Callable[..., Any], request: Any) -> Iterator[Any]:
-        call = method(request, metadata=self.metadata)
+        """The responses of a server-streaming call, started at once (not on the first read)."""
+        return self._responses(method(request, metadata=self.metadata))
+
+    def _responses(self, call: Any) -> Iterator[Any]:
         try:
             yield from call
         except grpc.RpcError as e:
