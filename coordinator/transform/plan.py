@@ -79,6 +79,8 @@ class DataFileRef:
     physical_hash: Multihash
     file_interval: OffsetInterval
     """All offsets in the file."""
+    block: Multihash | None = None
+    """The block that added the file (a split transaction names it when a slice ends in it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -254,7 +256,7 @@ def _plan_input(state: DatasetState, window: InputWindow, max_records: int) -> I
         prev_offset=prev_offset,
         new_offset=new_offset,
         files=tuple(
-            DataFileRef(physical_hash=b.data_file, file_interval=b.data)
+            DataFileRef(physical_hash=b.data_file, file_interval=b.data, block=b.hash)
             for b in data_blocks
             if b.data_file is not None and b.data is not None
         ),
