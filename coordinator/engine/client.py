@@ -28,6 +28,7 @@ from coordinator.engine.errors import (
     EngineInternalError,
     EngineInvalidQueryError,
     EngineUnavailableError,
+    EngineUnimplementedError,
 )
 
 log = get_logger(__name__)
@@ -161,7 +162,7 @@ class EngineClient:
             call: Any = e
             code = call.code() if hasattr(call, "code") else None
             if code is grpc.StatusCode.UNIMPLEMENTED:
-                raise EngineError(
+                raise EngineUnimplementedError(
                     f"{self.description} does not implement {rpc.name} (an older engine?)"
                 ) from None
             if code in _REFUSALS:

@@ -35,14 +35,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
+from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.errors import DecodeError
-from common.odf.events import ExecuteTransform
+from common.odf.events import ExecuteTransform, SetDataSchema
 from common.odf.fragments import DataSlice, ExecuteTransformInput, OffsetInterval
 from common.odf.multihash import Multihash
-from coordinator.engine.errors import EngineContractError
+from coordinator.config import SplitConfig
+from coordinator.dataset import CommitItem, Dataset
+from coordinator.engine.errors import EngineContractError, EngineUnimplementedError
 from coordinator.transform.plan import InputPlan, TransformPlan
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -328,3 +334,108 @@ def _block_of(plan: InputPlan, offset: int) -> Multihash:
         if f.file_interval.start <= offset <= f.file_interval.end and f.block is not None:
             return f.block
     raise EngineContractError(f"input {plan.query_alias!r}: no planned block holds offset {offset}")
+
+
+# --- running a split transaction -----------------------------------------------------------------
+
+
+@runtime_checkable
+class SplitEngine(Protocol):
+    """An engine client that can be asked for a split transaction (ExecuteSplitTransform)."""
+
+    description: str
+
+    def validate_query(
+        self, request: ep.ValidateQueryRequest
+    ) -> ep.ValidateQueryResponseSuccess: ...
+
+    def execute_split_transform(
+        self, request: ep.SplitTransformRequest
+    ) -> ep.SplitTransformResponseSuccess: ...
+
+
+SLICES_DIR = "slices"
+
+
+class Splitter:
+    """Decides which transactions are split, runs and commits them (one per ``Transformer``).
+
+    ValidateQuery's ``row_local`` is asked once per dataset, query and input schemas; an
+    engine that does not implement ExecuteSplitTransform (or cannot be asked at all) is
+    remembered and never asked again: its transactions run unsplit.
+    """
+
+    def __init__(self, config: SplitConfig) -> None:
+        self.config = config
+        self._row_local: dict[tuple[str, str, tuple[bytes, ...]], bool] = {}
+        self._unsupported: set[str] = set()
+
+    def wants(self, plan: TransformPlan, dataset: Dataset, engine: object) -> bool:
+        """Whether ``plan`` is to be split on ``engine`` (asks ValidateQuery the first time)."""
+        if plan.num_input_records < self.config.min_records or plan.prev_checkpoint is not None:
+            return False
+        if not isinstance(engine, SplitEngine) or engine.description in self._unsupported:
+            return False
+        key = (
+            dataset.id.to_did(),
+            repr(plan.transform),
+            tuple(i.schema for i in plan.inputs),
+        )
+        if key not in self._row_local:
+            request = ep.ValidateQueryRequest(
+                dataset_alias=dataset.alias,
+                vocab=plan.vocab,
+                transform=plan.transform,
+                query_inputs=tuple(
+                    ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema, vocab=i.vocab)
+                    for i in plan.inputs
+                ),
+            )
+            self._row_local[key] = engine.validate_query(request).row_local
+        return self._row_local[key]
+
+    def run(
+        self,
+        plan: TransformPlan,
+        request: ep.TransformRequest,
+        engine: SplitEngine,
+        area: Path,
+    ) -> list[CheckedSlice] | None:
+        """The engine's checked slices, written under ``area``; ``None``: the engine has no
+        ExecuteSplitTransform (remembered), run the transaction unsplit."""
+        slices_dir = area / SLICES_DIR
+        slices_dir.mkdir()
+        split = ep.SplitTransformRequest(
+            request=request,
+            slices=self.config.slices,
+            min_records_per_slice=max(1, self.config.min_records // 8),
+            slices_dir=str(slices_dir),
+        )
+        try:
+            answer = engine.execute_split_transform(split)
+        except EngineUnimplementedError:
+            self._unsupported.add(engine.description)
+            log.info("transform.split_unsupported", engine=engine.description)
+            return None
+        return check_slices(
+            answer, plan, slices_dir, rehash=self.config.rehash, schema=plan.output_schema
+        )
+
+
+def split_items(
+    plan: TransformPlan, slices: Sequence[CheckedSlice], staged: Sequence[Path | None]
+) -> list[CommitItem]:
+    """The events to commit in one head move: a ``SetDataSchema`` when the slices bring the
+    dataset's first schema, then the K ``ExecuteTransform`` with their staged files."""
+    items = []
+    first = next((p for p in staged if p is not None), None)
+    if plan.output_schema is None and first is not None:
+        import pyarrow.parquet as pq
+
+        from common.serde.arrow_schema import encode_arrow_schema
+
+        schema = pq.read_schema(first).remove_metadata()
+        items.append(CommitItem(SetDataSchema(schema=encode_arrow_schema(schema))))
+    for event, path in zip(slice_events(plan, slices), staged, strict=True):
+        items.append(CommitItem(event, path, hashed=True))
+    return items
