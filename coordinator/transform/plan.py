@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from common.odf import engine_protocol as ep
 from common.odf.fragments import (
     DatasetVocabulary,
     ExecuteTransformInput,
@@ -173,6 +174,18 @@ class TransformPlan:
 
     def query_inputs(self) -> tuple[ExecuteTransformInput, ...]:
         return tuple(i.execute_transform_input() for i in self.inputs)
+
+    def validate_request(self, dataset_alias: str) -> ep.ValidateQueryRequest:
+        """ValidateQuery of the plan's query over its inputs' schemas."""
+        return ep.ValidateQueryRequest(
+            dataset_alias=dataset_alias,
+            vocab=self.vocab,
+            transform=self.transform,
+            query_inputs=tuple(
+                ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema, vocab=i.vocab)
+                for i in self.inputs
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -382,16 +382,8 @@ class Splitter:
             tuple(i.schema for i in plan.inputs),
         )
         if key not in self._row_local:
-            request = ep.ValidateQueryRequest(
-                dataset_alias=dataset.alias,
-                vocab=plan.vocab,
-                transform=plan.transform,
-                query_inputs=tuple(
-                    ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema, vocab=i.vocab)
-                    for i in plan.inputs
-                ),
-            )
-            self._row_local[key] = engine.validate_query(request).row_local
+            answer = engine.validate_query(plan.validate_request(dataset.alias))
+            self._row_local[key] = answer.row_local
         return self._row_local[key]
 
     def run(

@@ -373,15 +373,7 @@ def validated_schema(engine: EngineClient, plan: TransformPlan, dataset: Dataset
     derivative records before its first record, as the reference does. Only committed
     transactions do this; a replay compares the recorded ``ExecuteTransform`` alone, so chains
     written without it (older ones, the reference's) still verify."""
-    request = ep.ValidateQueryRequest(
-        dataset_alias=dataset.alias,
-        vocab=plan.vocab,
-        transform=plan.transform,
-        query_inputs=tuple(
-            ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema, vocab=i.vocab)
-            for i in plan.inputs
-        ),
-    )
+    request = plan.validate_request(dataset.alias)
     from common.serde.arrow_schema import decode_arrow_schema
 
     return decode_arrow_schema(engine.validate_query(request).output_schema)
