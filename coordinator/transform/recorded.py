@@ -146,9 +146,9 @@ def _read_blocks(
     if prev is not None and new_offset is not None and entry.prev_offset is not None:
         i = history.positions.get(prev)
         if i is not None and _data_end(history.blocks[i]) > entry.prev_offset:
-            if entry.new_block_hash == prev:  # the slice ends in the block it started in
-                return [(history.blocks[i], _data_end(history.blocks[i]) > new_offset)]
-            started.append((history.blocks[i], False))  # read to its end
+            started.append((history.blocks[i], True))
+            if entry.new_block_hash == prev:
+                return started
     window = history.window(prev, entry.new_block_hash)
     ends_inside = new_offset is not None and bool(window) and _data_end(window[-1]) > new_offset
     return started + [(read, ends_inside and k == len(window) - 1) for k, read in enumerate(window)]

@@ -125,35 +125,3 @@ def test_a_migration_reads_no_new_input_blocks(p: Pipeline) -> None:
     )
     assert is_migration(at_rest, transform.transform)
     assert not is_migration(at_rest, None)
-
-
-def test_a_split_slice_reads_part_of_an_input_block_by_offsets(p: Pipeline) -> None:
-    """A split transaction's slice may end inside an input block (naming it, with its last
-    offset) and the next start in that same block: each reads its own offsets of the file,
-    and the block's watermark goes to the slice that reads its last record."""
-    history = root_history(p)
-    block = p.root_blocks[3]  # data 5..9, watermark at(2)
-    added = p.root.get_block(block).event
-    assert not isinstance(added, SetDataSchema) and added.new_data is not None
-    file = added.new_data.physical_hash
-    ends_inside = ExecuteTransformInput(
-        dataset_id=p.root.id,
-        prev_block_hash=p.root_blocks[2],
-        prev_offset=4,
-        new_block_hash=block,
-        new_offset=6,
-    )
-    inside = replace(ends_inside, prev_block_hash=block, prev_offset=6, new_offset=8)
-    finishes = replace(inside, prev_offset=8, new_offset=9)
-    plans = [recorded_input_plan(e, "root", history) for e in (ends_inside, inside, finishes)]
-    assert [pl.offset_interval for pl in plans] == [
-        OffsetInterval(start=5, end=6),
-        OffsetInterval(start=7, end=8),
-        OffsetInterval(start=9, end=9),
-    ]
-    assert [[f.physical_hash for f in pl.files] for pl in plans] == [[file]] * 3
-    assert [pl.explicit_watermarks for pl in plans] == [
-        (),
-        (),
-        (Watermark(system_time=at(2), event_time=at(2)),),
-    ]
