@@ -7,24 +7,20 @@ executors write the output as K slices, each one Parquet file with its hashes
 
 - the slices' output offsets are contiguous from the plan's next offset, and each slice's
   record count matches its interval;
-- per input, the slices' input intervals are contiguous and together cover exactly the
-  planned interval;
+- per input, the slices' input intervals are contiguous, cover exactly the planned interval
+  and end at input block boundaries (``_at_block_end``);
 - every file lies inside the slices directory, is a regular file of the stated size, has the
   stated record count (its Parquet footer) and the dataset's columns;
 - the files chosen for a re-hash (all of them with ``rehash`` 1.0, else a random subset chosen
   here, not by the engine) have the stated physical and logical hashes;
 - the slices' watermarks never go back, and none passes the last slice's (the transaction's):
-  a slice claims what its own input records allow (a block read in part lends its watermark
-  to the slice that reads its last record), so that it replays on its own.
+  a slice claims what its own input blocks allow, so that it replays on its own.
 
 Anything else is an ``EngineContractError`` naming the slice and the field; nothing is
 committed. ``slice_events`` then turns the checked slices into the K ``ExecuteTransform``
-events, each of whose ``queryInputs`` describes exactly the input records its slice consumed:
-a slice that ends inside an input block names that block as ``newBlockHash`` with the
-slice's last offset as ``newOffset``, and the next slice starts after that offset in the same
-block (``recorded_input_plan`` reads such partial blocks by offsets), so each block replays on
-its own. The last slice ends where the plan ends, so the next transaction is planned as after
-an unsplit one.
+events, each of whose ``queryInputs`` names the input blocks its slice consumed, whole: each
+block is an ordinary ODF transaction that any coordinator replays on its own, and the last
+slice ends where the plan ends, so the next transaction is planned as after an unsplit one.
 """
 
 from __future__ import annotations
@@ -93,7 +89,7 @@ def check_slices(
         new_data, path = _output(s, where, next_offset, root, len(slices))
         if new_data is not None:
             next_offset = new_data.offset_interval.end + 1
-        intervals = _inputs(s, where, plan.inputs, cursors)
+        intervals = _inputs(s, where, plan.inputs, cursors, final=n == len(slices) - 1)
         if s.new_watermark is not None:
             claimed = _claimed(s.new_watermark, claimed, slices[-1].new_watermark, where)
         checked.append(
@@ -189,7 +185,12 @@ def _inside(path: Path, root: Path, where: str) -> Path:
 
 
 def _inputs(
-    s: ep.SplitSlice, where: str, planned: Sequence[InputPlan], cursors: list[int | None]
+    s: ep.SplitSlice,
+    where: str,
+    planned: Sequence[InputPlan],
+    cursors: list[int | None],
+    *,
+    final: bool,
 ) -> tuple[OffsetInterval | None, ...]:
     """The slice's input intervals, each continuing where the previous slice's ended."""
     if len(s.inputs) != len(planned):
@@ -217,9 +218,24 @@ def _inputs(
                     f" {interval.start}..{interval.end} does not continue at offset"
                     f" {_first(cursors[j])} within the planned records"
                 )
+            _at_block_end(plan, interval, final, where)
             cursors[j] = interval.end + 1
         found.append(interval)
     return tuple(found)
+
+
+def _at_block_end(plan: InputPlan, interval: OffsetInterval, final: bool, where: str) -> None:
+    """A slice ends at the last record of an input block: its ``queryInputs`` entry is then
+    that of an ordinary transaction (``newOffset`` the input's last offset as of
+    ``newBlockHash``), which every coordinator replays on its own. The ODF chain rules have
+    no way to say that a slice starts or ends inside a block (``newBlockHash`` equal to
+    ``prevBlockHash`` is an empty block interval), so the engine cuts at input files."""
+    if final or any(f.file_interval.end == interval.end for f in plan.files):
+        return
+    raise EngineContractError(
+        f"{where}: input {plan.query_alias!r} offsetInterval {interval.start}..{interval.end}"
+        " ends inside an input block: slices must end at an input block's last record"
+    )
 
 
 def _first(cursor: int | None) -> str:

@@ -16,13 +16,29 @@ import pytest
 
 from common.hashing import digest_data_file
 from common.odf import engine_protocol as ep
-from common.odf.fragments import DatasetVocabulary, OffsetInterval, TransformSql
+from common.odf.events import AddData, ExecuteTransform, SetTransform
+from common.odf.fragments import (
+    DatasetKind,
+    DatasetVocabulary,
+    OffsetInterval,
+    SqlQueryStep,
+    TransformInput,
+    TransformSql,
+)
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from common.serde.arrow_schema import encode_arrow_schema
+from coordinator.dataset import Dataset
 from coordinator.engine.errors import EngineContractError
 from coordinator.transform.plan import DataFileRef, InputPlan, TransformPlan
-from coordinator.transform.split import check_slices, sample_size, slice_events
+from coordinator.transform.recorded import InputHistory, recorded_input_plan
+from coordinator.transform.runner import workspace_resolver
+from coordinator.transform.split import check_slices, sample_size, slice_events, split_items
+from coordinator.verify.input_history import load_input_history
+from coordinator.verify.verifier import Verifier
+from tests.unit.coordinator.events import at, seed, set_schema
+from tests.unit.coordinator.events import write_slice as write_events_slice
+from tests.unit.verify.pipeline import QUERY, Pipeline, build_pipeline
 
 SCHEMA = pa.schema([("offset", pa.int64()), ("v", pa.int64())])
 INPUT = DatasetID.new_seeded(b"split-input")
@@ -34,8 +50,8 @@ def h(name: str) -> Multihash:
 
 
 def plan(prev_offset: int | None = 99) -> TransformPlan:
-    """An input of two blocks, offsets 0..59 and 60..119, after 10 output records."""
-    blocks = (("b1", 0, 59), ("b2", 60, 119))
+    """An input of three blocks, offsets 0..49, 50..89 and 90..119, after 10 output records."""
+    blocks = (("b1", 0, 49), ("b2", 50, 89), ("b3", 90, 119))
     return TransformPlan(
         expected_head=h("head"),
         system_time=T,
@@ -52,7 +68,7 @@ def plan(prev_offset: int | None = 99) -> TransformPlan:
                 query_alias="i",
                 vocab=DatasetVocabulary(),
                 prev_block_hash=h("b0"),
-                new_block_hash=h("b3"),  # a watermark-only block after the data
+                new_block_hash=h("b4"),  # a watermark-only block after the data
                 prev_offset=None,
                 new_offset=119,
                 files=tuple(
@@ -99,7 +115,7 @@ def write_slice(
 
 @pytest.fixture
 def slices(tmp_path: Path) -> list[ep.SplitSlice]:
-    """Three slices: inputs 0..49, 50..89 (across the block boundary), 90..119."""
+    """Three slices, one per input block: inputs 0..49, 50..89, 90..119."""
     return [
         write_slice(tmp_path, 0, 10, 50, 0, 50),
         write_slice(tmp_path, 1, 60, 40, 50, 40),
@@ -125,11 +141,11 @@ def test_good_slices_become_events_that_each_read_their_own_records(
     assert [e.prev_offset for e in events] == [9, 59, 99]
     assert [e.new_data.offset_interval.end for e in events if e.new_data] == [59, 99, 129]
     entries = [e.query_inputs[0] for e in events]
-    # A slice ending inside a block names it, with its last offset; the next starts there.
+    # Each names the blocks it read whole; the last ends where the plan ends.
     assert [(x.prev_block_hash, x.new_block_hash) for x in entries] == [
         (h("b0"), h("b1")),
         (h("b1"), h("b2")),
-        (h("b2"), h("b3")),
+        (h("b2"), h("b4")),
     ]
     assert [(x.prev_offset, x.new_offset) for x in entries] == [(None, 49), (49, 89), (89, 119)]
     assert [e.new_watermark for e in events] == [None, None, T]
@@ -166,6 +182,28 @@ def test_good_slices_become_events_that_each_read_their_own_records(
                 s[2],
             ],
             "slice 2 of 3: input 'i' offsetInterval 40..89 does not continue at offset 50",
+        ),
+        (
+            lambda s, d: [
+                replace(
+                    s[0],
+                    inputs=(
+                        ep.SplitSliceInput(
+                            query_alias="i", offset_interval=OffsetInterval(start=0, end=48)
+                        ),
+                    ),
+                ),
+                replace(
+                    s[1],
+                    inputs=(
+                        ep.SplitSliceInput(
+                            query_alias="i", offset_interval=OffsetInterval(start=49, end=89)
+                        ),
+                    ),
+                ),
+                s[2],
+            ],
+            "slice 1 of 3: input 'i' offsetInterval 0..48 ends inside an input block",
         ),
         (
             lambda s, d: [s[0], replace(s[1], data_path="/etc/hostname"), s[2]],
@@ -224,7 +262,7 @@ def test_a_sampled_rehash_checks_a_subset_chosen_here(
     with pytest.raises(EngineContractError):
         check(bad, tmp_path, rehash=1.0)
     outcomes = set()
-    for seed in range(12):
+    for n in range(12):
         try:
             check_slices(
                 ep.SplitTransformResponseSuccess(slices=tuple(bad)),
@@ -232,7 +270,7 @@ def test_a_sampled_rehash_checks_a_subset_chosen_here(
                 tmp_path,
                 rehash=0.3,
                 schema=encode_arrow_schema(SCHEMA),
-                rng=random.Random(seed),
+                rng=random.Random(n),
             )
             outcomes.add("accepted")
         except EngineContractError:
@@ -253,3 +291,121 @@ def test_a_slice_with_other_columns_is_refused(slices: list[ep.SplitSlice], tmp_
     )
     with pytest.raises(EngineContractError, match="slice 2 of 3: its columns differ"):
         check([slices[0], odd, slices[2]], tmp_path)
+
+
+def test_k_blocks_commit_with_one_head_move_and_each_reads_its_own_input_records(
+    tmp_path: Path,
+) -> None:
+    """On a real workspace: two slices over an input of two blocks (0..4, 5..9) committed
+    together (one head move); integrity and input links verify, and each block's recorded
+    inputs read back exactly the records its slice consumed."""
+    p = build_pipeline(tmp_path)
+    derived = Dataset(p.ws.datasets_dir / "split")
+    transform = SetTransform(
+        inputs=(TransformInput(dataset_ref=p.root.id.to_did(), alias="root"),),
+        transform=TransformSql(engine="spark", queries=(SqlQueryStep(query=QUERY),)),
+    )
+    head = derived.commit_events(
+        [seed(b"split", DatasetKind.DERIVATIVE), transform, set_schema()],
+        expected_head=None,
+        system_time=at(0),
+    )[-1]
+    b2, b3 = p.root_blocks[2], p.root_blocks[3]
+    root_plan = InputPlan(
+        dataset_id=p.root.id,
+        dataset_alias="root",
+        query_alias="root",
+        vocab=DatasetVocabulary(),
+        prev_block_hash=None,
+        new_block_hash=b3,
+        prev_offset=None,
+        new_offset=9,
+        files=tuple(
+            DataFileRef(physical_hash=h, file_interval=OffsetInterval(start=s, end=s + 4), block=b)
+            for b, s, h in ((b2, 0, _file(p, b2)), (b3, 5, _file(p, b3)))
+        ),
+        explicit_watermarks=(),
+        schema=set_schema().schema,
+    )
+    split_plan = TransformPlan(
+        expected_head=head,
+        system_time=at(3),
+        transform=transform.transform,
+        vocab=DatasetVocabulary(),
+        prev_offset=None,
+        prev_checkpoint=None,
+        prev_watermark=None,
+        output_schema=set_schema().schema,
+        inputs=(root_plan,),
+    )
+
+    def slices_of(staging: Path, bounds: tuple[tuple[int, int], ...]) -> list[ep.SplitSlice]:
+        found = []
+        for n, (start, count) in enumerate(bounds):
+            path = write_events_slice(staging, start, count, name=f"slice-{n}")
+            d = digest_data_file(path)
+            found.append(
+                ep.SplitSlice(
+                    data_path=str(path),
+                    offset_interval=OffsetInterval(start=start, end=start + count - 1),
+                    inputs=(
+                        ep.SplitSliceInput(
+                            query_alias="root",
+                            offset_interval=OffsetInterval(start=start, end=start + count - 1),
+                        ),
+                    ),
+                    new_watermark=at(2) if n == len(bounds) - 1 else None,
+                    physical_hash=d.physical_hash.to_multibase(),
+                    logical_hash=d.logical_hash.to_multibase(),
+                    size=d.size,
+                    num_records=count,
+                )
+            )
+        return found
+
+    with derived.staging_dir() as staging:
+        # A slice ending inside an input block could not be named by its queryInputs.
+        with pytest.raises(EngineContractError, match="ends inside an input block"):
+            check_slices(
+                ep.SplitTransformResponseSuccess(
+                    slices=tuple(slices_of(staging, ((0, 3), (3, 7))))
+                ),
+                split_plan,
+                staging,
+                rehash=1.0,
+                schema=split_plan.output_schema,
+            )
+        slices = slices_of(staging, ((0, 5), (5, 5)))
+        checked = check_slices(
+            ep.SplitTransformResponseSuccess(slices=tuple(slices)),
+            split_plan,
+            staging,
+            rehash=0.05,
+            schema=split_plan.output_schema,
+        )
+        items = split_items(split_plan, checked, [c.data_file for c in checked])
+        hashes = derived.commit_events(items, expected_head=head, system_time=at(3))
+    assert len(hashes) == 2 and derived.state().head == hashes[-1]
+    assert derived.state().last_offset == 9 and derived.state().last_watermark == at(2)
+    report = Verifier(workspace_resolver(p.ws), None).verify(derived)
+    assert report.problems == ()
+    history = root_history_of(p.root)
+    read = []
+    for block in hashes:
+        event = derived.get_block(block).event
+        assert isinstance(event, ExecuteTransform)
+        plan_read = recorded_input_plan(event.query_inputs[0], "root", history)
+        read.append((plan_read.offset_interval, len(plan_read.files)))
+    assert read == [(OffsetInterval(start=0, end=4), 1), (OffsetInterval(start=5, end=9), 1)]
+
+
+def _file(p: Pipeline, block: Multihash) -> Multihash:
+    event = p.root.get_block(block).event
+    assert isinstance(event, AddData) and event.new_data is not None
+    return event.new_data.physical_hash
+
+
+def root_history_of(dataset: Dataset) -> InputHistory:
+    history = load_input_history(dataset)
+    assert isinstance(history, InputHistory)
+    return history
