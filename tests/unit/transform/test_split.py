@@ -113,6 +113,12 @@ def write_slice(
     )
 
 
+def reading(s: ep.SplitSlice, start: int, end: int) -> ep.SplitSlice:
+    """``s`` claiming to have read input offsets ``start..end``."""
+    interval = OffsetInterval(start=start, end=end)
+    return replace(s, inputs=(ep.SplitSliceInput(query_alias="i", offset_interval=interval),))
+
+
 @pytest.fixture
 def slices(tmp_path: Path) -> list[ep.SplitSlice]:
     """Three slices, one per input block: inputs 0..49, 50..89, 90..119."""
@@ -169,40 +175,11 @@ def test_good_slices_become_events_that_each_read_their_own_records(
             " planned up to 119",
         ),
         (
-            lambda s, d: [
-                s[0],
-                replace(
-                    s[1],
-                    inputs=(
-                        ep.SplitSliceInput(
-                            query_alias="i", offset_interval=OffsetInterval(start=40, end=89)
-                        ),
-                    ),
-                ),
-                s[2],
-            ],
+            lambda s, d: [s[0], reading(s[1], 40, 89), s[2]],
             "slice 2 of 3: input 'i' offsetInterval 40..89 does not continue at offset 50",
         ),
         (
-            lambda s, d: [
-                replace(
-                    s[0],
-                    inputs=(
-                        ep.SplitSliceInput(
-                            query_alias="i", offset_interval=OffsetInterval(start=0, end=48)
-                        ),
-                    ),
-                ),
-                replace(
-                    s[1],
-                    inputs=(
-                        ep.SplitSliceInput(
-                            query_alias="i", offset_interval=OffsetInterval(start=49, end=89)
-                        ),
-                    ),
-                ),
-                s[2],
-            ],
+            lambda s, d: [reading(s[0], 0, 48), reading(s[1], 49, 89), s[2]],
             "slice 1 of 3: input 'i' offsetInterval 0..48 ends inside an input block",
         ),
         (
