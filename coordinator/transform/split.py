@@ -371,6 +371,9 @@ class SplitEngine(Protocol):
 
 
 SLICES_DIR = "slices"
+MIN_RECORDS_PER_SLICE = 1_000_000
+"""What the coordinator asks of each slice: fewer slices rather than smaller ones (each is a
+block with fixed costs: an event, a file, a replay)."""
 
 
 class Splitter:
@@ -416,7 +419,7 @@ class Splitter:
         split = ep.SplitTransformRequest(
             request=request,
             slices=self.config.slices,
-            min_records_per_slice=max(1, self.config.min_records // 8),
+            min_records_per_slice=MIN_RECORDS_PER_SLICE,
             slices_dir=str(slices_dir),
         )
         try:

@@ -229,7 +229,8 @@ def _run(
                 slices = split.run(plan, request, engine, area)
                 if slices is not None:
                     staged = _staged_slices(slices, area, staging)
-                    return _settle_split(plan, dataset, policy, slices, staged, exchange, clock)
+                    timed = (exchange_s, clock)
+                    return _settle_split(plan, dataset, policy, slices, staged, exchange, timed)
             response = engine.execute_transform(request)
             transform_plan = plan
         data_path, checkpoint_path = staging / "out" / DATA_FILE, staging / "out" / CHECKPOINT_FILE
@@ -282,9 +283,11 @@ def _settle_split(
     slices: Sequence[CheckedSlice],
     staged: Sequence[Path | None],
     exchange: Exchange,
-    clock: _Clock,
+    timed: tuple[float, _Clock],
 ) -> TransactionResult:
-    """Commit the K blocks of a split transaction with one head move."""
+    """Commit the K blocks of a split transaction with one head move (``timed``: the
+    exchange's seconds, and the clock since)."""
+    exchange_s, clock = timed
     engine_s = clock.lap()
     items = split_items(plan, slices, staged)
     hashing_s = clock.lap()
@@ -294,7 +297,9 @@ def _settle_split(
         items=tuple(items),
         settled=settled,
         input_records=exchange.input_records,
-        timings=Timings(exchange=0.0, engine=engine_s, hashing=hashing_s, commit=clock.lap()),
+        timings=Timings(
+            exchange=exchange_s, engine=engine_s, hashing=hashing_s, commit=clock.lap()
+        ),
     )
 
 
