@@ -401,7 +401,11 @@ class Splitter:
             tuple(i.schema for i in plan.inputs),
         )
         if key not in self._row_local:
-            answer = engine.validate_query(plan.validate_request(dataset.alias))
+            try:
+                answer = engine.validate_query(plan.validate_request(dataset.alias))
+            except EngineUnimplementedError:  # a reference engine: no extensions at all
+                self._unsupported.add(engine.description)
+                return False
             self._row_local[key] = answer.row_local
         return self._row_local[key]
 
