@@ -37,7 +37,7 @@ from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.errors import DecodeError
 from common.odf.events import ExecuteTransform, SetDataSchema
-from common.odf.fragments import DataSlice, ExecuteTransformInput, OffsetInterval
+from common.odf.fragments import DataSlice, ExecuteTransformInput, OffsetInterval, TransformSql
 from common.odf.multihash import Multihash
 from coordinator.config import SplitConfig
 from coordinator.dataset import CommitItem, Dataset
@@ -386,7 +386,7 @@ class Splitter:
 
     def __init__(self, config: SplitConfig) -> None:
         self.config = config
-        self._row_local: dict[tuple[str, str, tuple[bytes, ...]], bool] = {}
+        self._row_local: dict[tuple[str, TransformSql, tuple[bytes, ...]], bool] = {}
         self._unsupported: set[str] = set()
 
     def wants(self, plan: TransformPlan, dataset: Dataset, engine: object) -> bool:
@@ -397,7 +397,7 @@ class Splitter:
             return False
         key = (
             dataset.id.to_did(),
-            repr(plan.transform),
+            plan.transform,
             tuple(i.schema for i in plan.inputs),
         )
         if key not in self._row_local:
