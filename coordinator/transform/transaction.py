@@ -224,7 +224,9 @@ def _run(
             transform_plan = plan.transform_plan
         else:
             request = transform_request(plan, dataset, exchange)
-            if split is not None and policy is COMMIT and split.wants(plan, dataset, engine):
+            # Parquet exchange only: the engine cuts slices at the inputs' files (their blocks).
+            splits = split is not None and policy is COMMIT and fmt is ExchangeFormat.PARQUET
+            if splits and split is not None and split.wants(plan, dataset, engine):
                 assert isinstance(engine, SplitEngine)  # split.wants checked it
                 slices = split.run(plan, request, engine, area)
                 if slices is not None:
