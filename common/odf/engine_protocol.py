@@ -270,8 +270,9 @@ class SplitSlice:
     offset_interval: OffsetInterval | None = None
     inputs: tuple[SplitSliceInput, ...]
     new_watermark: datetime | None = None
-    physical_hash: str = ""
-    logical_hash: str = ""
+    physical_hash: str | None = None
+    """As ``DataSlice.physicalHash`` (multibase multihash)."""
+    logical_hash: str | None = None
     size: int = 0
     num_records: int = 0
 
@@ -279,3 +280,27 @@ class SplitSlice:
 @record
 class SplitTransformResponseSuccess:
     slices: tuple[SplitSlice, ...]
+
+
+@record
+class SplitTransformResponseProgress:
+    pass
+
+
+@record
+class SplitTransformResponseInvalidQuery:
+    message: str
+
+
+@record
+class SplitTransformResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+SplitTransformResponse = (
+    SplitTransformResponseProgress
+    | SplitTransformResponseSuccess
+    | SplitTransformResponseInvalidQuery
+    | SplitTransformResponseInternalError
+)

@@ -159,6 +159,8 @@ def _output(
             f" {interval.start}..{interval.end}"
         )
     path = _inside(Path(s.data_path), root, where)
+    if s.logical_hash is None or s.physical_hash is None:
+        raise EngineContractError(f"{where}: a data file without its logicalHash or physicalHash")
     try:
         new_data = DataSlice(
             logical_hash=Multihash.from_multibase(s.logical_hash),
