@@ -112,6 +112,13 @@ class EngineClient:
     def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess:
         return self._call(rpcs.MIGRATE, request)
 
+    def execute_split_transform(
+        self, request: ep.SplitTransformRequest
+    ) -> ep.SplitTransformResponseSuccess:
+        """A split transaction (extension; ``coordinator/transform/split.py``); an engine
+        without it raises ``EngineUnimplementedError``."""
+        return self._call(rpcs.SPLIT_TRANSFORM, request)
+
     def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess:
         """An ad-hoc query over whole datasets (extension; ``odf sql``)."""
         return self._call(rpcs.QUERY, request)
