@@ -130,4 +130,7 @@ SPLIT_TRANSFORM: EngineRpc[ep.SplitTransformRequest, ep.SplitTransformResponseSu
 serve it answers UNIMPLEMENTED, and the coordinator keeps the one-slice contract."""
 
 RPCS: tuple[EngineRpc[Any, Any], ...] = (TRANSFORM, RAW_QUERY, VALIDATE, MIGRATE, QUERY)
-"""Every RPC the engine serves (``SPLIT_TRANSFORM`` joins when the engine implements it)."""
+"""Every RPC the engine serves."""
+NOT_SERVED: tuple[EngineRpc[Any, Any], ...] = (SPLIT_TRANSFORM,)
+"""RPCs of the proto's service that this engine does not serve yet (callers get
+UNIMPLEMENTED); with ``RPCS``, the whole service."""
