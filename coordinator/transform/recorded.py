@@ -93,14 +93,14 @@ def recorded_input_plan(
     yet (a migration adding an input) gets the input's first schema: the one its data starts
     with, which stays the same however far the input advances.
     """
-    window = _read_blocks(entry, history)
+    window = history.window(entry.prev_block_hash, entry.new_block_hash)
     last = entry.new_block_hash or entry.prev_block_hash
     state = history.state_at(last) if last is not None else history.first_schema_state()
     if state is None or state.schema_bytes is None:
         where = f"as of block {last}" if last is not None else "yet"
         raise RecordedInputError(f"input {history.alias!r} has no data schema {where}")
     files, watermarks = [], []
-    for read, partial in window:
+    for read in window:
         event = read.block.event
         if not isinstance(event, AddData | ExecuteTransform):
             continue
@@ -111,7 +111,7 @@ def recorded_input_plan(
                     file_interval=event.new_data.offset_interval,
                 )
             )
-        if event.new_watermark is not None and not partial:
+        if event.new_watermark is not None:
             watermarks.append(
                 Watermark(system_time=read.block.system_time, event_time=event.new_watermark)
             )
@@ -128,34 +128,3 @@ def recorded_input_plan(
         explicit_watermarks=tuple(watermarks),
         schema=state.schema_bytes,
     )
-
-
-def _read_blocks(
-    entry: ExecuteTransformInput, history: InputHistory
-) -> list[tuple[NamedBlock, bool]]:
-    """The blocks whose data ``entry`` read, each with whether it read only part of them.
-
-    Usually (``prevBlockHash``, ``newBlockHash``]. A split transaction's slice may start
-    inside its ``prevBlockHash`` block (the previous slice ended there: ``prevOffset`` is
-    before the block's last offset), and may end in that same block; that block's data is
-    read too (by offsets: the exchange keeps ``(prevOffset, newOffset]``). A block read in
-    part lends its watermark to the slice that reads its last record, not to this one.
-    """
-    prev, new_offset = entry.prev_block_hash, entry.new_offset
-    started = []
-    if prev is not None and new_offset is not None and entry.prev_offset is not None:
-        i = history.positions.get(prev)
-        if i is not None and _data_end(history.blocks[i]) > entry.prev_offset:
-            started.append((history.blocks[i], True))
-            if entry.new_block_hash == prev:
-                return started
-    window = history.window(prev, entry.new_block_hash)
-    ends_inside = new_offset is not None and bool(window) and _data_end(window[-1]) > new_offset
-    return started + [(read, ends_inside and k == len(window) - 1) for k, read in enumerate(window)]
-
-
-def _data_end(read: NamedBlock) -> int:
-    """The last offset of the block's data (-1: it has none)."""
-    event = read.block.event
-    data = event.new_data if isinstance(event, AddData | ExecuteTransform) else None
-    return -1 if data is None else data.offset_interval.end
