@@ -31,6 +31,13 @@ at 5M (it does not hold the data). Exits 1 when missed, or when a run's logical 
 from local mode's.
 
     .venv/bin/python bench/bench_scale.py [--rows 20000000] [--small-rows 5000000]
+
+``--coordinator-only``: the coordinator's CPU seconds per output GB to accept a transaction's
+output, without an engine: before (one slice: the coordinator reads and hashes every byte,
+``digest_data_file`` as ``collect_output`` does) and after (K slices hashed by the executors:
+``split.check_slices`` checks sizes, footers and columns and re-hashes a sample, 0.05 of the
+files, or all of them with ``full``). The slices are written here by pyarrow, as executors
+would write them; process CPU time (``time.process_time``) over the accepting call only.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench_engine import tree_rss_mib
@@ -120,6 +128,105 @@ def executors(cluster: SparkCluster, cores: int, directory: Path) -> Iterator[No
         os.environ.update(saved)
 
 
+def coordinator_cpu(rows: int, slice_counts: list[int], directory: Path) -> int:
+    """The ``--coordinator-only`` measurement (module doc)."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from common.hashing import digest_data_file
+    from common.odf import engine_protocol as ep
+    from common.odf.fragments import DatasetVocabulary, OffsetInterval, TransformSql
+    from common.odf.identity import DatasetID
+    from common.odf.multihash import Multihash
+    from common.serde.arrow_schema import encode_arrow_schema
+    from coordinator.transform.plan import DataFileRef, InputPlan, TransformPlan
+    from coordinator.transform.split import check_slices
+
+    print("| slices | rehash | output GB | coordinator CPU s | CPU s per GB |")
+    print("|--------|--------|-----------|-------------------|--------------|")
+    for k in slice_counts:
+        bounds = [(rows * n // k, rows * (n + 1) // k - 1) for n in range(k)]
+        answer, files, size = [], [], 0
+        for n, (first, last) in enumerate(bounds):
+            path = directory / f"k{k}-slice-{n}.parquet"
+            offsets = pa.array(range(first, last + 1), pa.int64())
+            table = pa.table(
+                {
+                    "offset": offsets,
+                    "event_time": pa.array(range(first, last + 1), pa.timestamp("ms", tz="UTC")),
+                    "city": pa.compute.cast(pa.compute.multiply(offsets, 7919), pa.string()),
+                    "population": pa.compute.multiply(offsets, 3),
+                }
+            )
+            pq.write_table(table, path)
+            digest = digest_data_file(path)
+            size += digest.size
+            schema = encode_arrow_schema(digest.schema)
+            interval = OffsetInterval(start=first, end=last)
+            block = Multihash.sha3_256(f"block {n}".encode())
+            files.append(DataFileRef(physical_hash=block, file_interval=interval, block=block))
+            answer.append(
+                ep.SplitSlice(
+                    data_path=str(path),
+                    offset_interval=interval,
+                    inputs=(ep.SplitSliceInput(query_alias="in", offset_interval=interval),),
+                    physical_hash=digest.physical_hash.to_multibase(),
+                    logical_hash=digest.logical_hash.to_multibase(),
+                    size=digest.size,
+                    num_records=last - first + 1,
+                )
+            )
+        plan = TransformPlan(
+            expected_head=Multihash.sha3_256(b"head"),
+            system_time=datetime.now(UTC),
+            transform=TransformSql(engine="spark", query="SELECT * FROM in"),
+            vocab=DatasetVocabulary(),
+            prev_offset=None,
+            prev_checkpoint=None,
+            prev_watermark=None,
+            output_schema=schema,
+            inputs=(
+                InputPlan(
+                    dataset_id=DatasetID.new_seeded(b"bench"),
+                    dataset_alias="in",
+                    query_alias="in",
+                    vocab=DatasetVocabulary(),
+                    prev_block_hash=None,
+                    new_block_hash=files[-1].block,
+                    prev_offset=None,
+                    new_offset=rows - 1,
+                    files=tuple(files),
+                    explicit_watermarks=(),
+                    schema=schema,
+                ),
+            ),
+        )
+        gb = size / 1e9
+        runs: list[tuple[str, float]] = []
+        if k == 1:
+            started = time.process_time()
+            digest_data_file(Path(answer[0].data_path or ""))
+            runs.append(("(today)", time.process_time() - started))
+        for rehash in (1.0, 0.05):
+            started = time.process_time()
+            check_slices(
+                ep.SplitTransformResponseSuccess(slices=tuple(answer)),
+                plan,
+                directory,
+                rehash=rehash,
+                schema=schema,
+                rng=random.Random(0),
+            )
+            runs.append(("full" if rehash == 1.0 else str(rehash), time.process_time() - started))
+        for label, cpu in runs:
+            print(f"| {k:>6} | {label:<7}| {gb:>9.2f} | {cpu:>17.2f} | {cpu / gb:>12.2f} |")
+        for path in directory.glob(f"k{k}-slice-*.parquet"):
+            path.unlink()
+    return 0
+
+
 def row(m: Measured) -> str:
     return (
         f"| {m.label:<12} | {m.records:>11,} | {m.output_records:>11,} | {m.wall:>6.1f}"
@@ -145,8 +252,18 @@ def main() -> int:
         " the default 2g there",
     )
     parser.add_argument("--cores", default="1,2,4", help="executor counts on the cluster")
+    parser.add_argument(
+        "--coordinator-only",
+        action="store_true",
+        help="only the coordinator's CPU per output GB, before and after split transactions",
+    )
+    parser.add_argument("--slices", default="1,2,4,8", help="--coordinator-only: K values")
     args = parser.parse_args()
     configure_logging(0)
+    if args.coordinator_only:
+        with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
+            slices = [int(k) for k in args.slices.split(",")]
+            return coordinator_cpu(args.rows, slices, Path(tmp).resolve())
     cores = [int(c) for c in args.cores.split(",")]
     results: list[Measured] = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:

@@ -16,6 +16,10 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
     transform:
       exchange: parquet           # parquet (the inputs' data files as they lie) | arrow (IPC)
       maxInputRecords: 1000000    # input records per transaction, per input (batches)
+      split:                      # row-local queries over a large backlog: K slices, K blocks
+        minRecords: 5000000       #   input records below which a transaction is never split
+        slices: 0                 #   slices wanted (0: the engine picks, its parallelism)
+        rehash: full              #   full (re-hash every slice) | a sample fraction, e.g. 0.05
     daemon:
       address: 127.0.0.1:4884     # odf serve: gRPC (host:port)
       httpAddress: 127.0.0.1:4885 # odf serve: HTTP (/healthz, /metrics)
@@ -63,6 +67,8 @@ DEFAULT_START_TIMEOUT_S = 300.0
 DEFAULT_DRIVER_MEMORY = "2g"
 """Spark's own default (1g) runs out of heap on million-record transactions."""
 DEFAULT_MAX_INPUT_RECORDS = 1_000_000
+DEFAULT_SPLIT_MIN_RECORDS = 5_000_000
+FULL_REHASH = 1.0
 DEFAULT_DAEMON_ADDRESS = "127.0.0.1:4884"
 DEFAULT_DAEMON_HTTP_ADDRESS = "127.0.0.1:4885"
 DEFAULT_FLIGHT_SQL_ADDRESS = "127.0.0.1:50050"
@@ -104,12 +110,27 @@ class EngineConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SplitConfig:
+    """``transform.split``: when and how a row-local transaction is split into slices that the
+    engine's executors write and hash (``coordinator/transform/split``)."""
+
+    min_records: int = DEFAULT_SPLIT_MIN_RECORDS
+    """Input records of a transaction below which it is never split."""
+    slices: int = 0
+    """Slices wanted; 0: the engine picks (its parallelism)."""
+    rehash: float = FULL_REHASH
+    """The fraction of the slices' files the coordinator re-hashes before it trusts the
+    executors' hashes: 1.0 (``full``, the default) re-hashes every file."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TransformConfig:
     exchange: ExchangeFormat = ExchangeFormat.PARQUET
     """Parquet: measured faster than Arrow IPC slices in 2 of 3 runs of bench_transform
     (1.42x and 1.20x; 0.81x under heavy load): no slice is cut and the engine restages
     nothing."""
     max_input_records: int = DEFAULT_MAX_INPUT_RECORDS
+    split: SplitConfig = field(default_factory=SplitConfig)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -336,14 +357,47 @@ def _staging_dir(value: str | None) -> Path | None:
 def _transform_config(value: Any) -> TransformConfig:
     if value is None:
         return TransformConfig()
-    m = _mapping(value, "transform", ("exchange", "maxInputRecords"))
+    m = _mapping(value, "transform", ("exchange", "maxInputRecords", "split"))
     default = TransformConfig()
     return TransformConfig(
         exchange=_enum(m, "transform", "exchange", ExchangeFormat, default.exchange),
         max_input_records=int(
             _positive(m, "transform", "maxInputRecords", default.max_input_records, integer=True)
         ),
+        split=_split_config(m.get("split")),
     )
+
+
+def _split_config(value: Any) -> SplitConfig:
+    default = SplitConfig()
+    if value is None:
+        return default
+    where = "transform.split"
+    m = _mapping(value, where, ("minRecords", "slices", "rehash"))
+    slices = m.get("slices", default.slices)
+    if isinstance(slices, bool) or not isinstance(slices, int) or slices < 0:
+        raise ValidationError(
+            f"expected 0 (the engine picks) or a positive integer, got {_kind(slices)}",
+            path=_join(where, "slices"),
+        )
+    return SplitConfig(
+        min_records=int(_positive(m, where, "minRecords", default.min_records, integer=True)),
+        slices=slices,
+        rehash=_rehash(m.get("rehash")),
+    )
+
+
+def _rehash(value: Any) -> float:
+    """``transform.split.rehash``: ``full``, or a fraction in (0, 1] of the files."""
+    if value is None or value == "full":
+        return FULL_REHASH
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1
+    if not ok:
+        raise ValidationError(
+            f"expected full or a fraction in (0, 1], got {_kind(value)}",
+            path="transform.split.rehash",
+        )
+    return float(value)
 
 
 def _daemon_config(value: Any) -> DaemonConfig:
@@ -592,6 +646,11 @@ SETTINGS: dict[str, Any] = {
     "engine.stagingDir": lambda c: c.engine.staging_dir,
     "transform.exchange": lambda c: c.transform.exchange,
     "transform.maxInputRecords": lambda c: c.transform.max_input_records,
+    "transform.split.minRecords": lambda c: c.transform.split.min_records,
+    "transform.split.slices": lambda c: c.transform.split.slices,
+    "transform.split.rehash": lambda c: (
+        "full" if c.transform.split.rehash == FULL_REHASH else c.transform.split.rehash
+    ),
     "daemon.address": lambda c: c.daemon.address,
     "daemon.httpAddress": lambda c: c.daemon.http_address,
     "daemon.flightSqlAddress": lambda c: c.daemon.flight_sql_address or "none",
@@ -635,14 +694,20 @@ def with_setting(text: str, key: str, value: str | None, *, source: str) -> str:
         document = {}
     if not isinstance(document, dict):
         raise ValidationError("the file is not a mapping of sections", path=source)
-    section, name = key.split(".", 1)
-    block = document.setdefault(section, {})
-    if not isinstance(block, dict):
-        raise ValidationError(f"expected a mapping, got {_kind(block)}", path=section)
+    *sections, name = key.split(".")
+    chain, block = [], document
+    for depth, section in enumerate(sections):
+        chain.append((block, section))
+        block = block.setdefault(section, {})
+        if not isinstance(block, dict):
+            where = ".".join(sections[: depth + 1])
+            raise ValidationError(f"expected a mapping, got {_kind(block)}", path=where)
     if value is None:
         block.pop(name, None)
-        if not block:
-            document.pop(section)
+        for parent, section in reversed(chain):  # sections left empty go too
+            if parent[section]:
+                break
+            parent.pop(section)
     else:
         try:
             block[name] = yaml.safe_load(value)

@@ -113,6 +113,24 @@ QUERY: EngineRpc[ep.QueryRequest, ep.QueryResponseSuccess] = EngineRpc(
     ep.QueryResponseInvalidQuery,
     ep.QueryResponseInternalError,
 )
+SPLIT_TRANSFORM: EngineRpc[ep.SplitTransformRequest, ep.SplitTransformResponseSuccess] = EngineRpc(
+    "ExecuteSplitTransform",
+    engine_pb2.SplitTransformRequest,
+    engine_pb2.SplitTransformResponse,
+    codec.SPLIT_TRANSFORM_REQUEST.encode,
+    codec.SPLIT_TRANSFORM_REQUEST.decode,
+    codec.SPLIT_TRANSFORM_RESPONSE.encode,
+    codec.SPLIT_TRANSFORM_RESPONSE.decode,
+    ep.SplitTransformResponseSuccess,
+    ep.SplitTransformResponseInvalidQuery,
+    ep.SplitTransformResponseInternalError,
+    ep.SplitTransformResponseProgress,
+)
+"""Called by the coordinator (``coordinator/transform/split.py``); an engine that does not
+serve it answers UNIMPLEMENTED, and the coordinator keeps the one-slice contract."""
 
 RPCS: tuple[EngineRpc[Any, Any], ...] = (TRANSFORM, RAW_QUERY, VALIDATE, MIGRATE, QUERY)
-"""Every RPC of the service."""
+"""Every RPC the engine serves."""
+NOT_SERVED: tuple[EngineRpc[Any, Any], ...] = (SPLIT_TRANSFORM,)
+"""RPCs of the proto's service that this engine does not serve yet (callers get
+UNIMPLEMENTED); with ``RPCS``, the whole service."""

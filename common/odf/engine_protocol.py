@@ -134,6 +134,9 @@ class ValidateQueryRequest:
 @record
 class ValidateQueryResponseSuccess:
     output_schema: bytes
+    row_local: bool = False
+    """The query maps each input record to output records on its own (no aggregation, join,
+    window, ordering or state): a transaction of it may be split (ExecuteSplitTransform)."""
     """The output's Arrow schema (system columns first) as Arrow IPC Schema flatbuffer bytes."""
 
 
@@ -237,3 +240,67 @@ class QueryResponseInternalError:
 
 
 QueryResponse = QueryResponseSuccess | QueryResponseInvalidQuery | QueryResponseInternalError
+
+
+# --- Extension: split transactions (fbs/engine_ext.fbs) ------------------------------------------
+
+
+@record
+class SplitTransformRequest:
+    request: TransformRequest
+    """Exactly what ExecuteTransform would get (its ``new_data_path`` is unused)."""
+    slices: int
+    """Slices wanted; 0: the engine picks (its parallelism)."""
+    min_records_per_slice: int
+    slices_dir: str
+    """Where the executors write the slices' files, readable by the coordinator."""
+
+
+@record
+class SplitSliceInput:
+    query_alias: str
+    offset_interval: OffsetInterval | None = None
+    """The input records that produced this slice (``None``: none)."""
+
+
+@record
+class SplitSlice:
+    data_path: str | None = None
+    """``None`` when the slice has no records."""
+    offset_interval: OffsetInterval | None = None
+    inputs: tuple[SplitSliceInput, ...]
+    new_watermark: datetime | None = None
+    physical_hash: str | None = None
+    """As ``DataSlice.physicalHash`` (multibase multihash)."""
+    logical_hash: str | None = None
+    size: int = 0
+    num_records: int = 0
+
+
+@record
+class SplitTransformResponseSuccess:
+    slices: tuple[SplitSlice, ...]
+
+
+@record
+class SplitTransformResponseProgress:
+    pass
+
+
+@record
+class SplitTransformResponseInvalidQuery:
+    message: str
+
+
+@record
+class SplitTransformResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+SplitTransformResponse = (
+    SplitTransformResponseProgress
+    | SplitTransformResponseSuccess
+    | SplitTransformResponseInvalidQuery
+    | SplitTransformResponseInternalError
+)

@@ -99,6 +99,12 @@ def all_unions() -> dict[str, tuple[type, ...]]:
             ep.QueryResponseInvalidQuery,
             ep.QueryResponseInternalError,
         ),
+        "SplitTransformResponse": (
+            ep.SplitTransformResponseProgress,
+            ep.SplitTransformResponseSuccess,
+            ep.SplitTransformResponseInvalidQuery,
+            ep.SplitTransformResponseInternalError,
+        ),
     }
 
 

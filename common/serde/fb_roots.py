@@ -35,3 +35,8 @@ class MigrateQueryResponseRoot:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryResponseRoot:
     value: ep.QueryResponse
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SplitTransformResponseRoot:
+    value: ep.SplitTransformResponse

@@ -41,6 +41,7 @@ from common.serde.fb_roots import (
     MigrateQueryResponseRoot,
     QueryResponseRoot,
     RawQueryResponseRoot,
+    SplitTransformResponseRoot,
     TransformResponseRoot,
     ValidateQueryResponseRoot,
 )
@@ -52,6 +53,8 @@ __all__ = [
     "QUERY_RESPONSE",
     "RAW_QUERY_REQUEST",
     "RAW_QUERY_RESPONSE",
+    "SPLIT_TRANSFORM_REQUEST",
+    "SPLIT_TRANSFORM_RESPONSE",
     "TRANSFORM_REQUEST",
     "TRANSFORM_RESPONSE",
     "VALIDATE_QUERY_REQUEST",
@@ -111,6 +114,12 @@ MIGRATE_QUERY_RESPONSE: MessageCodec[ep.MigrateQueryResponse] = MessageCodec(
 )
 QUERY_REQUEST: MessageCodec[ep.QueryRequest] = MessageCodec(ep.QueryRequest)
 QUERY_RESPONSE: MessageCodec[ep.QueryResponse] = MessageCodec(QueryResponseRoot, wrapped=True)
+SPLIT_TRANSFORM_REQUEST: MessageCodec[ep.SplitTransformRequest] = MessageCodec(
+    ep.SplitTransformRequest
+)
+SPLIT_TRANSFORM_RESPONSE: MessageCodec[ep.SplitTransformResponse] = MessageCodec(
+    SplitTransformResponseRoot, wrapped=True
+)
 
 # --- Internals ---------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from coordinator.engine.errors import (
     EngineInternalError,
     EngineInvalidQueryError,
     EngineUnavailableError,
+    EngineUnimplementedError,
 )
 
 log = get_logger(__name__)
@@ -113,6 +114,13 @@ class EngineClient:
     def migrate_query(self, request: ep.MigrateQueryRequest) -> ep.MigrateQueryResponseSuccess:
         return self._call(rpcs.MIGRATE, request)
 
+    def execute_split_transform(
+        self, request: ep.SplitTransformRequest
+    ) -> ep.SplitTransformResponseSuccess:
+        """A split transaction (extension; ``coordinator/transform/split.py``); an engine
+        without it raises ``EngineUnimplementedError``."""
+        return self._call(rpcs.SPLIT_TRANSFORM, request)
+
     def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess:
         """An ad-hoc query over whole datasets (extension; ``odf sql``)."""
         return self._call(rpcs.QUERY, request)
@@ -172,7 +180,7 @@ class EngineClient:
                     f"{rpc.name} cancelled: {self.description} was told to stop"
                 ) from None
             if code is grpc.StatusCode.UNIMPLEMENTED:
-                raise EngineError(
+                raise EngineUnimplementedError(
                     f"{self.description} does not implement {rpc.name} (an older engine?)"
                 ) from None
             if code in _REFUSALS:

@@ -26,6 +26,11 @@ class EngineInternalError(EngineError):
         self.backtrace = backtrace
 
 
+class EngineUnimplementedError(EngineError):
+    """The engine does not implement the RPC (gRPC UNIMPLEMENTED): an older engine, or one
+    without an extension of ours."""
+
+
 class EngineContractError(EngineError):
     """The engine answered, but its output breaks the engine contract (files, intervals)."""
 

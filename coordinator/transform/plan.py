@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from common.odf import engine_protocol as ep
 from common.odf.fragments import (
     DatasetVocabulary,
     ExecuteTransformInput,
@@ -79,6 +80,8 @@ class DataFileRef:
     physical_hash: Multihash
     file_interval: OffsetInterval
     """All offsets in the file."""
+    block: Multihash | None = None
+    """The block that added the file (a split transaction names it when a slice ends in it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,6 +175,18 @@ class TransformPlan:
     def query_inputs(self) -> tuple[ExecuteTransformInput, ...]:
         return tuple(i.execute_transform_input() for i in self.inputs)
 
+    def validate_request(self, dataset_alias: str) -> ep.ValidateQueryRequest:
+        """ValidateQuery of the plan's query over its inputs' schemas."""
+        return ep.ValidateQueryRequest(
+            dataset_alias=dataset_alias,
+            vocab=self.vocab,
+            transform=self.transform,
+            query_inputs=tuple(
+                ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema, vocab=i.vocab)
+                for i in self.inputs
+            ),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MigrationPlan:
@@ -254,7 +269,7 @@ def _plan_input(state: DatasetState, window: InputWindow, max_records: int) -> I
         prev_offset=prev_offset,
         new_offset=new_offset,
         files=tuple(
-            DataFileRef(physical_hash=b.data_file, file_interval=b.data)
+            DataFileRef(physical_hash=b.data_file, file_interval=b.data, block=b.hash)
             for b in data_blocks
             if b.data_file is not None and b.data is not None
         ),

@@ -22,6 +22,7 @@ from coordinator.engine import EngineMounts, EngineSession
 from coordinator.transform.graph import Resolver, input_ids
 from coordinator.transform.inputs import load_inputs
 from coordinator.transform.plan import UpToDate, plan_next
+from coordinator.transform.split import Splitter
 from coordinator.transform.transaction import COMMIT, TransactionResult, run_transaction
 from coordinator.workspace import Workspace
 
@@ -75,6 +76,7 @@ class Transformer:
         self.engines = engines
         self.options = options or TransformConfig()
         self.clock = clock
+        self.splitter = Splitter(self.options.split)
 
     def transform(self, dataset: Dataset) -> TransformOutcome:
         """Run transactions until the dataset has processed all its inputs' data."""
@@ -111,6 +113,7 @@ class Transformer:
                 policy=COMMIT,
                 exchange=self.options.exchange,
                 shared_staging=self.shared_staging,
+                split=self.splitter,
             )
             log.info(
                 "transform.committed",

@@ -39,6 +39,7 @@ from coordinator.transform.errors import TransformError
 from coordinator.transform.exchange import prepare_input
 from coordinator.transform.plan import InputPlan, MigrationPlan, TransformPlan
 from coordinator.transform.shared_staging import bring_back, exchange_area
+from coordinator.transform.split import CheckedSlice, SplitEngine, Splitter, split_items
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,8 +115,14 @@ class TransactionResult:
 
     @property
     def output_records(self) -> int:
-        o = self.event.new_data.offset_interval if self.event.new_data else None
-        return 0 if o is None else o.end - o.start + 1
+        """Records of its ``ExecuteTransform`` events (a split transaction has several)."""
+        total = 0
+        for item in self.items:
+            event = item.event
+            if isinstance(event, ExecuteTransform) and event.new_data is not None:
+                o = event.new_data.offset_interval
+                total += o.end - o.start + 1
+        return total
 
 
 # --- policies ------------------------------------------------------------------------------------
@@ -174,6 +181,7 @@ def run_transaction(
     exchange: ExchangeFormat = ExchangeFormat.PARQUET,
     staging: Path | None = None,
     shared_staging: Path | None = None,
+    split: Splitter | None = None,
 ) -> TransactionResult:
     """Run ``plan`` on ``engine`` and settle its events with ``policy``.
 
@@ -181,12 +189,13 @@ def run_transaction(
     staging directory of ``dataset`` the caller keeps open (``Collect``: the events name files
     in it); by default the transaction opens its own, removed when it returns.
     ``shared_staging`` (``engine.stagingDir``): where the exchange files go instead, so that a
-    cluster's executors reach them (``shared_staging.py``).
+    cluster's executors reach them (``shared_staging.py``). ``split``: commit a large
+    row-local transaction as the slices the engine's executors wrote (``split.py``).
     """
     if staging is not None:
-        return _run(plan, dataset, inputs, engine, policy, exchange, staging, shared_staging)
+        return _run(plan, dataset, inputs, engine, policy, exchange, staging, shared_staging, split)
     with dataset.staging_dir() as own:
-        return _run(plan, dataset, inputs, engine, policy, exchange, own, shared_staging)
+        return _run(plan, dataset, inputs, engine, policy, exchange, own, shared_staging, split)
 
 
 def _run(
@@ -198,6 +207,7 @@ def _run(
     fmt: ExchangeFormat,
     staging: Path,
     shared: Path | None,
+    split: Splitter | None = None,
 ) -> TransactionResult:
     clock = _Clock()
     with exchange_area(shared, staging) as area:
@@ -213,7 +223,17 @@ def _run(
             )
             transform_plan = plan.transform_plan
         else:
-            response = engine.execute_transform(transform_request(plan, dataset, exchange))
+            request = transform_request(plan, dataset, exchange)
+            # Parquet exchange only: the engine cuts slices at the inputs' files (their blocks).
+            splits = split is not None and policy is COMMIT and fmt is ExchangeFormat.PARQUET
+            if splits and split is not None and split.wants(plan, dataset, engine):
+                assert isinstance(engine, SplitEngine)  # split.wants checked it
+                slices = split.run(plan, request, engine, area)
+                if slices is not None:
+                    staged = _staged_slices(slices, area, staging)
+                    timed = (exchange_s, clock)
+                    return _settle_split(plan, dataset, policy, slices, staged, exchange, timed)
+            response = engine.execute_transform(request)
             transform_plan = plan
         data_path, checkpoint_path = staging / "out" / DATA_FILE, staging / "out" / CHECKPOINT_FILE
         if area != staging:
@@ -241,6 +261,47 @@ def _run(
         settled=settled,
         input_records=exchange.input_records,
         timings=Timings(exchange=exchange_s, engine=engine_s, hashing=hashing_s, commit=settle_s),
+    )
+
+
+def _staged_slices(slices: Sequence[CheckedSlice], area: Path, staging: Path) -> list[Path | None]:
+    """The slices' files in the dataset's staging directory (brought back from shared
+    staging, their sizes checked again there by the commit)."""
+    staged: list[Path | None] = []
+    for n, s in enumerate(slices):
+        if s.data_file is None or area == staging:
+            staged.append(s.data_file)
+            continue
+        target = staging / "out" / f"slice-{n}"
+        bring_back(s.data_file, target)
+        staged.append(target)
+    return staged
+
+
+def _settle_split(
+    plan: TransformPlan,
+    dataset: Dataset,
+    policy: Policy,
+    slices: Sequence[CheckedSlice],
+    staged: Sequence[Path | None],
+    exchange: Exchange,
+    timed: tuple[float, _Clock],
+) -> TransactionResult:
+    """Commit the K blocks of a split transaction with one head move (``timed``: the
+    exchange's seconds, and the clock since)."""
+    exchange_s, clock = timed
+    engine_s = clock.lap()
+    items = split_items(plan, slices, staged)
+    hashing_s = clock.lap()
+    settled = policy.settle(dataset, plan, items)
+    log.info("transform.split_committed", dataset=dataset.alias, slices=len(slices))
+    return TransactionResult(
+        items=tuple(items),
+        settled=settled,
+        input_records=exchange.input_records,
+        timings=Timings(
+            exchange=exchange_s, engine=engine_s, hashing=hashing_s, commit=clock.lap()
+        ),
     )
 
 
@@ -319,15 +380,7 @@ def validated_schema(engine: EngineClient, plan: TransformPlan, dataset: Dataset
     derivative records before its first record, as the reference does. Only committed
     transactions do this; a replay compares the recorded ``ExecuteTransform`` alone, so chains
     written without it (older ones, the reference's) still verify."""
-    request = ep.ValidateQueryRequest(
-        dataset_alias=dataset.alias,
-        vocab=plan.vocab,
-        transform=plan.transform,
-        query_inputs=tuple(
-            ep.ValidateQueryInput(query_alias=i.query_alias, schema=i.schema, vocab=i.vocab)
-            for i in plan.inputs
-        ),
-    )
+    request = plan.validate_request(dataset.alias)
     from common.serde.arrow_schema import decode_arrow_schema
 
     return decode_arrow_schema(engine.validate_query(request).output_schema)

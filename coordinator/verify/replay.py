@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 
@@ -70,18 +72,45 @@ class Replayer:
     exchange: ExchangeFormat = ExchangeFormat.PARQUET
     _: KW_ONLY
     shared_staging: Path | None = None
+    parallel: int = 2
+    """Independent transactions replayed at once (module doc of ``replay``)."""
     _engine_errors: dict[str | None, str] = field(default_factory=dict, init=False, repr=False)
 
     def replay(self, blocks: Sequence[StoredBlock]) -> Iterator[ReplayResult]:
-        """One result per ``ExecuteTransform`` of ``blocks`` (the chain, oldest first)."""
+        """One result per ``ExecuteTransform`` of ``blocks`` (the chain, oldest first).
+
+        Consecutive independent transactions (no checkpoint read or written: a row-local
+        query, such as the K blocks of a split transaction) are replayed ``parallel`` at a
+        time; the results come in chain order all the same.
+        """
         replaced: TransformSql | None = None
+        batch: list[tuple[StoredBlock, ExecuteTransform, TransformSql | None]] = []
         for stored in blocks:
             event = stored.block.event
             if isinstance(event, SetTransform):
                 prior = stored.state_before.transform
                 replaced = prior.transform if prior else None
             elif isinstance(event, ExecuteTransform):
+                if _independent(event) and not is_migration(event, replaced):
+                    batch.append((stored, event, replaced))
+                    continue
+                yield from self._replay_batch(batch)
+                batch = []
                 yield self._replay_one(stored, event, replaced)
+        yield from self._replay_batch(batch)
+
+    def _replay_batch(
+        self, batch: Sequence[tuple[StoredBlock, ExecuteTransform, TransformSql | None]]
+    ) -> Iterator[ReplayResult]:
+        if self.parallel < 2 or len(batch) < 2:
+            for args in batch:
+                yield self._replay_one(*args)
+            return
+        for stored, _, _ in batch:  # engines start here, in this thread (failures remembered)
+            with suppress(OdfError, OSError):
+                self._engine(_transform_of(stored.state_before).version)
+        with ThreadPoolExecutor(self.parallel, thread_name_prefix="replay") as pool:
+            yield from pool.map(lambda args: self._replay_one(*args), batch)
 
     def _replay_one(
         self, stored: StoredBlock, event: ExecuteTransform, replaced: TransformSql | None
@@ -173,6 +202,11 @@ class Replayer:
         except OdfError as e:
             self._engine_errors[version] = f"cannot start the pinned engine: {e}"
             raise ReplayError(self._engine_errors[version]) from None
+
+
+def _independent(event: ExecuteTransform) -> bool:
+    """A transaction that neither reads nor writes engine state: it replays on its own."""
+    return event.prev_checkpoint is None and event.new_checkpoint is None
 
 
 def _transform_of(state: DatasetState) -> TransformSql:

@@ -101,6 +101,18 @@ MESSAGES: list[tuple[str, Any, Callable[[Any], bytes], Callable[[bytes], Any]]] 
         codec.VALIDATE_QUERY_RESPONSE.decode,
     ),
     (
+        "SplitTransformRequest",
+        ods.model(ep.SplitTransformRequest),
+        codec.SPLIT_TRANSFORM_REQUEST.encode,
+        codec.SPLIT_TRANSFORM_REQUEST.decode,
+    ),
+    (
+        "SplitTransformResponse",
+        ods.union_values("SplitTransformResponse"),
+        codec.SPLIT_TRANSFORM_RESPONSE.encode,
+        codec.SPLIT_TRANSFORM_RESPONSE.decode,
+    ),
+    (
         "MigrateQueryRequest",
         ods.model(ep.MigrateQueryRequest),
         codec.MIGRATE_QUERY_REQUEST.encode,

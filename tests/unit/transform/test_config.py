@@ -51,6 +51,10 @@ def test_every_key() -> None:
         "transform:\n"
         "  exchange: arrow\n"
         "  maxInputRecords: 5000\n"
+        "  split:\n"
+        "    minRecords: 100\n"
+        "    slices: 4\n"
+        "    rehash: 0.05\n"
         "daemon:\n"
         "  address: 127.0.0.1:7000\n"
         "  httpAddress: '[::1]:7001'\n"
@@ -66,6 +70,9 @@ def test_every_key() -> None:
         90.0,
     )
     assert (t.exchange, t.max_input_records) == (ExchangeFormat.ARROW, 5000)
+    assert (t.split.min_records, t.split.slices, t.split.rehash) == (100, 4, 0.05)
+    split = WorkspaceConfig().transform.split
+    assert (split.min_records, split.slices, split.rehash) == (5_000_000, 0, 1.0)
 
 
 def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
@@ -98,6 +105,10 @@ def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
         ("engine:\n  imagee: x\n", "cfg.yaml:2: engine.imagee: unknown key"),
         ("transform:\n  maxInputRecords: 0\n", "transform.maxInputRecords: must be positive"),
         ("transform:\n  maxInputRecords: 1.5\n", "expected an integer, got number 1.5"),
+        ("transform:\n  split:\n    slices: -1\n", "transform.split.slices: expected 0 (the"),
+        ("transform:\n  split:\n    rehash: half\n", "transform.split.rehash: expected full or"),
+        ("transform:\n  split:\n    rehash: 1.5\n", "expected full or a fraction in (0, 1]"),
+        ("transform:\n  split:\n    min: 1\n", "transform.split.min: unknown key"),
         ("engine:\n  startTimeout: soon\n", "engine.startTimeout: expected a number"),
         ("engine: [1]\n", "engine: expected a mapping, got a list"),
         ("engine:\n  provider: [x\n", "cfg.yaml:3:1: invalid YAML"),
@@ -277,6 +288,10 @@ def test_writers_wait_timeout_default_read_and_set() -> None:
     config = parse_config("writers:\n  waitTimeout: 2.5\n")
     assert config.writers.wait_timeout == 2.5
     assert setting(config, "writers.waitTimeout") == "2.5"
+    nested = with_setting("", "transform.split.rehash", "0.05", source="config.yaml")
+    assert setting(parse_config(nested), "transform.split.rehash") == "0.05"
+    assert setting(parse_config(""), "transform.split.rehash") == "full"
+    assert with_setting(nested, "transform.split.rehash", None, source="config.yaml") == ""
     text = with_setting("", "writers.waitTimeout", "30", source="config.yaml")
     assert parse_config(text).writers.wait_timeout == 30.0
 
