@@ -134,10 +134,10 @@ class ValidateQueryRequest:
 @record
 class ValidateQueryResponseSuccess:
     output_schema: bytes
+    """The output's Arrow schema (system columns first) as Arrow IPC Schema flatbuffer bytes."""
     row_local: bool = False
     """The query maps each input record to output records on its own (no aggregation, join,
     window, ordering or state): a transaction of it may be split (ExecuteSplitTransform)."""
-    """The output's Arrow schema (system columns first) as Arrow IPC Schema flatbuffer bytes."""
 
 
 @record
