@@ -113,6 +113,26 @@ QUERY: EngineRpc[ep.QueryRequest, ep.QueryResponseSuccess] = EngineRpc(
     ep.QueryResponseInvalidQuery,
     ep.QueryResponseInternalError,
 )
+SPLIT_TRANSFORM: EngineRpc[ep.SplitTransformRequest, ep.SplitTransformResponseSuccess] = EngineRpc(
+    "ExecuteSplitTransform",
+    engine_pb2.SplitTransformRequest,
+    engine_pb2.SplitTransformResponse,
+    codec.SPLIT_TRANSFORM_REQUEST.encode,
+    codec.SPLIT_TRANSFORM_REQUEST.decode,
+    codec.SPLIT_TRANSFORM_RESPONSE.encode,
+    codec.SPLIT_TRANSFORM_RESPONSE.decode,
+    ep.SplitTransformResponseSuccess,
+    ep.SplitTransformResponseInvalidQuery,
+    ep.SplitTransformResponseInternalError,
+    ep.SplitTransformResponseProgress,
+)
 
-RPCS: tuple[EngineRpc[Any, Any], ...] = (TRANSFORM, RAW_QUERY, VALIDATE, MIGRATE, QUERY)
+RPCS: tuple[EngineRpc[Any, Any], ...] = (
+    TRANSFORM,
+    RAW_QUERY,
+    VALIDATE,
+    MIGRATE,
+    QUERY,
+    SPLIT_TRANSFORM,
+)
 """Every RPC of the service."""

@@ -116,6 +116,12 @@ class EngineClient:
         """An ad-hoc query over whole datasets (extension; ``odf sql``)."""
         return self._call(rpcs.QUERY, request)
 
+    def execute_split_transform(
+        self, request: ep.SplitTransformRequest
+    ) -> ep.SplitTransformResponseSuccess:
+        """One transformation as K slices (extension; split transactions)."""
+        return self._call(rpcs.SPLIT_TRANSFORM, request)
+
     # --- readiness ----------------------------------------------------------------------------
 
     def wait_until_ready(

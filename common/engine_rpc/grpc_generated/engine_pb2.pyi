@@ -231,3 +231,45 @@ class QueryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___QueryResponse: _TypeAlias = QueryResponse  # noqa: Y015
+
+@_typing.final
+class SplitTransformRequest(_message.Message):
+    """FlatBuffers root table `SplitTransformRequest` (fbs/engine_ext.fbs)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FLATBUFFER_FIELD_NUMBER: _builtins.int
+    flatbuffer: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        flatbuffer: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flatbuffer", b"flatbuffer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SplitTransformRequest: _TypeAlias = SplitTransformRequest  # noqa: Y015
+
+@_typing.final
+class SplitTransformResponse(_message.Message):
+    """FlatBuffers root table `SplitTransformResponseRoot` (fbs/engine_ext.fbs)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FLATBUFFER_FIELD_NUMBER: _builtins.int
+    flatbuffer: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        flatbuffer: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flatbuffer", b"flatbuffer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SplitTransformResponse: _TypeAlias = SplitTransformResponse  # noqa: Y015

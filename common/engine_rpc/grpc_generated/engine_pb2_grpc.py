@@ -60,6 +60,11 @@ class EngineStub:
                 request_serializer=engine__pb2.QueryRequest.SerializeToString,
                 response_deserializer=engine__pb2.QueryResponse.FromString,
                 _registered_method=True)
+        self.ExecuteSplitTransform = channel.unary_stream(
+                '/engine.Engine/ExecuteSplitTransform',
+                request_serializer=engine__pb2.SplitTransformRequest.SerializeToString,
+                response_deserializer=engine__pb2.SplitTransformResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -100,6 +105,14 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExecuteSplitTransform(self, request, context):
+        """Extension: one transformation written by the executors as K slices, each ending at input
+        block boundaries (split transactions; only for row-local queries).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +140,11 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.ExecuteQuery,
                     request_deserializer=engine__pb2.QueryRequest.FromString,
                     response_serializer=engine__pb2.QueryResponse.SerializeToString,
+            ),
+            'ExecuteSplitTransform': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExecuteSplitTransform,
+                    request_deserializer=engine__pb2.SplitTransformRequest.FromString,
+                    response_serializer=engine__pb2.SplitTransformResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -264,6 +282,33 @@ class Engine:
             '/engine.Engine/ExecuteQuery',
             engine__pb2.QueryRequest.SerializeToString,
             engine__pb2.QueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExecuteSplitTransform(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/engine.Engine/ExecuteSplitTransform',
+            engine__pb2.SplitTransformRequest.SerializeToString,
+            engine__pb2.SplitTransformResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -47,6 +47,10 @@ class EngineStub:
     """Extension: switch a dataset to a new query, carrying or dropping checkpointed state."""
     ExecuteQuery: _grpc.UnaryStreamMultiCallable[_engine_pb2.QueryRequest, _engine_pb2.QueryResponse]
     """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
+    ExecuteSplitTransform: _grpc.UnaryStreamMultiCallable[_engine_pb2.SplitTransformRequest, _engine_pb2.SplitTransformResponse]
+    """Extension: one transformation written by the executors as K slices, each ending at input
+    block boundaries (split transactions; only for row-local queries).
+    """
 
 @_typing.type_check_only
 class EngineAsyncStub(EngineStub):
@@ -61,6 +65,10 @@ class EngineAsyncStub(EngineStub):
     """Extension: switch a dataset to a new query, carrying or dropping checkpointed state."""
     ExecuteQuery: _aio.UnaryStreamMultiCallable[_engine_pb2.QueryRequest, _engine_pb2.QueryResponse]  # type: ignore[assignment]
     """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
+    ExecuteSplitTransform: _aio.UnaryStreamMultiCallable[_engine_pb2.SplitTransformRequest, _engine_pb2.SplitTransformResponse]  # type: ignore[assignment]
+    """Extension: one transformation written by the executors as K slices, each ending at input
+    block boundaries (split transactions; only for row-local queries).
+    """
 
 class EngineServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -102,5 +110,15 @@ class EngineServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_engine_pb2.QueryResponse], _abc.AsyncIterator[_engine_pb2.QueryResponse]]:
         """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
+
+    @_abc_1.abstractmethod
+    def ExecuteSplitTransform(
+        self,
+        request: _engine_pb2.SplitTransformRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_engine_pb2.SplitTransformResponse], _abc.AsyncIterator[_engine_pb2.SplitTransformResponse]]:
+        """Extension: one transformation written by the executors as K slices, each ending at input
+        block boundaries (split transactions; only for row-local queries).
+        """
 
 def add_EngineServicer_to_server(servicer: EngineServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
