@@ -6,9 +6,10 @@ into K runs of whole files by record count (fewer runs rather than runs below
 slice is then run as an ordinary ``TransformRequest`` restricted to its files (the same path
 as ExecuteTransform: same rows, system columns and Parquet writer), its output offsets
 continuing from the previous slice's, and may claim the watermark its inputs' explicit
-watermarks give up to its last block (those whose system time is not after the last file's
-system time); the last slice gets them all, as ExecuteTransform would. The slices' hashes are
-computed on the driver (``common.hashing``), one file after the other.
+watermarks give up to its last block: those from before the input's next slice's first file
+(their system time before that file's first system time; each block's file is written before
+its block is committed); the last slice gets them all, as ExecuteTransform would. The
+slices' hashes are computed on the driver (``common.hashing``), one file after the other.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ class InputRun:
 
     paths: tuple[str, ...]
     interval: OffsetInterval | None
-    last_system_time: datetime | None
+    watermarks_before: datetime | None
+    """The system time of the input's next file after this run (``None``: no more files):
+    the run's blocks' watermarks are those recorded before it."""
 
 
 class SplitRefusal(Exception):
@@ -46,9 +49,9 @@ def _file_records(path: str) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
-def _max_system_time(path: str, column: str) -> datetime | None:
+def _min_system_time(path: str, column: str) -> datetime | None:
     table = pq.read_table(path, columns=[column])
-    value = pc.max(table.column(column)).as_py()
+    value = pc.min(table.column(column)).as_py()
     return value if isinstance(value, datetime) else None
 
 
@@ -77,13 +80,19 @@ def plan_slices(request: ep.SplitTransformRequest, parallelism: int) -> list[lis
             groups[min(k - 1, seen * k // n) if n else 0].append(f)
             seen += records
         offset = inp.offset_interval.start if inp.offset_interval is not None else 0
+        consumed = 0
         for j, group in enumerate(groups):
             records = sum(c[f] for f in group)
             paths = tuple(inp.data_paths[f] for f in group)
             interval = OffsetInterval(start=offset, end=offset + records - 1) if records else None
             offset += records
-            last = _max_system_time(paths[-1], inp.vocab.system_time_column) if paths else None
-            runs[j].append(InputRun(paths, interval, last))
+            consumed += len(group)
+            before = (
+                _min_system_time(inp.data_paths[consumed], inp.vocab.system_time_column)
+                if consumed < len(inp.data_paths)
+                else None
+            )
+            runs[j].append(InputRun(paths, interval, before))
     return [r for r in runs if any(run.paths for run in r)] or [runs[0]]
 
 
@@ -100,9 +109,9 @@ def slice_request(
     inputs = []
     for inp, run in zip(request.query_inputs, runs, strict=True):
         marks = inp.explicit_watermarks
-        if not last:
-            bound = run.last_system_time
-            marks = tuple(w for w in marks if bound is not None and w.system_time <= bound)
+        if not last and run.watermarks_before is not None:
+            bound = run.watermarks_before
+            marks = tuple(w for w in marks if w.system_time < bound)
         inputs.append(
             dataclasses.replace(
                 inp, data_paths=run.paths, offset_interval=run.interval, explicit_watermarks=marks
