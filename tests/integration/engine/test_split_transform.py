@@ -136,3 +136,46 @@ def test_a_query_that_combines_rows_is_not_split(
     assert isinstance(refused, ep.SplitTransformResponseInvalidQuery), refused
     assert "not row-local" in refused.message
     assert not any((workdir / "s").iterdir())
+
+
+def test_a_union_slice_reads_its_own_run_of_each_input(
+    engine_stub: engine_pb2_grpc.EngineStub, workdir: Path
+) -> None:
+    a = InputDataset(workdir / "a", "a", CITIES)
+    b = InputDataset(workdir / "b", "b", CITIES)
+    for n in range(4):
+        for src in (a, b):
+            src.append(
+                [
+                    {"event_time": at(n), "city": f"{src.name}{n}-{i}", "population": i}
+                    for i in range(5)
+                ],
+                system_time=T0 + timedelta(minutes=n),
+            )
+    query = "select event_time, city from a union all select event_time, city from b"
+    out = OutputDataset(workdir / "u", "u", sql(query))
+    request = out.request([a.take(), b.take()])
+    whole = client.transform(engine_stub, request)
+    assert isinstance(whole, ep.TransformResponseSuccess), whole
+    (workdir / "s").mkdir()
+    answer = client.split_transform(
+        engine_stub,
+        ep.SplitTransformRequest(
+            request=request, slices=2, min_records_per_slice=1, slices_dir=str(workdir / "s")
+        ),
+    )
+    assert isinstance(answer, ep.SplitTransformResponseSuccess), answer
+    assert [[i.offset_interval for i in s.inputs] for s in answer.slices] == [
+        [ep.OffsetInterval(start=0, end=9)] * 2,
+        [ep.OffsetInterval(start=10, end=19)] * 2,
+    ]
+    paths = [s.data_path for s in answer.slices if s.data_path is not None]
+    split_rows = pa.concat_tables([pq.read_table(p) for p in paths])
+    unsplit = pq.read_table(request.new_data_path)
+    assert split_rows.column("offset").to_pylist() == list(range(40))
+    assert sorted(split_rows.column("city").to_pylist()) == sorted(
+        unsplit.column("city").to_pylist()
+    )
+    # the first slice: a's first two blocks, then b's
+    first = pq.read_table(paths[0]).column("city").to_pylist()
+    assert first[:10] == [f"a{n}-{i}" for n in range(2) for i in range(5)]
