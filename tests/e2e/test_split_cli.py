@@ -12,21 +12,12 @@ import pytest
 
 from common.odf.events import ExecuteTransform
 from coordinator.workspace import Workspace
+from tests.e2e.test_verify_cli import BIG_CITIES, CITIES
 from tests.support.cli import ok
-from tests.support.datasets import derivative, root
 from tests.support.workspace import add, ingest, new_workspace
 
 pytestmark = pytest.mark.e2e
 
-CITIES = root(
-    "cities", ["event_time TIMESTAMP", "city STRING", "population BIGINT"], source="default"
-)
-BIG_CITIES = derivative(
-    "big-cities",
-    "SELECT event_time, city, population * 10 AS population_x10 FROM cities"
-    " WHERE population > 1000",
-    ["cities"],
-)
 BATCHES = (
     "2024-01-01T00:00:00Z,A,500\n2024-01-02T00:00:00Z,B,5000\n2024-01-03T00:00:00Z,C,7000\n",
     "2024-01-04T00:00:00Z,D,9000\n2024-01-05T00:00:00Z,E,50\n",
