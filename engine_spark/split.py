@@ -77,7 +77,8 @@ def plan_slices(request: ep.SplitTransformRequest, parallelism: int) -> list[lis
         groups: list[list[int]] = [[] for _ in range(k)]
         seen = 0
         for f, records in enumerate(c):
-            groups[min(k - 1, seen * k // n) if n else 0].append(f)
+            # by the file's middle record: runs as even as whole files allow
+            groups[min(k - 1, (2 * seen + records) * k // (2 * n)) if n else 0].append(f)
             seen += records
         offset = inp.offset_interval.start if inp.offset_interval is not None else 0
         consumed = 0
