@@ -86,6 +86,12 @@ def request_paths(request: object) -> Iterator[tuple[str, str]]:
                 for j, path in enumerate(query_input.data_paths):
                     yield f"inputs[{i}].data_paths[{j}]", path
             yield "output_data_path", request.output_data_path
+        case ep.SplitTransformRequest():
+            for field, path in _input_paths(request.request.query_inputs):
+                yield f"request.{field}", path
+            if request.request.prev_checkpoint_path is not None:
+                yield "request.prev_checkpoint_path", request.request.prev_checkpoint_path
+            yield "slices_dir", request.slices_dir
         case ep.ValidateQueryRequest():
             return
         case _:

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from common.odf import engine_protocol as ep
 from common.odf.fragments import DatasetVocabulary, OffsetInterval, TemporalTable, TransformSql
 from common.serde.arrow_schema import decode_arrow_schema, encode_arrow_schema
-from engine_spark import calls
+from engine_spark import calls, jvm_plan
 from engine_spark import checkpoint as cp
 from engine_spark.connect import (
     ConnectServer,
@@ -54,11 +54,13 @@ from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan
 from engine_spark.phases import phase
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
+from engine_spark.row_local import not_row_local
 from engine_spark.sandbox import Policy
 from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.session import request_session, small_input_settings
 from engine_spark.spark_errors import query_errors
+from engine_spark.split import SplitRefusal, execute_split
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
 from engine_spark.stateful.registry import (
     check_incremental,
@@ -411,10 +413,32 @@ class SparkEngine:
                 for i in request.query_inputs
             }
             check_incremental(session, schemas, request.transform, request.vocab, event_times)
+            local = _row_local_reason(session, schemas, request.transform) is None
             old_schema = _previous_schema(session, schemas, request.prev_transform, request.vocab)
             if old_schema is not None:
                 check_schema_evolution(old_schema, new_schema)
-            return ep.ValidateQueryResponseSuccess(output_schema=encode_arrow_schema(new_schema))
+            return ep.ValidateQueryResponseSuccess(
+                output_schema=encode_arrow_schema(new_schema), row_local=local
+            )
+
+    # --- ExecuteSplitTransform (extension) ------------------------------------------------
+
+    def execute_split_transform(
+        self, request: ep.SplitTransformRequest
+    ) -> ep.SplitTransformResponseSuccess:
+        inner = request.request
+        with self._isolated("validate", inner.dataset_alias) as session:
+            schemas = {i.query_alias: read_schema(i.schema_file) for i in inner.query_inputs}
+            reason = _row_local_reason(session, schemas, inner.transform)
+            if reason is None and inner.prev_checkpoint_path is not None:
+                reason = "a previous checkpoint (stateful)"
+            parallelism = session.sparkContext.defaultParallelism
+        if reason is not None:
+            raise InvalidQueryError(f"{inner.dataset_alias}: not row-local, cannot split: {reason}")
+        try:
+            return execute_split(request, parallelism, self.execute_transform)
+        except SplitRefusal as e:
+            raise InvalidQueryError(f"{inner.dataset_alias}: {e}") from None
 
     # --- MigrateQuery ---------------------------------------------------------------------
 
@@ -604,6 +628,17 @@ def _ordered_query_result(table: pa.Table, order: RowOrder) -> pa.Table:
         positional = table.rename_columns([f"c{i}" for i in range(len(names))])
         table = sort_by_values(positional, [], [])
     return pa.Table.from_arrays([output_column(c) for c in table.columns], names=names)
+
+
+def _row_local_reason(
+    session: SparkSession, schemas: dict[str, pa.Schema], transform: TransformSql
+) -> str | None:
+    """Why ``transform`` over inputs of ``schemas`` is not row-local (``None``: it is)."""
+    if temporal_tables(transform, list(schemas)):
+        return "temporal tables"
+    for alias, schema in schemas.items():
+        register_view(empty_input(session, schema), alias)
+    return not_row_local(jvm_plan.analyzed(run_steps(session, transform)))
 
 
 def _output_schema(

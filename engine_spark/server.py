@@ -53,6 +53,10 @@ class EngineBackend(Protocol):
 
     def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess: ...
 
+    def execute_split_transform(
+        self, request: ep.SplitTransformRequest
+    ) -> ep.SplitTransformResponseSuccess: ...
+
     def alive(self) -> bool:
         """False once the backend can serve nothing more (its JVM died)."""
         ...
@@ -68,6 +72,7 @@ _BACKEND_CALLS: dict[str, Callable[[EngineBackend, Any], Any]] = {
     rpcs.VALIDATE.name: lambda b, r: b.validate_query(r),
     rpcs.MIGRATE.name: lambda b, r: b.migrate_query(r),
     rpcs.QUERY.name: lambda b, r: b.execute_query(r),
+    rpcs.SPLIT_TRANSFORM.name: lambda b, r: b.execute_split_transform(r),
 }
 """Which backend method serves each RPC of ``common.engine_rpc.rpcs``."""
 

@@ -126,11 +126,13 @@ SPLIT_TRANSFORM: EngineRpc[ep.SplitTransformRequest, ep.SplitTransformResponseSu
     ep.SplitTransformResponseInternalError,
     ep.SplitTransformResponseProgress,
 )
-"""Called by the coordinator (``coordinator/transform/split.py``); an engine that does not
-serve it answers UNIMPLEMENTED, and the coordinator keeps the one-slice contract."""
 
-RPCS: tuple[EngineRpc[Any, Any], ...] = (TRANSFORM, RAW_QUERY, VALIDATE, MIGRATE, QUERY)
-"""Every RPC the engine serves."""
-NOT_SERVED: tuple[EngineRpc[Any, Any], ...] = (SPLIT_TRANSFORM,)
-"""RPCs of the proto's service that this engine does not serve yet (callers get
-UNIMPLEMENTED); with ``RPCS``, the whole service."""
+RPCS: tuple[EngineRpc[Any, Any], ...] = (
+    TRANSFORM,
+    RAW_QUERY,
+    VALIDATE,
+    MIGRATE,
+    QUERY,
+    SPLIT_TRANSFORM,
+)
+"""Every RPC of the service."""

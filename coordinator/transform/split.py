@@ -425,7 +425,7 @@ class Splitter:
         split = ep.SplitTransformRequest(
             request=request,
             slices=self.config.slices,
-            min_records_per_slice=MIN_RECORDS_PER_SLICE,
+            min_records_per_slice=min(MIN_RECORDS_PER_SLICE, self.config.min_records),
             slices_dir=str(slices_dir),
         )
         try:

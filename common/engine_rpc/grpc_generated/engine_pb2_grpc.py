@@ -106,7 +106,8 @@ class EngineServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ExecuteSplitTransform(self, request, context):
-        """Extension: a row-local transaction written by the executors as K slices (one block each).
+        """Extension: one transformation written by the executors as K slices, each ending at input
+        block boundaries (split transactions; only for row-local queries).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -48,7 +48,9 @@ class EngineStub:
     ExecuteQuery: _grpc.UnaryStreamMultiCallable[_engine_pb2.QueryRequest, _engine_pb2.QueryResponse]
     """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
     ExecuteSplitTransform: _grpc.UnaryStreamMultiCallable[_engine_pb2.SplitTransformRequest, _engine_pb2.SplitTransformResponse]
-    """Extension: a row-local transaction written by the executors as K slices (one block each)."""
+    """Extension: one transformation written by the executors as K slices, each ending at input
+    block boundaries (split transactions; only for row-local queries).
+    """
 
 @_typing.type_check_only
 class EngineAsyncStub(EngineStub):
@@ -64,7 +66,9 @@ class EngineAsyncStub(EngineStub):
     ExecuteQuery: _aio.UnaryStreamMultiCallable[_engine_pb2.QueryRequest, _engine_pb2.QueryResponse]  # type: ignore[assignment]
     """Extension: an ad-hoc query over whole datasets, each a view under its alias (`odf sql`)."""
     ExecuteSplitTransform: _aio.UnaryStreamMultiCallable[_engine_pb2.SplitTransformRequest, _engine_pb2.SplitTransformResponse]  # type: ignore[assignment]
-    """Extension: a row-local transaction written by the executors as K slices (one block each)."""
+    """Extension: one transformation written by the executors as K slices, each ending at input
+    block boundaries (split transactions; only for row-local queries).
+    """
 
 class EngineServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -113,6 +117,8 @@ class EngineServicer(metaclass=_abc_1.ABCMeta):
         request: _engine_pb2.SplitTransformRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_engine_pb2.SplitTransformResponse], _abc.AsyncIterator[_engine_pb2.SplitTransformResponse]]:
-        """Extension: a row-local transaction written by the executors as K slices (one block each)."""
+        """Extension: one transformation written by the executors as K slices, each ending at input
+        block boundaries (split transactions; only for row-local queries).
+        """
 
 def add_EngineServicer_to_server(servicer: EngineServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -42,3 +42,12 @@ def migrate(
 ) -> ep.MigrateQueryResponse:
     pb = engine_pb2.MigrateQueryRequest(flatbuffer=codec.MIGRATE_QUERY_REQUEST.encode(request))
     return _single(stub.MigrateQuery(pb, timeout=300), codec.MIGRATE_QUERY_RESPONSE.decode)
+
+
+def split_transform(
+    stub: engine_pb2_grpc.EngineStub, request: ep.SplitTransformRequest
+) -> ep.SplitTransformResponse:
+    pb = engine_pb2.SplitTransformRequest(flatbuffer=codec.SPLIT_TRANSFORM_REQUEST.encode(request))
+    return _single(
+        stub.ExecuteSplitTransform(pb, timeout=300), codec.SPLIT_TRANSFORM_RESPONSE.decode
+    )

@@ -17,9 +17,6 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from common.engine_rpc import engine_pb2_grpc
 from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
-from common.serde.arrow_schema import encode_arrow_schema
-from coordinator.engine.client import EngineClient
-from coordinator.engine.errors import EngineUnimplementedError
 from engine_spark.server import EngineServer
 from tests.integration.engine import client
 from tests.integration.engine.datasets import InputDataset, OutputDataset, at, sql
@@ -103,32 +100,3 @@ def test_server_process_listens_at_once_and_stops_on_sigterm(tmp_path: Path) -> 
     assert [e for e in events if e in order] == order, events
     (signal_event,) = [e for e in log_events(log_path) if e["event"] == "server.signal"]
     assert signal_event["signal"] == "SIGTERM"
-
-
-def test_an_engine_without_split_transactions_says_unimplemented(
-    engine_server: EngineServer, workdir: Path
-) -> None:
-    """The negotiation's fallback on today's engine: ExecuteSplitTransform is UNIMPLEMENTED
-    (the coordinator remembers it and runs the transaction unsplit), and ValidateQuery's
-    ``row_local`` stays false."""
-    src = InputDataset(workdir / "in-split", "a", pa.schema([("v", pa.int64())]))
-    src.append([{"event_time": at(0), "v": 1}])
-    out = OutputDataset(workdir / "out-split", "b", sql("select event_time, v from a"))
-    request = out.request([src.take()], system_time=at(10))
-    split = ep.SplitTransformRequest(
-        request=request, slices=2, min_records_per_slice=1, slices_dir=str(workdir)
-    )
-    with EngineClient(f"unix:{engine_server.settings.unix_socket}") as engine:
-        with pytest.raises(EngineUnimplementedError, match="does not implement"):
-            engine.execute_split_transform(split)
-        validate = ep.ValidateQueryRequest(
-            dataset_alias="b",
-            vocab=request.vocab,
-            transform=request.transform,
-            query_inputs=(
-                ep.ValidateQueryInput(
-                    query_alias="a", schema=encode_arrow_schema(src.schema), vocab=request.vocab
-                ),
-            ),
-        )
-        assert engine.validate_query(validate).row_local is False

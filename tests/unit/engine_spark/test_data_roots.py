@@ -142,3 +142,21 @@ def test_migrate_requests_are_checked_like_transforms(tmp_path: Path) -> None:
     roots.check_request(replace(migrate, new_data_path=str(tmp_path / "data")))
     with pytest.raises(PathOutsideRootsError, match="new_data_path /elsewhere/data"):
         roots.check_request(migrate)
+
+
+def test_split_requests_name_their_inputs_and_slices_dir(tmp_path: Path) -> None:
+    split = ep.SplitTransformRequest(
+        request=transform_request(tmp_path),
+        slices=2,
+        min_records_per_slice=1,
+        slices_dir="/elsewhere/slices",
+    )
+    assert [field for field, _ in request_paths(split)] == [
+        "request.query_inputs[0].data_paths[0]",
+        "request.query_inputs[0].data_paths[1]",
+        "request.query_inputs[0].schema_file",
+        "request.prev_checkpoint_path",
+        "slices_dir",
+    ]
+    with pytest.raises(PathOutsideRootsError, match="slices_dir"):
+        DataRoots.of([str(tmp_path)]).check_request(split)
