@@ -43,14 +43,20 @@ class TokenMiddleware(flight.ServerMiddlewareFactory):  # type: ignore[misc]
 
     def start_call(self, info: Any, headers: dict[str, list[Any]]) -> _Granted:
         given = headers.get("authorization") or [""]
-        header = given[0].decode("latin-1") if isinstance(given[0], bytes) else str(given[0])
-        answer = None
-        if header[:6].lower() == "basic ":
-            header = answer = f"Bearer {_basic_password(header[6:])}"
-        if self.authority.scope_of(header) is None:
-            log.warning("flight_sql.unauthenticated", method=str(info.method))
-            raise flight.FlightUnauthenticatedError(NEEDED)
-        return _Granted(answer)
+        return _Granted(grant(self.authority, given[0], str(info.method)))
+
+
+def grant(authority: Authority, header: str | bytes, method: str) -> str | None:
+    """Let a call with this ``authorization`` header through: the header to answer with
+    (the bearer token, to a basic-auth call) or ``None``; refused: FlightUnauthenticatedError."""
+    text = header.decode("latin-1") if isinstance(header, bytes) else str(header)
+    answer = None
+    if text[:6].lower() == "basic ":
+        text = answer = f"Bearer {_basic_password(text[6:])}"
+    if authority.scope_of(text) is None:
+        log.warning("flight_sql.unauthenticated", method=method)
+        raise flight.FlightUnauthenticatedError(NEEDED)
+    return answer
 
 
 def _basic_password(encoded: str) -> str:

@@ -25,17 +25,21 @@ reads them, never buffered whole.
 
 from __future__ import annotations
 
+import logging
 import queue
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import grpc
+import pyarrow as pa
+import pyarrow.flight as flight
 
 from common.logs import get_logger
 
@@ -70,8 +74,48 @@ def concurrent_calls(limits: FrontLimits) -> int:
     return 2 * limits.max_calls + 4
 
 
+@dataclass(frozen=True, slots=True)
+class ResultStream:
+    """A ``DoGet`` the front answers itself: the headers to send, then the messages."""
+
+    headers: tuple[tuple[str, str], ...]
+    messages: Iterator[bytes]
+    """Serialized ``FlightData``, produced as the client reads them."""
+
+
+class ResultSource(Protocol):
+    """The server behind, for the ``DoGet`` calls the front answers itself (statement
+    results: ``flight_sql.FlightSqlServer.open_result``)."""
+
+    def open_result(
+        self, ticket: bytes, authorization: str | bytes, active: Callable[[], bool]
+    ) -> ResultStream | None: ...
+
+
+_STATUS = (
+    (flight.FlightUnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+    (flight.FlightUnauthorizedError, grpc.StatusCode.PERMISSION_DENIED),
+    (flight.FlightUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (flight.FlightCancelledError, grpc.StatusCode.CANCELLED),
+    (flight.FlightTimedOutError, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (flight.FlightInternalError, grpc.StatusCode.INTERNAL),
+)
+"""Flight's errors as gRPC statuses, as pyarrow's server sends them (any other: UNKNOWN)."""
+
+
 class _TooMuch(Exception):
     """A call's requests went past its bounds (the front answers RESOURCE_EXHAUSTED)."""
+
+
+class _RefusalsLoggedOnce(logging.Filter):
+    """gRPC logs a traceback when a request iterator raises; a refusal is logged once by
+    the front itself (``flight_sql.request_refused``), so that traceback is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _TooMuch))
+
+
+_REFUSALS_LOGGED_ONCE = _RefusalsLoggedOnce()
 
 
 class FlightFront:
@@ -84,8 +128,10 @@ class FlightFront:
         backend_socket: Path,
         tls: tuple[bytes, bytes] | None,
         limits: FrontLimits,
+        results: ResultSource | None = None,
     ) -> None:
         self.limits = limits
+        logging.getLogger("grpc._channel").addFilter(_REFUSALS_LOGGED_ONCE)
         self._channel = grpc.insecure_channel(
             f"unix:{backend_socket}",
             options=[
@@ -97,7 +143,7 @@ class FlightFront:
             ThreadPoolExecutor(
                 max_workers=concurrent_calls(limits) + 1, thread_name_prefix="odf-fsql"
             ),
-            handlers=[_Forwarding(self._channel, limits)],
+            handlers=[_Forwarding(self._channel, limits, results)],
             maximum_concurrent_rpcs=concurrent_calls(limits) + 1,
             options=[
                 ("grpc.max_receive_message_length", limits.max_message_bytes),
@@ -126,8 +172,10 @@ class FlightFront:
 
 
 class _Forwarding(grpc.GenericRpcHandler):  # type: ignore[type-arg]
-    def __init__(self, channel: grpc.Channel, limits: FrontLimits) -> None:
-        self.channel, self.limits = channel, limits
+    def __init__(
+        self, channel: grpc.Channel, limits: FrontLimits, results: ResultSource | None
+    ) -> None:
+        self.channel, self.limits, self.results = channel, limits, results
         self.calls = threading.BoundedSemaphore(concurrent_calls(limits))
 
     def service(self, handler_call_details: Any) -> Any:
@@ -138,40 +186,106 @@ class _Forwarding(grpc.GenericRpcHandler):  # type: ignore[type-arg]
         if name in REFUSED:
             return grpc.stream_stream_rpc_method_handler(_refuse(name))
         forward = self.channel.stream_stream(method, None, None)  # bytes in, bytes out
+        if name == "DoGet" and self.results is not None:
+            return grpc.stream_stream_rpc_method_handler(self._get(forward, self.results))
         return grpc.stream_stream_rpc_method_handler(self._behaviour(name, forward))
 
     def _behaviour(self, name: str, forward: Any) -> Any:
-        limits, calls = self.limits, self.calls
         max_requests = MAX_REQUESTS.get(name, 1)
 
         def behaviour(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-            if not calls.acquire(blocking=False):
-                context.abort(
-                    grpc.StatusCode.UNAVAILABLE,
-                    f"busy: {concurrent_calls(limits)} Flight SQL calls at once",
-                )
-            try:
-                left = context.time_remaining()
-                timeout = limits.call_timeout if left is None else min(left, limits.call_timeout)
-                sent = _Bounded(requests, max_requests, limits.max_call_bytes)
-                metadata = [
-                    (k, v) for k, v in context.invocation_metadata() if not k.startswith(_HOP)
-                ]
-                call = forward(iter(sent), metadata=metadata, timeout=timeout)
-                context.add_callback(call.cancel)
-                try:
-                    context.send_initial_metadata(_passed(call.initial_metadata()))
-                    yield from _read_ahead(call, context)
-                    context.set_trailing_metadata(_passed(call.trailing_metadata()))
-                except grpc.RpcError as e:
-                    if sent.refusal is not None:
-                        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, sent.refusal)
-                    context.set_trailing_metadata(_passed(e.trailing_metadata()))
-                    context.abort(e.code(), e.details() or "")
-            finally:
-                calls.release()
+            with self._slot(context):
+                yield from self._relay(forward, requests, max_requests, context)
 
         return behaviour
+
+    def _get(self, forward: Any, results: ResultSource) -> Any:
+        """``DoGet``: a statement's result is answered here, from its file (``ResultSource``);
+        any other ticket is relayed."""
+
+        def behaviour(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+            with self._slot(context):
+                sent = _Bounded(requests, 1, self.limits.max_call_bytes)
+                try:
+                    request = list(sent)
+                except _TooMuch as e:
+                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+                stream = _opened(results, request, context)
+                if stream is None:
+                    yield from self._relay(forward, iter(request), 1, context)
+                    return
+                context.send_initial_metadata(stream.headers)
+                try:
+                    yield from stream.messages
+                except flight.FlightError as e:
+                    context.abort(_status_of(e), _message_of(e))
+
+        return behaviour
+
+    @contextmanager
+    def _slot(self, context: grpc.ServicerContext) -> Iterator[None]:
+        if not self.calls.acquire(blocking=False):
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"busy: {concurrent_calls(self.limits)} Flight SQL calls at once",
+            )
+        try:
+            yield
+        finally:
+            self.calls.release()
+
+    def _relay(
+        self,
+        forward: Any,
+        requests: Iterator[bytes],
+        max_requests: int,
+        context: grpc.ServicerContext,
+    ) -> Iterator[bytes]:
+        """The call passed on to the server behind, its answer passed back."""
+        limits = self.limits
+        left = context.time_remaining()
+        timeout = limits.call_timeout if left is None else min(left, limits.call_timeout)
+        sent = _Bounded(requests, max_requests, limits.max_call_bytes)
+        metadata = [(k, v) for k, v in context.invocation_metadata() if not k.startswith(_HOP)]
+        call = forward(iter(sent), metadata=metadata, timeout=timeout)
+        context.add_callback(call.cancel)
+        try:
+            context.send_initial_metadata(_passed(call.initial_metadata()))
+            yield from _read_ahead(call, context)
+            context.set_trailing_metadata(_passed(call.trailing_metadata()))
+        except grpc.RpcError as e:
+            if sent.refusal is not None:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, sent.refusal)
+            context.set_trailing_metadata(_passed(e.trailing_metadata()))
+            context.abort(e.code(), e.details() or "")
+
+
+def _opened(
+    results: ResultSource, request: list[bytes], context: grpc.ServicerContext
+) -> ResultStream | None:
+    """The result the ``DoGet`` request's ticket names, if the front answers it itself."""
+    if len(request) != 1:
+        return None  # the server behind answers what is wrong
+    try:
+        ticket = flight.Ticket.deserialize(request[0]).ticket
+    except (pa.ArrowException, ValueError):
+        return None
+    authorization = next((v for k, v in context.invocation_metadata() if k == "authorization"), "")
+    try:
+        return results.open_result(ticket, authorization, context.is_active)
+    except flight.FlightError as e:
+        context.abort(_status_of(e), _message_of(e))
+    raise AssertionError("unreachable: abort raises")
+
+
+def _status_of(error: flight.FlightError) -> grpc.StatusCode:
+    return next(
+        (code for kind, code in _STATUS if isinstance(error, kind)), grpc.StatusCode.UNKNOWN
+    )
+
+
+def _message_of(error: flight.FlightError) -> str:
+    return str(error).split(". Detail:", 1)[0]
 
 
 class _Bounded:

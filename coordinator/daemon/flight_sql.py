@@ -8,9 +8,10 @@ block or a time: ``runner.AS_OF_MARK``) on the daemon's warm engines, whose sand
 and the engine writes the whole result to an Arrow IPC file in the workspace's scratch
 directory. The ``FlightInfo`` carries the result's schema, its number of rows and a ticket
 (``TicketStatementQuery``); ``DoGet`` with the ticket streams the file's record batches one at
-a time, so a result much larger than the daemon's memory passes through it without growing
-it. The file is removed once streamed, cancelled (``CancelFlightInfo``, or the legacy
-``CancelQuery`` action), or left unread for ``flightSqlCallTimeout`` seconds.
+a time (the front answers it itself: ``open_result``, ``flight_data``), so a result much
+larger than the daemon's memory passes through it without growing it. The file is removed
+once streamed, cancelled (``CancelFlightInfo``, or the legacy ``CancelQuery`` action), or left
+unread for ``flightSqlCallTimeout`` seconds.
 
 Metadata commands (``CommandGetSqlInfo``, catalogs, schemas, tables with their Arrow schemas,
 table types, keys) are answered from the workspace (``flight_catalog``): their ticket is the
@@ -50,11 +51,13 @@ from common.logs import get_logger
 from common.odf.errors import NotFoundError, OdfError
 from coordinator.app import Application
 from coordinator.daemon import flight_catalog as catalog
+from coordinator.daemon import flight_data
 from coordinator.daemon import flight_params as params
 from coordinator.daemon import flight_session as session
 from coordinator.daemon.access import Authority
 from coordinator.daemon.calls import DatasetLocks, message_of, status_of
-from coordinator.daemon.flight_auth import OpenHandshake, TokenMiddleware
+from coordinator.daemon.flight_auth import OpenHandshake, TokenMiddleware, grant
+from coordinator.daemon.flight_front import ResultStream
 from coordinator.daemon.flight_sql_generated import flight_sql_pb2 as fsql
 from coordinator.daemon.metrics import Metrics
 from coordinator.engine import cancel as engine_cancel
@@ -67,8 +70,8 @@ MAX_PREPARED = 1024
 """Prepared statements kept at once; the oldest is dropped beyond."""
 _TYPE_PREFIX = "type.googleapis.com/"
 MAX_BATCH_BYTES = 4 << 20
-"""The largest record batch sent: bigger ones of the engine's file go out in slices (clients
-refuse messages over 16 MiB by default: ADBC, gRPC's Go and Java)."""
+"""The largest record batch body sent: bigger ones of the engine's file go out in slices
+(clients refuse messages over 16 MiB by default: ADBC, gRPC's Go and Java)."""
 REUSE_S = 30.0
 """A prepared statement executed within this many seconds of being prepared returns the
 result computed then (ADBC and JDBC prepare every statement, then execute it at once)."""
@@ -277,7 +280,7 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         """Listen on ``location`` (``grpc://host:port``, ``grpc+tls://`` with ``tls``: the
         certificate and key, PEM)."""
         config = app.config.daemon
-        self.app, self.locks, self.metrics = app, locks, metrics
+        self.app, self.locks, self.metrics, self.authority = app, locks, metrics, authority
         self.timeout = config.flight_sql_call_timeout
         self.calls = threading.BoundedSemaphore(config.flight_sql_max_calls)
         self.max_calls = config.flight_sql_max_calls
@@ -452,37 +455,52 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
     # --- results -------------------------------------------------------------------------------
 
     def do_get(self, context: Any, ticket: flight.Ticket) -> flight.FlightDataStream:
-        command = unpack(ticket.ticket, "Ticket")
-        if isinstance(command, fsql.TicketStatementQuery):
-            handle = command.statement_handle
-            result = self.results.start(handle)
-            return flight.GeneratorStream(result.schema, self._batches(context, handle, result))
-        return flight.RecordBatchStream(self._metadata_table(command))
+        """A metadata command's table (a statement's result is streamed by the front:
+        ``open_result``)."""
+        return flight.RecordBatchStream(self._metadata_table(unpack(ticket.ticket, "Ticket")))
 
-    def _batches(self, context: Any, handle: bytes, result: _Result) -> Iterator[pa.RecordBatch]:
-        """The result's record batches, read from its file one at a time."""
+    def open_result(
+        self, ticket: bytes, authorization: str | bytes, active: Callable[[], bool]
+    ) -> ResultStream | None:
+        """The ``DoGet`` of a statement's result, for the front to answer itself
+        (``flight_front``): the headers to send and the result's ``FlightData`` messages read
+        from its file one at a time (``flight_data``); ``None`` for any other ticket (the
+        front passes the call on). The token is checked first; ``active`` says whether the
+        client is still there."""
+        answer = grant(self.authority, authorization, "DoGet")
+        command = unpack(ticket, "Ticket")
+        if not isinstance(command, fsql.TicketStatementQuery):
+            return None
+        handle = command.statement_handle
+        result = self.results.start(handle)
+        headers = (("authorization", answer),) if answer else ()
+        return ResultStream(headers, self._messages(handle, result, active))
+
+    def _messages(
+        self, handle: bytes, result: _Result, active: Callable[[], bool]
+    ) -> Iterator[bytes]:
         deadline = time.monotonic() + self.timeout
         sent = 0
         pool = pa.default_memory_pool()
         try:
-            with self._slot(), pa.OSFile(str(result.path), "rb") as source:
-                reader = ipc.open_file(source)
-                for i in range(reader.num_record_batches):
-                    if result.cancelled.is_set() or context.is_cancelled():
+            with self._slot():
+                for message in flight_data.file_messages(result.path, MAX_BATCH_BYTES):
+                    if result.cancelled.is_set() or not active():
                         raise flight.FlightCancelledError("the query's result was cancelled")
                     if time.monotonic() > deadline:
                         raise flight.FlightTimedOutError(
                             f"the result took longer than {self.timeout:g} s to read"
                             " (daemon.flightSqlCallTimeout)"
                         )
-                    for piece in _slices(reader.get_batch(i)):
-                        sent += piece.num_rows
-                        yield piece
-                    del piece
-                    pool.release_unused()  # the batch's memory back to the system at once
+                    data = flight_data.flight_data(message)
+                    del message
+                    sent += len(data)
+                    yield data
+                    del data
+                    pool.release_unused()  # the message's memory back to the system at once
         finally:
             self.results.finish(handle)
-            log.info("flight_sql.streamed", rows=sent)
+            log.info("flight_sql.streamed", bytes=sent)
 
     def _metadata_table(self, command: Message) -> pa.Table:
         schema = self._metadata_schema(command)
@@ -670,17 +688,6 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         if stopping.is_alive():
             log.warning("flight_sql.calls_left_running", grace_s=grace)
         self.results.close()  # any result a query finished meanwhile
-
-
-def _slices(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-    """``batch`` in zero-copy slices of at most about ``MAX_BATCH_BYTES``."""
-    size = batch.nbytes
-    if size <= MAX_BATCH_BYTES or batch.num_rows <= 1:
-        yield batch
-        return
-    rows = max(1, batch.num_rows * MAX_BATCH_BYTES // size)
-    for start in range(0, batch.num_rows, rows):
-        yield batch.slice(start, rows)
 
 
 def _query_text(query: str) -> str:

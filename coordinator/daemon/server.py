@@ -258,7 +258,7 @@ class Daemon:
             shutil.rmtree(socket_dir, ignore_errors=True)
             raise DaemonBindError(f"cannot serve Flight SQL on {socket}: {e}") from None
         try:
-            front = FlightFront(_join(host, port), socket, tls, limits)
+            front = FlightFront(_join(host, port), socket, tls, limits, results=server)
         except (OSError, RuntimeError) as e:
             server.close(0)
             shutil.rmtree(socket_dir, ignore_errors=True)
