@@ -12,8 +12,9 @@ answers one small row. The driver collects those K rows, nothing else.
 
 Each slice's offsets start where the previous slice's end, so the K record counts are known
 before the job: from the inputs' runs when the plan neither drops nor adds rows, else from a
-first, cheaper job of K tasks that sees one boolean per row (``slice_records``). A slice that
-wrote other than its count is an error (the later slices' offsets would be wrong).
+first, cheaper job in the JVM that counts the rows of each slice but the last
+(``slice_starts``). A slice that wrote other than its count is an error (the later slices'
+offsets would be wrong).
 
 The workers run the engine's interpreter and import this package, ``pyarrow`` and
 ``common``; they write at the slices' paths: any path with a local master, on a cluster the
@@ -36,6 +37,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from common.hashing.data_file import digest_data_file
+from common.logs import configure_logging
 from common.odf.fragments import DatasetVocabulary
 from engine_spark import jvm_plan
 from engine_spark.inputs import union_in_order
@@ -45,7 +47,6 @@ from engine_spark.phases import phase
 from engine_spark.session import quiet_pandas_warning
 from engine_spark.split import SliceFacts
 
-_COUNTS = "slice int, records long"
 _FACTS = "slice int, records long, size long, physical_hash string, logical_hash string"
 _FACTS_ARROW = pa.schema(
     [
@@ -87,13 +88,18 @@ def keeps_row_count(result: DataFrame) -> bool:
     return True
 
 
-def slice_records(results: Sequence[DataFrame]) -> list[int]:
-    """The records of each slice's result: one job, one task per slice, one constant
-    boolean per row reaching the workers (the query's filters still read their columns)."""
+def slice_starts(results: Sequence[DataFrame]) -> list[int]:
+    """Where each slice's records start among all the slices' records (the first at 0),
+    counted in the JVM by one job of a task per slice but the last: Spark's own
+    ``zipWithIndex`` counts the partitions' rows before it can number them (the start of
+    each partition is on its ``ZippedWithIndexRDDPartition``); no row leaves the JVM."""
     ones = _one_partition_each([r.select(F.lit(True).alias("row")) for r in results])
     with phase("count job"):
-        rows = _map(ones, partial(_count_partition, len(results)), _COUNTS).collect()
-    return [int(r["records"]) for r in _by_slice(rows, len(results))]
+        zipped = ones._jdf.queryExecution().toRdd().zipWithIndex()
+        starts = [int(p.startIndex()) for p in zipped.partitions()]
+    if len(starts) != len(results):
+        raise RuntimeError(f"{len(results)} slices became {len(starts)} partitions")
+    return starts
 
 
 def write_slices(results: Sequence[DataFrame], job: SliceJob) -> list[SliceFacts]:
@@ -128,13 +134,10 @@ def _one_partition_each(results: Sequence[DataFrame]) -> DataFrame:
     """The results as the K partitions of one DataFrame, in order. Spark's union of
     single-partition children would otherwise be one partition holding them all (its
     ``unionOutputPartitioning``); a union inside a row-local query is unaffected (its children
-    concatenate either way: none has a partitioning of several partitions)."""
+    concatenate either way: none has a partitioning of several partitions). Each task checks
+    that its partition is a slice, and the driver that every slice answered once."""
     results[0].sparkSession.conf.set(_UNION_OUTPUT_PARTITIONING, "false")
-    frame = union_in_order([r.coalesce(1) for r in results])
-    partitions = int(frame._jdf.rdd().getNumPartitions())
-    if partitions != len(results):
-        raise RuntimeError(f"{len(results)} slices became {partitions} partitions")
-    return frame
+    return union_in_order([r.coalesce(1) for r in results])
 
 
 def _map(frame: DataFrame, task: Any, schema: str) -> DataFrame:
@@ -162,18 +165,9 @@ def _slice_index(k: int) -> int:
     return j
 
 
-def _count_partition(k: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """In a worker: the records of this task's slice."""
-    j = _slice_index(k)
-    records = sum(b.num_rows for b in batches)
-    yield pa.RecordBatch.from_pydict(
-        {"slice": [j], "records": [records]},
-        schema=pa.schema([pa.field("slice", pa.int32()), pa.field("records", pa.int64())]),
-    )
-
-
 def _write_partition(job: SliceJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """In a worker: write this task's slice, hash it, answer its facts in one row."""
+    configure_logging(0)  # the worker's own process: as quiet as the engine by default
     j = _slice_index(len(job.paths))
     schema = job.schemas[j]
     path = job.paths[j]
