@@ -74,8 +74,8 @@ from engine_spark.split import (
 from engine_spark.split_job import (
     SliceJob,
     keeps_row_count,
+    slice_records,
     slice_schemas,
-    slice_starts,
     write_slices,
 )
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
@@ -510,14 +510,13 @@ class SparkEngine:
                 log.info("split.sequential", subject=inner.dataset_alias)
                 return None
             check_no_retractions(inner.query_inputs, stateful=False)
-            keeps_count = all(keeps_row_count(r) for r in results)
             with query_errors(None, in_step=False):
-                starts = (
-                    list(itertools.accumulate((run_records(r) for r in plan[:-1]), initial=0))
-                    if keeps_count
-                    else slice_starts(results)
+                counts = (
+                    [run_records(runs) for runs in plan]
+                    if all(keeps_row_count(r) for r in results)
+                    else slice_records(results)
                 )
-                offsets = [inner.next_offset + s for s in starts]
+                offsets = list(itertools.accumulate(counts[:-1], initial=inner.next_offset))
                 facts = write_slices(
                     results,
                     SliceJob(
@@ -529,8 +528,6 @@ class SparkEngine:
                         system_time=inner.system_time,
                     ),
                 )
-            last = run_records(plan[-1]) if keeps_count else facts[-1].num_records
-            counts = [b - a for a, b in itertools.pairwise(starts)] + [last]
             wrong = [
                 j for j, (f, n) in enumerate(zip(facts, counts, strict=True)) if f.num_records != n
             ]

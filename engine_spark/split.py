@@ -3,14 +3,15 @@
 Each input's ``data_paths`` are its blocks' files, oldest first. ``plan_slices`` groups them
 into K runs of whole files by record count (fewer runs rather than runs below
 ``min_records_per_slice``); slice ``j`` takes run ``j`` of every input, in input order. Each
-slice is then run as an ordinary ``TransformRequest`` restricted to its files (the same path
-as ExecuteTransform: same rows, system columns and Parquet writer), its output offsets
-continuing from the previous slice's, and may claim the watermark its inputs' explicit
-watermarks give up to its last block: those from before the input's next slice's first file
-(their system time before that file's first system time; each block's file is written before
-its block is committed); the last slice gets them all, as ExecuteTransform would. The
-slices' hashes are computed on the driver (``common.hashing``), one file after the other.
-"""
+slice is then the ordinary ``TransformRequest`` restricted to its files (``slice_request``),
+its output offsets continuing from the previous slice's, and may claim the watermark its
+inputs' explicit watermarks give up to its last block: those from before the input's next
+slice's first file (their system time before that file's first system time; each block's file
+is written before its block is committed); the last slice gets them all, as ExecuteTransform
+would. The engine writes and hashes every slice on the executors in one Spark job
+(``split_job.py``) when ExecuteTransform would stream the slices' outputs; otherwise
+``execute_split`` runs each slice through ExecuteTransform's path, one after the other, and
+hashes its file on the driver (``common.hashing``). Both give the same bytes."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ answers one small row. The driver collects those K rows, nothing else.
 
 Each slice's offsets start where the previous slice's end, so the K record counts are known
 before the job: from the inputs' runs when the plan neither drops nor adds rows, else from a
-first, cheaper job in the JVM that counts the rows of each slice but the last
-(``slice_starts``). A slice that wrote other than its count is an error (the later slices'
+first, cheaper pass in the JVM that counts each slice's rows without ordering them
+(``slice_records``). A slice that wrote other than its count is an error (the later slices'
 offsets would be wrong).
 
 The workers run the engine's interpreter and import this package, ``pyarrow`` and
@@ -88,18 +88,16 @@ def keeps_row_count(result: DataFrame) -> bool:
     return True
 
 
-def slice_starts(results: Sequence[DataFrame]) -> list[int]:
-    """Where each slice's records start among all the slices' records (the first at 0),
-    counted in the JVM by one job of a task per slice but the last: Spark's own
-    ``zipWithIndex`` counts the partitions' rows before it can number them (the start of
-    each partition is on its ``ZippedWithIndexRDDPartition``); no row leaves the JVM."""
-    ones = _one_partition_each([r.select(F.lit(True).alias("row")) for r in results])
+def slice_records(results: Sequence[DataFrame]) -> list[int]:
+    """Each slice's records, counted in the JVM: each result's rows tagged with its slice and
+    counted by slice (an aggregation, so Spark drops the local sorts that put the inputs in
+    offset order); no row leaves the JVM."""
+    tagged = union_in_order([r.select(F.lit(j).alias("slice")) for j, r in enumerate(results)])
     with phase("count job"):
-        zipped = ones._jdf.queryExecution().toRdd().zipWithIndex()
-        starts = [int(p.startIndex()) for p in zipped.partitions()]
-    if len(starts) != len(results):
-        raise RuntimeError(f"{len(results)} slices became {len(starts)} partitions")
-    return starts
+        rows = tagged.groupBy("slice").count().collect()
+    counts = dict.fromkeys(range(len(results)), 0)
+    counts.update((int(r["slice"]), int(r["count"])) for r in rows)
+    return list(counts.values())
 
 
 def write_slices(results: Sequence[DataFrame], job: SliceJob) -> list[SliceFacts]:
