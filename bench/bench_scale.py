@@ -40,10 +40,12 @@ files, or all of them with ``full``). The slices are written here by pyarrow, as
 would write them; process CPU time (``time.process_time``) over the accepting call only.
 
 ``--engine-split``: the engine's side of a split transaction, in this process (local[2],
-``--rows`` records in ``--blocks`` input files, ``bench_transform.QUERY``): wall time of
-ExecuteTransform, then for each K of ``--slices`` the slices run one by one through
-ExecuteTransform and hashed by the driver (the former path) and written and hashed by the
-executors in one job (``engine_spark/split_job.py``), with the driver's Python CPU time.
+``--rows`` records in ``--blocks`` input files; ``bench_transform.QUERY``, whose filter needs
+the slices counted first, and a projection, which does not): wall time of ExecuteTransform,
+then for each K of ``--slices`` the slices run one by one through ExecuteTransform and
+hashed by the driver (the former path) and written and hashed by the executors in one job
+(``engine_spark/split_job.py``), with the driver's Python CPU time and whether both paths
+gave the same files (records and physical hashes).
 """
 
 from __future__ import annotations
@@ -257,7 +259,7 @@ def engine_split(rows: int, slice_counts: list[int], blocks: int, directory: Pat
         dataset_alias="out",
         system_time=datetime.now(UTC),
         vocab=DatasetVocabulary(),
-        transform=TransformSql(engine="spark", query=QUERY),
+        transform=TransformSql(engine="spark", query=QUERY),  # and a projection, below
         query_inputs=(
             ep.TransformRequestInput(
                 dataset_id=DatasetID.new_seeded(b"raw"),
@@ -276,42 +278,65 @@ def engine_split(rows: int, slice_counts: list[int], blocks: int, directory: Pat
         new_data_path=str(directory / "unsplit.parquet"),
     )
     engine = SparkEngine(build_session(SessionSettings(master="local[2]", driver_memory="2g")))
-    print("| path                    | slices | wall s | driver Python CPU s | output records |")
-    print("|-------------------------|--------|--------|---------------------|----------------|")
+    print(
+        "| query      | path                    | slices | wall s | driver Python CPU s"
+        " | output records | same bytes |"
+    )
+    print(
+        "|------------|-------------------------|--------|--------|---------------------"
+        "|----------------|------------|"
+    )
 
-    def report(label: str, k: int, started: tuple[float, float], records: int) -> None:
+    def report(query: str, label: str, k: int, started: tuple[float, float], *rest: str) -> None:
         wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
-        print(f"| {label:<23} | {k:>6} | {wall:>6.1f} | {cpu:>19.1f} | {records:>14,} |")
+        print(
+            f"| {query:<10} | {label:<23} | {k:>6} | {wall:>6.1f} | {cpu:>19.1f}"
+            f" | {rest[0]:>14} | {rest[1]:<10} |",
+            flush=True,
+        )
 
+    def split(request: ep.TransformRequest, k: int, out: Path, executors: bool) -> list[str]:
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        split = ep.SplitTransformRequest(
+            request=request, slices=k, min_records_per_slice=1, slices_dir=str(out)
+        )
+        if executors:
+            answer = engine.execute_split_transform(split)
+        else:
+            plan = plan_slices(split, engine.session.sparkContext.defaultParallelism)
+            answer = execute_split(split, plan, engine.execute_transform)
+        return [f"{s.num_records}:{s.physical_hash}" for s in answer.slices]
+
+    differ = 0
     try:
         engine.warm_up()
-        for _ in range(2):  # the first run warms Spark's code generation and the workers
-            started = (time.perf_counter(), time.process_time())
-            whole = engine.execute_transform(request)
-            assert whole.new_offset_interval is not None
-        records = whole.new_offset_interval.end + 1
-        report("ExecuteTransform", 1, started, records)
-        for k in slice_counts:
-            split = ep.SplitTransformRequest(
-                request=request, slices=k, min_records_per_slice=1, slices_dir=""
+        for name, query in (
+            ("map/filter", QUERY),
+            ("projection", "SELECT event_time, city, population * 2 AS population_x2 FROM raw"),
+        ):
+            request = dataclasses.replace(
+                request, transform=TransformSql(engine="spark", query=query)
             )
-            for label in ("split, one by one", "split, on the executors"):
-                out = directory / f"k{k}-{label.split()[-1]}"
-                out.mkdir()
-                split = dataclasses.replace(split, slices_dir=str(out))
+            for _ in range(2):  # the first run warms Spark's code generation
                 started = (time.perf_counter(), time.process_time())
-                if label.endswith("executors"):
-                    answer = engine.execute_split_transform(split)
-                else:
-                    plan = plan_slices(split, engine.session.sparkContext.defaultParallelism)
-                    answer = execute_split(split, plan, engine.execute_transform)
-                report(
-                    label, len(answer.slices), started, sum(s.num_records for s in answer.slices)
-                )
-                shutil.rmtree(out)
+                whole = engine.execute_transform(request)
+                assert whole.new_offset_interval is not None
+            records = f"{whole.new_offset_interval.end + 1:,}"
+            report(name, "ExecuteTransform", 1, started, records, "")
+            split(request, max(slice_counts), directory / "warm", executors=True)  # the workers
+            for k in slice_counts:
+                started = (time.perf_counter(), time.process_time())
+                one_by_one = split(request, k, directory / f"k{k}-sequential", executors=False)
+                report(name, "split, one by one", k, started, records, "")
+                started = (time.perf_counter(), time.process_time())
+                ours = split(request, k, directory / f"k{k}-executors", executors=True)
+                same = "yes" if ours == one_by_one else "NO"
+                differ += ours != one_by_one
+                report(name, "split, on the executors", k, started, records, same)
     finally:
         engine.close()
-    return 0
+    return 1 if differ else 0
 
 
 def row(m: Measured) -> str:
