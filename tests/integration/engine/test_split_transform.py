@@ -242,3 +242,24 @@ def test_the_executors_write_every_slice_in_one_job_as_execute_transform_would(
                 theirs, data_path=None
             )
         assert not [p.name for p in (workdir / f"parallel{n}").iterdir() if p.name[0] == "."]
+
+    # a slice that fails on the executors (division by zero in slice 1 only) fails the call,
+    # and no slice's file is left behind
+    failing = OutputDataset(
+        workdir / "failing",
+        "out",
+        sql("select event_time, city, 10 div (population - 205) as x from cities"),
+    )
+    (workdir / "failed").mkdir()
+    refused = client.split_transform(
+        engine_stub,
+        ep.SplitTransformRequest(
+            request=failing.request([taken]),
+            slices=3,
+            min_records_per_slice=10,
+            slices_dir=str(workdir / "failed"),
+        ),
+    )
+    assert isinstance(refused, ep.SplitTransformResponseInvalidQuery), refused
+    assert "DIVIDE_BY_ZERO" in refused.message
+    assert not list((workdir / "failed").iterdir())
