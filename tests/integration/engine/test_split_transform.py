@@ -207,6 +207,13 @@ def _tasks(engine: SparkEngine, job: int) -> list[int]:
     return [s.numTasks for s in stages if s is not None]
 
 
+def _in_three(request: ep.TransformRequest, slices_dir: Path) -> ep.SplitTransformRequest:
+    slices_dir.mkdir()
+    return ep.SplitTransformRequest(
+        request=request, slices=3, min_records_per_slice=10, slices_dir=str(slices_dir)
+    )
+
+
 def test_the_executors_write_every_slice_in_one_job_as_execute_transform_would(
     engine_stub: engine_pb2_grpc.EngineStub, spark_engine: SparkEngine, workdir: Path
 ) -> None:
@@ -216,12 +223,7 @@ def test_the_executors_write_every_slice_in_one_job_as_execute_transform_would(
     # a job before the write job)
     for n, (query, counted) in enumerate(((PROJECTION, False), (EXPLODE, True))):
         out = OutputDataset(workdir / f"out{n}", "out", query)
-        split = ep.SplitTransformRequest(
-            request=out.request([taken]),
-            slices=3,
-            min_records_per_slice=10,
-            slices_dir=str(workdir / f"parallel{n}"),
-        )
+        split = _in_three(out.request([taken]), workdir / f"parallel{n}")
         before = _jobs(spark_engine)
         answer = client.split_transform(engine_stub, split)
         assert isinstance(answer, ep.SplitTransformResponseSuccess), answer
@@ -250,15 +252,8 @@ def test_the_executors_write_every_slice_in_one_job_as_execute_transform_would(
         "out",
         sql("select event_time, city, 10 div (population - 205) as x from cities"),
     )
-    (workdir / "failed").mkdir()
     refused = client.split_transform(
-        engine_stub,
-        ep.SplitTransformRequest(
-            request=failing.request([taken]),
-            slices=3,
-            min_records_per_slice=10,
-            slices_dir=str(workdir / "failed"),
-        ),
+        engine_stub, _in_three(failing.request([taken]), workdir / "failed")
     )
     assert isinstance(refused, ep.SplitTransformResponseInvalidQuery), refused
     assert "DIVIDE_BY_ZERO" in refused.message
