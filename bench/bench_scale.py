@@ -38,6 +38,14 @@ output, without an engine: before (one slice: the coordinator reads and hashes e
 ``split.check_slices`` checks sizes, footers and columns and re-hashes a sample, 0.05 of the
 files, or all of them with ``full``). The slices are written here by pyarrow, as executors
 would write them; process CPU time (``time.process_time``) over the accepting call only.
+
+``--engine-split``: the engine's side of a split transaction, in this process (local[2],
+``--rows`` records in ``--blocks`` input files; ``bench_transform.QUERY``, whose filter needs
+the slices counted first, and a projection, which does not): wall time of ExecuteTransform,
+then for each K of ``--slices`` the slices run one by one through ExecuteTransform and
+hashed by the driver (the former path) and written and hashed by the executors in one job
+(``engine_spark/split_job.py``), with the driver's Python CPU time and whether both paths
+gave the same files (records and physical hashes).
 """
 
 from __future__ import annotations
@@ -227,6 +235,110 @@ def coordinator_cpu(rows: int, slice_counts: list[int], directory: Path) -> int:
     return 0
 
 
+def engine_split(rows: int, slice_counts: list[int], blocks: int, directory: Path) -> int:
+    """The ``--engine-split`` measurement (module doc)."""
+    import dataclasses
+
+    import pyarrow.parquet as pq
+    from bench_transform import QUERY, build_slice
+
+    from common.odf import engine_protocol as ep
+    from common.odf.fragments import DatasetVocabulary, OffsetInterval, TransformSql
+    from common.odf.identity import DatasetID
+    from engine_spark.engine import SparkEngine
+    from engine_spark.session import SessionSettings, build_session
+    from engine_spark.split import execute_split, plan_slices
+
+    paths = []
+    for b in range(blocks):
+        start, end = rows * b // blocks, rows * (b + 1) // blocks
+        paths.append(str(directory / f"in-{b:04d}.parquet"))
+        pq.write_table(build_slice(end - start, start), paths[-1])
+    request = ep.TransformRequest(
+        dataset_id=DatasetID.new_seeded(b"out"),
+        dataset_alias="out",
+        system_time=datetime.now(UTC),
+        vocab=DatasetVocabulary(),
+        transform=TransformSql(engine="spark", query=QUERY),  # and a projection, below
+        query_inputs=(
+            ep.TransformRequestInput(
+                dataset_id=DatasetID.new_seeded(b"raw"),
+                dataset_alias="raw",
+                query_alias="raw",
+                vocab=DatasetVocabulary(),
+                offset_interval=OffsetInterval(start=0, end=rows - 1),
+                data_paths=tuple(paths),
+                schema_file=paths[-1],
+                explicit_watermarks=(),
+            ),
+        ),
+        next_offset=0,
+        prev_checkpoint_path=None,
+        new_checkpoint_path=str(directory / "checkpoint"),
+        new_data_path=str(directory / "unsplit.parquet"),
+    )
+    engine = SparkEngine(build_session(SessionSettings(master="local[2]", driver_memory="2g")))
+    print(
+        "| query      | path                    | slices | wall s | driver Python CPU s"
+        " | output records | same bytes |"
+    )
+    print(
+        "|------------|-------------------------|--------|--------|---------------------"
+        "|----------------|------------|"
+    )
+
+    def report(query: str, label: str, k: int, started: tuple[float, float], *rest: str) -> None:
+        wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
+        print(
+            f"| {query:<10} | {label:<23} | {k:>6} | {wall:>6.1f} | {cpu:>19.1f}"
+            f" | {rest[0]:>14} | {rest[1]:<10} |",
+            flush=True,
+        )
+
+    def split(request: ep.TransformRequest, k: int, out: Path, executors: bool) -> list[str]:
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        split = ep.SplitTransformRequest(
+            request=request, slices=k, min_records_per_slice=1, slices_dir=str(out)
+        )
+        if executors:
+            answer = engine.execute_split_transform(split)
+        else:
+            plan = plan_slices(split, engine.session.sparkContext.defaultParallelism)
+            answer = execute_split(split, plan, engine.execute_transform)
+        return [f"{s.num_records}:{s.physical_hash}" for s in answer.slices]
+
+    differ = 0
+    try:
+        engine.warm_up()
+        for name, query in (
+            ("map/filter", QUERY),
+            ("projection", "SELECT event_time, city, population * 2 AS population_x2 FROM raw"),
+        ):
+            request = dataclasses.replace(
+                request, transform=TransformSql(engine="spark", query=query)
+            )
+            for _ in range(2):  # the first run warms Spark's code generation
+                started = (time.perf_counter(), time.process_time())
+                whole = engine.execute_transform(request)
+                assert whole.new_offset_interval is not None
+            records = f"{whole.new_offset_interval.end + 1:,}"
+            report(name, "ExecuteTransform", 1, started, records, "")
+            split(request, max(slice_counts), directory / "warm", executors=True)  # the workers
+            for k in slice_counts:
+                started = (time.perf_counter(), time.process_time())
+                one_by_one = split(request, k, directory / f"k{k}-sequential", executors=False)
+                report(name, "split, one by one", k, started, records, "")
+                started = (time.perf_counter(), time.process_time())
+                ours = split(request, k, directory / f"k{k}-executors", executors=True)
+                same = "yes" if ours == one_by_one else "NO"
+                differ += ours != one_by_one
+                report(name, "split, on the executors", k, started, records, same)
+    finally:
+        engine.close()
+    return 1 if differ else 0
+
+
 def row(m: Measured) -> str:
     return (
         f"| {m.label:<12} | {m.records:>11,} | {m.output_records:>11,} | {m.wall:>6.1f}"
@@ -258,12 +370,23 @@ def main() -> int:
         help="only the coordinator's CPU per output GB, before and after split transactions",
     )
     parser.add_argument("--slices", default="1,2,4,8", help="--coordinator-only: K values")
+    parser.add_argument(
+        "--engine-split",
+        action="store_true",
+        help="only the engine's split transaction (local[2]), slices written one by one or"
+        " by the executors in one job (--rows, --slices, --blocks)",
+    )
+    parser.add_argument("--blocks", type=int, default=8, help="--engine-split: input files")
     args = parser.parse_args()
     configure_logging(0)
     if args.coordinator_only:
         with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
             slices = [int(k) for k in args.slices.split(",")]
             return coordinator_cpu(args.rows, slices, Path(tmp).resolve())
+    if args.engine_split:
+        with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
+            slices = [int(k) for k in args.slices.split(",")]
+            return engine_split(args.rows, slices, args.blocks, Path(tmp).resolve())
     cores = [int(c) for c in args.cores.split(",")]
     results: list[Measured] = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:

@@ -10,6 +10,7 @@ memory use stays bounded. Methods return the protocol's Success messages and rai
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import tempfile
 import threading
 import time
@@ -60,7 +61,23 @@ from engine_spark.schema_evolution import check_schema_evolution
 from engine_spark.schema_mapping import output_column
 from engine_spark.session import request_session, small_input_settings
 from engine_spark.spark_errors import query_errors
-from engine_spark.split import SplitRefusal, execute_split
+from engine_spark.split import (
+    InputRun,
+    SplitRefusal,
+    execute_split,
+    plan_slices,
+    run_records,
+    slice_path,
+    slice_request,
+    split_slice,
+)
+from engine_spark.split_job import (
+    SliceJob,
+    keeps_row_count,
+    slice_records,
+    slice_schemas,
+    write_slices,
+)
 from engine_spark.staging import ArrowInputs, Staging, stages_locally, staging_area, under
 from engine_spark.stateful.registry import (
     check_incremental,
@@ -436,9 +453,108 @@ class SparkEngine:
         if reason is not None:
             raise InvalidQueryError(f"{inner.dataset_alias}: not row-local, cannot split: {reason}")
         try:
-            return execute_split(request, parallelism, self.execute_transform)
+            plan = plan_slices(request, parallelism)
         except SplitRefusal as e:
             raise InvalidQueryError(f"{inner.dataset_alias}: {e}") from None
+        if self._splits_on_executors(request.slices_dir):
+            answer = self._split_on_executors(request, plan)
+            if answer is not None:
+                return answer
+        return execute_split(request, plan, self.execute_transform)
+
+    def _splits_on_executors(self, slices_dir: str) -> bool:
+        """Whether the executors can write the slices as ExecuteTransform's stream writer
+        would (``split_job.py``): not over Spark Connect, not with another output writer, and
+        at a path they reach (a local master, or the cluster's shared staging directory)."""
+        if self._connect is not None or self._output_writer is not OutputWriter.STREAM:
+            return False
+        local = stages_locally(self._session.sparkContext.master or "")
+        return local or (self._shared is not None and under(self._shared, slices_dir))
+
+    def _split_on_executors(
+        self, request: ep.SplitTransformRequest, plan: Sequence[Sequence[InputRun]]
+    ) -> ep.SplitTransformResponseSuccess | None:
+        """Every slice written and hashed by the executors in one job (``split_job.py``);
+        ``None`` when ExecuteTransform would not stream the slices' outputs (an ``op``
+        column, rows sorted by value): the slices then go one by one through it."""
+        inner = request.request
+        requests = [
+            slice_request(
+                inner,
+                runs,
+                last=j == len(plan) - 1,
+                next_offset=inner.next_offset,
+                data_path=str(slice_path(request, j)),
+                checkpoint_path="",
+            )
+            for j, runs in enumerate(plan)
+        ]
+        with (
+            self._isolated("split", inner.dataset_alias) as session,
+            staging_area(
+                self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
+            ) as staging,
+        ):
+            results = []
+            for r in requests:
+                with phase("inputs"):
+                    _register_inputs(session, staging, r.query_inputs, {}, cp.EMPTY_CHECKPOINT)
+                results.append(run_steps(session, inner.transform))
+            columns = _output_columns(results[0], inner.vocab)
+            with query_errors(None, in_step=False), phase("optimisation"):
+                streamed = columns.op is None and all(
+                    _output_columns(r, inner.vocab) == columns and result_order(r) is RowOrder.INPUT
+                    for r in results
+                )
+            if not streamed:
+                log.info("split.sequential", subject=inner.dataset_alias)
+                return None
+            check_no_retractions(inner.query_inputs, stateful=False)
+            with query_errors(None, in_step=False):
+                counts = (
+                    [run_records(runs) for runs in plan]
+                    if all(keeps_row_count(r) for r in results)
+                    else slice_records(results)
+                )
+                offsets = list(itertools.accumulate(counts[:-1], initial=inner.next_offset))
+                facts = write_slices(
+                    results,
+                    SliceJob(
+                        paths=tuple(r.new_data_path for r in requests),
+                        schemas=slice_schemas(results),
+                        next_offsets=tuple(offsets),
+                        columns=columns,
+                        vocab=inner.vocab,
+                        system_time=inner.system_time,
+                    ),
+                )
+            wrong = [
+                j for j, (f, n) in enumerate(zip(facts, counts, strict=True)) if f.num_records != n
+            ]
+            if wrong:
+                for r in requests:
+                    Path(r.new_data_path).unlink(missing_ok=True)
+                raise RuntimeError(
+                    f"split slices {wrong}: wrote {[facts[j].num_records for j in wrong]} records,"
+                    f" counted {[counts[j] for j in wrong]}"
+                )
+            answers = tuple(
+                split_slice(
+                    request,
+                    runs,
+                    path=slice_path(request, j),
+                    next_offset=offset,
+                    facts=f,
+                    watermark=_next_checkpoint(
+                        cp.EMPTY_CHECKPOINT, r.query_inputs, {}
+                    ).output_watermark,
+                )
+                for j, (runs, r, offset, f) in enumerate(
+                    zip(plan, requests, offsets, facts, strict=True)
+                )
+            )
+            log.info("split.done", slices=len(answers), records=sum(counts), writer="executors")
+            return ep.SplitTransformResponseSuccess(slices=answers)
 
     # --- MigrateQuery ---------------------------------------------------------------------
 

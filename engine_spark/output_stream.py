@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import NotRequired, TypedDict, Unpack
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -41,6 +42,7 @@ from pyspark.errors.exceptions.captured import UnknownException, convert_excepti
 from pyspark.serializers import NoOpSerializer
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 from pyspark.util import _local_iterator_from_socket
 
 from common.odf.fragments import DatasetVocabulary
@@ -55,9 +57,7 @@ OUTPUT_ROW_GROUP_ROWS = 1 << 20
 
 def result_batches(result: DataFrame) -> Iterator[pa.RecordBatch]:
     """The Arrow batches of ``result`` in partition order, two partitions in flight at most."""
-    schema = to_arrow_schema(
-        result.schema, error_on_duplicated_field_names_in_struct=True, timezone=UTC
-    )
+    schema = arrow_schema(result.schema)
     session = result.sparkSession
     jvm = session.sparkContext._jvm
     assert jvm is not None
@@ -72,6 +72,11 @@ def result_batches(result: DataFrame) -> Iterator[pa.RecordBatch]:
             if message is None:
                 return
             yield ipc.read_record_batch(ipc.read_message(pa.py_buffer(message)), schema)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema a result's batches are read with (``toArrow``'s)."""
+    return to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True, timezone=UTC)
 
 
 @contextmanager
@@ -91,8 +96,28 @@ def _job_errors() -> Iterator[None]:
         raise
 
 
+class SliceTarget(TypedDict):
+    """Where and how an output slice is written (``write_batches``' keyword arguments)."""
+
+    system_time: datetime
+    next_offset: int
+    path: str
+    row_group_rows: NotRequired[int]
+
+
 def stream_output(
     result: DataFrame,
+    columns: OutputColumns,
+    vocab: DatasetVocabulary,
+    **target: Unpack[SliceTarget],
+) -> int:
+    """Write the output slice of ``result`` at ``path``, in row groups of ``row_group_rows``
+    records; returns its records (none: no file)."""
+    return write_batches(result_batches(result), columns, vocab, **target)
+
+
+def write_batches(
+    batches: Iterator[pa.RecordBatch],
     columns: OutputColumns,
     vocab: DatasetVocabulary,
     *,
@@ -101,8 +126,8 @@ def stream_output(
     path: str,
     row_group_rows: int = OUTPUT_ROW_GROUP_ROWS,
 ) -> int:
-    """Write the output slice of ``result`` at ``path``, in row groups of ``row_group_rows``
-    records; returns its records (none: no file)."""
+    """Write the output slice made of ``batches`` (a result's, in order) at ``path``, as
+    ``stream_output`` does; also where the batches are computed (``split_job.py``)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -110,7 +135,7 @@ def stream_output(
     rows = 0
     writer: _SliceWriter | None = None
     try:
-        for group in row_groups(result_batches(result), row_group_rows):
+        for group in row_groups(batches, row_group_rows):
             with phase("output write"):
                 out = build_output(
                     group,

@@ -3,14 +3,15 @@
 Each input's ``data_paths`` are its blocks' files, oldest first. ``plan_slices`` groups them
 into K runs of whole files by record count (fewer runs rather than runs below
 ``min_records_per_slice``); slice ``j`` takes run ``j`` of every input, in input order. Each
-slice is then run as an ordinary ``TransformRequest`` restricted to its files (the same path
-as ExecuteTransform: same rows, system columns and Parquet writer), its output offsets
-continuing from the previous slice's, and may claim the watermark its inputs' explicit
-watermarks give up to its last block: those from before the input's next slice's first file
-(their system time before that file's first system time; each block's file is written before
-its block is committed); the last slice gets them all, as ExecuteTransform would. The
-slices' hashes are computed on the driver (``common.hashing``), one file after the other.
-"""
+slice is then the ordinary ``TransformRequest`` restricted to its files (``slice_request``),
+its output offsets continuing from the previous slice's, and may claim the watermark its
+inputs' explicit watermarks give up to its last block: those from before the input's next
+slice's first file (their system time before that file's first system time; each block's file
+is written before its block is committed); the last slice gets them all, as ExecuteTransform
+would. The engine writes and hashes every slice on the executors in one Spark job
+(``split_job.py``) when ExecuteTransform would stream the slices' outputs; otherwise
+``execute_split`` runs each slice through ExecuteTransform's path, one after the other, and
+hashes its file on the driver (``common.hashing``). Both give the same bytes."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.hashing.data_file import digest_data_file
+from common.hashing.data_file import DataFileDigest, digest_data_file
 from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
 
@@ -127,19 +128,73 @@ def slice_request(
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SliceFacts:
+    """What a slice's file holds, as its writer hashed it (no file without records); named
+    as ``SplitSlice`` names them."""
+
+    num_records: int
+    size: int = 0
+    physical_hash: str | None = None
+    logical_hash: str | None = None
+
+    @classmethod
+    def of(cls, digest: DataFileDigest) -> SliceFacts:
+        return cls(
+            num_records=digest.records,
+            size=digest.size,
+            physical_hash=digest.physical_hash.to_multibase(),
+            logical_hash=digest.logical_hash.to_multibase(),
+        )
+
+
+def slice_path(request: ep.SplitTransformRequest, j: int) -> Path:
+    return Path(request.slices_dir) / SLICE_FILE.format(j)
+
+
+def run_records(runs: Sequence[InputRun]) -> int:
+    """The input records a slice reads."""
+    return sum(0 if r.interval is None else r.interval.end - r.interval.start + 1 for r in runs)
+
+
+def split_slice(
+    request: ep.SplitTransformRequest,
+    runs: Sequence[InputRun],
+    *,
+    path: Path,
+    next_offset: int,
+    facts: SliceFacts,
+    watermark: datetime | None,
+) -> ep.SplitSlice:
+    """The answer for one slice: its inputs' runs, and its file unless it has no records."""
+    inputs = tuple(
+        ep.SplitSliceInput(query_alias=i.query_alias, offset_interval=r.interval)
+        for i, r in zip(request.request.query_inputs, runs, strict=True)
+    )
+    if not facts.num_records:
+        return ep.SplitSlice(inputs=inputs, new_watermark=watermark)
+    interval = OffsetInterval(start=next_offset, end=next_offset + facts.num_records - 1)
+    return ep.SplitSlice(
+        data_path=str(path),
+        offset_interval=interval,
+        inputs=inputs,
+        new_watermark=watermark,
+        **dataclasses.asdict(facts),
+    )
+
+
 def execute_split(
     request: ep.SplitTransformRequest,
-    parallelism: int,
+    plan: Sequence[Sequence[InputRun]],
     transform: Callable[[ep.TransformRequest], ep.TransformResponseSuccess],
 ) -> ep.SplitTransformResponseSuccess:
-    """Run each slice through ``transform`` (ExecuteTransform's path) and describe its file."""
-    plan = plan_slices(request, parallelism)
-    slices_dir = Path(request.slices_dir)
+    """Run each slice of ``plan`` through ``transform`` (ExecuteTransform's path), one after
+    the other, and hash its file here."""
     next_offset = request.request.next_offset
     answers = []
     with tempfile.TemporaryDirectory(prefix="odf-split-") as scratch:
         for j, runs in enumerate(plan):
-            path = slices_dir / SLICE_FILE.format(j)
+            path = slice_path(request, j)
             answer = transform(
                 slice_request(
                     request.request,
@@ -150,27 +205,20 @@ def execute_split(
                     checkpoint_path=str(Path(scratch) / f"checkpoint-{j}"),
                 )
             )
-            inputs = tuple(
-                ep.SplitSliceInput(query_alias=i.query_alias, offset_interval=r.interval)
-                for i, r in zip(request.request.query_inputs, runs, strict=True)
-            )
-            interval = answer.new_offset_interval
-            if interval is None:
+            if answer.new_offset_interval is None:
                 path.unlink(missing_ok=True)
-                answers.append(ep.SplitSlice(inputs=inputs, new_watermark=answer.new_watermark))
-                continue
-            digest = digest_data_file(path)
+                facts = SliceFacts(num_records=0)
+            else:
+                facts = SliceFacts.of(digest_data_file(path))
             answers.append(
-                ep.SplitSlice(
-                    data_path=str(path),
-                    offset_interval=interval,
-                    inputs=inputs,
-                    new_watermark=answer.new_watermark,
-                    physical_hash=digest.physical_hash.to_multibase(),
-                    logical_hash=digest.logical_hash.to_multibase(),
-                    size=digest.size,
-                    num_records=digest.records,
+                split_slice(
+                    request,
+                    runs,
+                    path=path,
+                    next_offset=next_offset,
+                    facts=facts,
+                    watermark=answer.new_watermark,
                 )
             )
-            next_offset = interval.end + 1
+            next_offset += facts.num_records
     return ep.SplitTransformResponseSuccess(slices=tuple(answers))

@@ -1,5 +1,7 @@
 """ExecuteSplitTransform (split transactions) through a real gRPC client, server and SparkSession:
-the slices, concatenated, are ExecuteTransform's output; their hashes are the files'."""
+the slices, concatenated, are ExecuteTransform's output; their hashes are the files'; they are
+written and hashed by the executors in one Spark job, byte for byte what ExecuteTransform of
+each slice writes."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import pytest
 from common.engine_rpc import engine_pb2_grpc
 from common.hashing.data_file import digest_data_file
 from common.odf import engine_protocol as ep
+from engine_spark.engine import SparkEngine
+from engine_spark.split import execute_split, plan_slices
 from tests.integration.engine import client
 from tests.integration.engine.datasets import (
     CITIES,
@@ -179,3 +183,78 @@ def test_a_union_slice_reads_its_own_run_of_each_input(
     # the first slice: a's first two blocks, then b's
     first = pq.read_table(paths[0]).column("city").to_pylist()
     assert first[:10] == [f"a{n}-{i}" for n in range(2) for i in range(5)]
+
+
+PROJECTION = sql(
+    "select event_time, city, cast(population as decimal(12, 2)) as amount,"
+    " to_date(event_time) as day, array(city, upper(city)) as names,"
+    " named_struct('n', population, 'at', event_time + interval 1 minute) as detail from cities"
+)
+EXPLODE = sql(
+    "select event_time, city, explode(array(population, population * 2)) as population from cities"
+)
+
+
+def _jobs(engine: SparkEngine) -> set[int]:
+    return set(engine.session.sparkContext.statusTracker().getJobIdsForGroup())
+
+
+def _tasks(engine: SparkEngine, job: int) -> list[int]:
+    tracker = engine.session.sparkContext.statusTracker()
+    info = tracker.getJobInfo(job)
+    assert info is not None
+    stages = [tracker.getStageInfo(s) for s in info.stageIds]
+    return [s.numTasks for s in stages if s is not None]
+
+
+def _in_three(request: ep.TransformRequest, slices_dir: Path) -> ep.SplitTransformRequest:
+    slices_dir.mkdir()
+    return ep.SplitTransformRequest(
+        request=request, slices=3, min_records_per_slice=10, slices_dir=str(slices_dir)
+    )
+
+
+def test_the_executors_write_every_slice_in_one_job_as_execute_transform_would(
+    engine_stub: engine_pb2_grpc.EngineStub, spark_engine: SparkEngine, workdir: Path
+) -> None:
+    src = _cities(workdir, blocks=6, per_block=40)
+    taken = src.take()
+    # (query, counted first: unless rows map one to one, the slices' records are counted by
+    # a job before the write job)
+    for n, (query, counted) in enumerate(((PROJECTION, False), (EXPLODE, True))):
+        out = OutputDataset(workdir / f"out{n}", "out", query)
+        split = _in_three(out.request([taken]), workdir / f"parallel{n}")
+        before = _jobs(spark_engine)
+        answer = client.split_transform(engine_stub, split)
+        assert isinstance(answer, ep.SplitTransformResponseSuccess), answer
+        new = sorted(_jobs(spark_engine) - before)
+        assert len(new) > 1 if counted else len(new) == 1, (query, new)
+        # the last job wrote and hashed the three slices: one stage, one task per slice
+        assert _tasks(spark_engine, new[-1]) == [3], query
+
+        sequential = dataclasses.replace(split, slices_dir=str(workdir / f"sequential{n}"))
+        one_by_one = execute_split(
+            sequential, plan_slices(sequential, 2), spark_engine.execute_transform
+        )
+        assert len(answer.slices) == len(one_by_one.slices) == 3
+        for ours, theirs in zip(answer.slices, one_by_one.slices, strict=True):
+            assert ours.data_path is not None and theirs.data_path is not None
+            assert Path(ours.data_path).read_bytes() == Path(theirs.data_path).read_bytes()
+            assert dataclasses.replace(ours, data_path=None) == dataclasses.replace(
+                theirs, data_path=None
+            )
+        assert not [p.name for p in (workdir / f"parallel{n}").iterdir() if p.name[0] == "."]
+
+    # a slice that fails on the executors (division by zero in slice 1 only) fails the call,
+    # and no slice's file is left behind
+    failing = OutputDataset(
+        workdir / "failing",
+        "out",
+        sql("select event_time, city, 10 div (population - 205) as x from cities"),
+    )
+    refused = client.split_transform(
+        engine_stub, _in_three(failing.request([taken]), workdir / "failed")
+    )
+    assert isinstance(refused, ep.SplitTransformResponseInvalidQuery), refused
+    assert "DIVIDE_BY_ZERO" in refused.message
+    assert not list((workdir / "failed").iterdir())
