@@ -45,6 +45,7 @@ from coordinator.daemon.calls import (
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from coordinator.daemon.metrics import Metrics
+from coordinator.daemon.records import records_messages, schema_bytes
 from coordinator.ingest.readers import FORMATS, MEDIA_TYPES
 from coordinator.tempdirs import owned_temp_dir
 
@@ -82,7 +83,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             return pb.DescribeDatasetResponse(
                 summary=convert.summary(self.app.summary(request.name)),
                 id=ds.id.to_did(),
-                arrow_schema=convert.schema_bytes(ds.state().arrow_schema()),
+                arrow_schema=schema_bytes(ds.state().arrow_schema()),
             )
 
         return unary(context, describe)
@@ -100,7 +101,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
     def Tail(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         def work(emit: Emit) -> None:
             table = self.app.tail(request.name, request.num_records, skip=request.skip)
-            for message in convert.records_messages(table, table.num_rows):
+            for message in records_messages(table, table.num_rows):
                 emit(message)
 
         return stream_call(context, work, name="Tail")
@@ -114,7 +115,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
                     aliases=dict(request.aliases), limit=limit, as_of=dict(request.as_of)
                 )
                 result = self.app.query(request.sql, options)
-            for message in convert.records_messages(result.table, result.num_records):
+            for message in records_messages(result.table, result.num_records):
                 emit(message)
 
         return stream_call(context, work, name="Query")
