@@ -309,9 +309,12 @@ def test_a_dead_engine_is_started_again(served: Served) -> None:
     assert served.metric("odf_engines_running") == 1
 
 
-def test_an_idle_engine_is_stopped_and_started_on_demand(tmp_path: Path) -> None:
+def test_an_idle_engine_is_stopped_and_started_on_demand_and_warmed_at_the_next_start(
+    tmp_path: Path,
+) -> None:
     ws = new_pipeline(tmp_path / "ws")
-    (ws / ".odf" / "config.yaml").write_text("daemon:\n  engineIdleTimeout: 1\n")
+    config = "daemon:\n  engineIdleTimeout: 1\n  warmUpSeconds: 5\n"
+    (ws / ".odf" / "config.yaml").write_text(config)
     (ws / "one.csv").write_text("id,v\n1,x\n")
     ok(ws, "ingest", "a", "one.csv")
     with serving(ws) as served:
@@ -326,6 +329,21 @@ def test_an_idle_engine_is_stopped_and_started_on_demand(tmp_path: Path) -> None
         assert not engine_processes(served.process.pid)
         assert ok(ws, "sql", "--command", "SELECT max(id) AS m FROM a").splitlines()[1] == "1"
         assert served.metric("odf_engine_starts_total") == 2
+    # The next daemon replays the query on its engine before anyone asks (query_warm_up).
+    recent = json.loads((ws / ".odf" / "run" / "recent_queries.json").read_text())
+    assert recent == [{"sql": "SELECT max(id) AS m FROM a", "limit": 1000}]
+    (ws / ".odf" / "config.yaml").write_text(config.replace("1\n", "600\n", 1))
+    with serving(ws) as served:
+
+        def warmed() -> list[dict[str, object]]:
+            lines = served.log.read_text().splitlines()
+            logged = [json.loads(line) for line in lines if line[:1] == "{"]
+            return [e for e in logged if e.get("event") == "warm_up.done"]
+
+        wait_until(lambda: bool(warmed()), what="the warm-up is done", timeout=120)
+        assert int(warmed()[-1]["queries"]) >= 1, warmed()  # type: ignore[call-overload]
+        assert served.metric("odf_engine_starts_total") == 1
+        assert ok(ws, "sql", "--command", "SELECT max(id) AS m FROM a").splitlines()[1] == "1"
 
 
 def daemon_in_a_transaction(ws: Path) -> Served:
