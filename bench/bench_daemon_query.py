@@ -13,7 +13,8 @@ bytecode caches written and used as an installed package has them. Measured, med
 - **after a restart**: both daemons started again; this checkout's replays the workspace's
   recent queries on its engine before any request (``coordinator/daemon/query_warm_up.py``;
   the bench waits for it), the baseline's engine is started by one other query (as a
-  user's first query would); then the first ``--repeats`` counts of each, alternating.
+  user's first query would); then the first ``--restart-queries`` counts of each,
+  alternating.
 
 Targets (exit 1 when missed): the warm count at most 0.25 s and at most 0.5x the baseline's.
 Without ``--baseline`` only this checkout's figures, the absolute target only.
@@ -117,10 +118,10 @@ def daemon(repo: Path, ws: Path) -> Iterator[None]:
             process.wait()
 
 
-def warm_up_ends(ws: Path) -> int:
-    """How many warm-ups the daemons of ``ws`` have ended (their log's ``warm_up.done``)."""
+def warm_ups(ws: Path) -> list[dict[str, object]]:
+    """The warm-ups the daemons of ``ws`` have ended (their log's ``warm_up.done``)."""
     text = (ws / "serve.log").read_text(errors="replace")
-    return sum('"warm_up.done"' in line for line in text.splitlines())
+    return [json.loads(line) for line in text.splitlines() if '"warm_up.done"' in line]
 
 
 def workspaces(tmp: Path, baseline: Path | None, rows: int) -> dict[str, tuple[Path, Path]]:
@@ -172,11 +173,11 @@ def after_restart(sides: dict[str, tuple[Path, Path]], repeats: int) -> dict[str
     times: dict[str, list[float]] = {label: [] for label in sides}
     with ExitStack() as stack:
         for label, (repo, ws) in sides.items():
-            ended = warm_up_ends(ws)
+            ended = len(warm_ups(ws))
             stack.enter_context(daemon(repo, ws))
             if label == "new":
                 deadline = time.monotonic() + WARM_UP_TIMEOUT_S
-                while warm_up_ends(ws) == ended:
+                while len(warm_ups(ws)) == ended:
                     if time.monotonic() > deadline:
                         raise SystemExit(f"no warm-up ended: {ws / 'serve.log'}")
                     time.sleep(0.1)
@@ -186,7 +187,9 @@ def after_restart(sides: dict[str, tuple[Path, Path]], repeats: int) -> dict[str
             for label, (repo, ws) in sides.items():
                 times[label].append(odf(repo, ws, "sql", "--command", COUNT))
     medians = {label: statistics.median(t) for label, t in times.items()}
-    medians["new warm-up"] = logged_seconds(sides["new"][1] / "serve.log", "warm_up.done", 1)[0]
+    done = warm_ups(sides["new"][1])[-1]
+    medians["new warm-up"] = float(str(done["seconds"]))
+    medians["new warm-up queries"] = float(str(done["queries"]))
     return medians
 
 
@@ -226,7 +229,10 @@ def daemon_figures(warm: dict[str, float], restarted: dict[str, float] | None) -
             )
         )
     if restarted is not None:
-        print(f"after a restart: the warm-up took {restarted['new warm-up']:.1f} s")
+        print(
+            f"after a restart: the warm-up replayed {restarted['new warm-up queries']:.0f}"
+            f" queries in {restarted['new warm-up']:.1f} s (its engine's start included)"
+        )
         figures.append(
             Figure(
                 "odf sql count, first queries after a restart"
@@ -256,13 +262,16 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--baseline", type=Path, help="a checkout of the code before")
     parser.add_argument("--no-restart", action="store_true", help="leave out the restart part")
+    parser.add_argument(
+        "--restart-queries", type=int, default=10, help="queries timed after the restart"
+    )
     add_json_argument(parser)
     args = parser.parse_args()
     baseline = args.baseline.resolve() if args.baseline else None
     with tempfile.TemporaryDirectory(prefix="bench-daemon-query-") as tmp:
         sides = workspaces(Path(tmp), baseline, args.rows)
         warm = warm_queries(sides, args.repeats)
-        restarted = None if args.no_restart else after_restart(sides, args.repeats)
+        restarted = None if args.no_restart else after_restart(sides, args.restart_queries)
     figures = daemon_figures(warm, restarted)
     print()
     ok = show(figures)
