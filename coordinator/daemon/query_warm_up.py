@@ -8,8 +8,8 @@ succeeded quickly, in ``.odf/run/recent_queries.json``), and at its next start r
 on its engine (``QueryWarmUp``), off the request path:
 
 - only queries that took at most ``MAX_QUERY_SECONDS`` (or whose time is unknown: an engine
-  started during the call), with the limit they were asked with; one whose replay on the
-  started engine takes longer is not replayed again;
+  started during the call), with the limit they were asked with; one whose replay takes
+  longer after its first (on a cold JVM any query is slow) is not replayed again;
 - for at most ``daemon.warmUpSeconds`` (0: never) once its engine has started, and at most
   ``MAX_ROUNDS`` rounds;
 - stopped by the first engine lease of anything else (a query, a pull, Flight SQL, the
@@ -150,7 +150,7 @@ class QueryWarmUp:
                 pool.lease(None)
                 pool.release(None)
             deadline = time.monotonic() + self.budget  # the budget is for replays
-            for _ in range(MAX_ROUNDS):
+            for round_ in range(MAX_ROUNDS):
                 for query in list(self.queries):
                     if self.stopped.is_set():
                         reason = "request"
@@ -166,7 +166,8 @@ class QueryWarmUp:
                         log.debug("warm_up.dropped", sql=query.sql, error=str(e))
                         self.queries.remove(query)
                         continue
-                    if time.monotonic() - began > MAX_QUERY_SECONDS:  # heavy: once is enough
+                    slow = time.monotonic() - began > MAX_QUERY_SECONDS
+                    if slow and round_ > 0:  # heavy, even on a warmer JVM: no more
                         self.queries.remove(query)
                 if not self.queries:
                     reason = "none left"
