@@ -19,7 +19,8 @@ Three parts, each alternating its sides, medians of ``--repeats``:
    alternating. Every run's output must have the same logical hash (both engines').
 3. ``odf sql --command 'SELECT count(*) ...'`` through a running daemon (``odf serve``) of
    this checkout and, with ``--baseline``, one of the baseline's, on two copies of one
-   workspace, alternating (``--no-daemon`` leaves it out).
+   workspace, alternating (``bench_daemon_query.py``, whose restart part runs alone;
+   ``--no-daemon`` leaves it out).
 
 Targets (exit 1 when missed): the whole transaction at most 0.5x plain PySpark's time; the
 daemon's count at most 0.25 s and at most 0.5x the baseline daemon's. Without ``--baseline``
@@ -31,11 +32,7 @@ the baseline rows are left out. ``--json PATH`` writes the figures for ``bench/r
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +50,13 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402
 
 from bench import spark_floor  # noqa: E402
+from bench.bench_daemon_query import (  # noqa: E402
+    daemon_figures,
+    logged_seconds,
+    show,
+    warm_queries,
+    workspaces,
+)
 from bench.bench_engine import warm_request  # noqa: E402
 from bench.bench_transform import QUERY, SYSTEM_TIME, create_derivative, create_root  # noqa: E402
 from bench.figures import Figure, add_json_argument, write_json  # noqa: E402
@@ -77,9 +81,6 @@ from tests.support.engine_server import engine_server_process  # noqa: E402
 
 TRANSACTION_TARGET = 0.5
 """The whole warm transaction at most this times plain PySpark's time."""
-DAEMON_QUERY_TARGET_S = 0.25
-DAEMON_QUERY_RATIO = 0.5
-"""The daemon's small query at most this times the baseline daemon's."""
 COUNT = "SELECT count(*) AS n FROM {view}"
 TIMED_PARTS = ("exchange", "engine", "hashing", "commit")
 """The coordinator's timings of a transaction (``Timings``)."""
@@ -221,113 +222,6 @@ def whole_transaction(
     return seconds, str(new_data.logical_hash), result.timings
 
 
-def logged_seconds(path: Path, event: str, last: int, **match: str) -> list[float]:
-    """The ``seconds`` of the last ``last`` JSON log lines of ``event`` in ``path`` (those
-    whose fields equal ``match``): what the process itself measured of each call."""
-    found = []
-    for line in path.read_text(errors="replace").splitlines():
-        if not line.startswith("{"):
-            continue
-        entry = json.loads(line)
-        if entry.get("event") == event and all(entry.get(k) == v for k, v in match.items()):
-            found.append(float(entry["seconds"]))
-    return found[-last:]
-
-
-# --- part 3: odf sql through a daemon ------------------------------------------------------------
-
-
-def odf(repo: Path, ws: Path, *args: str) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "coordinator", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(repo)},
-    )
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"odf {' '.join(args)} ({repo}) failed: {done.stderr}")
-    return seconds
-
-
-@contextmanager
-def daemon(repo: Path, ws: Path) -> Iterator[None]:
-    """``odf serve`` of ``repo`` in ``ws``, until the block ends."""
-    from tests.support.daemon import LOOPBACK_ANY_PORT
-
-    info = ws / ".odf" / "run" / "daemon.json"
-    with open(ws / "serve.log", "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator", "serve", *LOOPBACK_ANY_PORT],
-            cwd=ws,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            env={**os.environ, "PYTHONPATH": str(repo)},
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while not info.is_file():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the daemon of {repo} did not start: {ws / 'serve.log'}")
-            time.sleep(0.05)
-        yield
-    finally:
-        process.terminate()
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def python_start() -> float:
-    """Seconds of ``python -c pass``: the floor of any command's process."""
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
-    return time.perf_counter() - started
-
-
-def daemon_queries(tmp: Path, baseline: Path | None, rows: int, repeats: int) -> dict[str, float]:
-    """Median seconds of ``odf sql --command COUNT`` through each daemon (``new``, ``old``),
-    of each daemon's own ``Query`` call (``... call``: its log's ``daemon.call``) and of
-    ``python -c pass`` (``python start``), in turns."""
-    from tests.support.datasets import root
-    from tests.support.workspace import add, new_workspace
-
-    ws = new_workspace(tmp / "ws-new")
-    add(ws, root("a", ["id BIGINT", "v STRING"]))
-    (ws / "a.csv").write_text("id,v\n" + "".join(f"{i},v{i}\n" for i in range(rows)))
-    odf(REPO, ws, "ingest", "a", "a.csv")
-    sides = {"new": (REPO, ws)}
-    if baseline is not None:
-        old = tmp / "ws-old"
-        shutil.copytree(ws, old, ignore=shutil.ignore_patterns("run"))
-        sides["old"] = (baseline, old)
-    query = COUNT.format(view="a")
-    times: dict[str, list[float]] = {label: [] for label in sides}
-    with ExitStack() as stack:
-        for repo, w in sides.values():
-            stack.enter_context(daemon(repo, w))
-            odf(repo, w, "sql", "--command", query)  # the daemon's engine starts once
-            odf(repo, w, "sql", "--command", query)
-        starts = []
-        for _ in range(repeats):
-            for label, (repo, w) in sides.items():
-                times[label].append(odf(repo, w, "sql", "--command", query))
-            starts.append(python_start())
-    medians = {label: statistics.median(t) for label, t in times.items()}
-    for label, (_, w) in sides.items():
-        calls = logged_seconds(w / "serve.log", "daemon.call", repeats, method="Query")
-        medians[f"{label} call"] = statistics.median(calls)
-    medians["python start"] = statistics.median(starts)
-    return medians
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -464,50 +358,10 @@ def main() -> int:
         for name in transaction.runs:
             figures.append(Figure(f"phase of a transaction: {name}", transaction.median(name), "s"))
         if not args.no_daemon:
-            daemon_s = daemon_queries(tmp, baseline, args.rows, args.repeats)
-            for label in ("new", "old"):
-                if label not in daemon_s:
-                    continue
-                call = daemon_s[f"{label} call"]
-                print(
-                    f"odf sql (count) through the {label} daemon: {daemon_s[label] * 1e3:.0f} ms;"
-                    f" the daemon's Query call {call * 1e3:.0f}, the client process"
-                    f" {(daemon_s[label] - call) * 1e3:.0f}"
-                    f" (python -c pass {daemon_s['python start'] * 1e3:.0f})"
-                )
-            figures.append(
-                Figure(
-                    "the daemon's own Query call (its log)",
-                    daemon_s["new call"],
-                    "s",
-                    med["engine raw query"],
-                )
-            )
-            figures.append(
-                Figure(
-                    "odf sql count through the daemon",
-                    daemon_s["new"],
-                    "s",
-                    None,
-                    DAEMON_QUERY_TARGET_S,
-                )
-            )
-            if "old" in daemon_s:
-                figures.append(
-                    Figure(
-                        "odf sql count through the daemon vs before",
-                        daemon_s["new"],
-                        "s",
-                        daemon_s["old"],
-                        DAEMON_QUERY_RATIO,
-                    )
-                )
+            warm = warm_queries(workspaces(tmp, baseline, args.rows), args.repeats)
+            figures += daemon_figures(warm, None)
     print()
-    for f in figures:
-        ratio = "" if f.ratio is None else f" ratio {f.ratio:.2f}x"
-        target = "" if f.target is None else f" target {f.target:g} {'ok' if f.ok else 'MISSED'}"
-        print(f"{f.name:<60} {f.ours * 1e3:9.1f} ms{ratio}{target}")
-        failed |= f.ok is False
+    failed |= not show(figures)
     write_json(args.json, figures)
     print("FAIL" if failed else "OK")
     return 1 if failed else 0

@@ -65,6 +65,7 @@ BENCHES = (
     Bench("datafusion", "bench_datafusion.py", ("--sizes", "100000", "--repeats", "1")),
     Bench("transform", "bench_transform.py", ("--rows", "100000", "--repeats", "1")),
     Bench("phases", "bench_phases.py", ("--rows", "20000", "--repeats", "1", "--no-daemon")),
+    Bench("daemon_query", "bench_daemon_query.py", ("--rows", "20000", "--repeats", "1")),
     Bench("start", "bench_start.py", ("--repeats", "1")),
     Bench("memory", "bench_memory.py", ("--rows", "1000000")),
     Bench("soak", "bench_soak.py", ("--seconds", "20")),

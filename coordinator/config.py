@@ -30,6 +30,8 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
       flightSqlHandshakeTimeout: 10  # odf serve: seconds a Flight SQL connection has to start
       maxParallel: 2              # odf serve: calls changing datasets at once (one per dataset)
       engineIdleTimeout: 600      # odf serve: seconds before an unused warm engine is stopped
+      warmUpSeconds: 20           # odf serve: seconds at start replaying the workspace's recent
+                                  #   quick queries to warm the engine (0: none)
       followLineage: true         # odf serve: update derivatives when their inputs move
       requireTokenForReads: false # odf serve: pulls over HTTP and /metrics need the token
       httpHeaderTimeout: 10       # odf serve: seconds to send a request's headers (and TLS)
@@ -141,6 +143,8 @@ class DaemonConfig:
     """``odf serve``'s HTTP address (``host:port``)."""
     max_parallel: int = 2
     engine_idle_timeout: float = 600.0
+    warm_up_seconds: float = 20.0
+    """Seconds at start replaying the recent quick queries (``daemon.query_warm_up``); 0: off."""
     follow_lineage: bool = True
     schedules: tuple[Schedule, ...] = ()
     require_token_for_reads: bool = False
@@ -406,6 +410,7 @@ def _daemon_config(value: Any) -> DaemonConfig:
         "httpAddress",
         "maxParallel",
         "engineIdleTimeout",
+        "warmUpSeconds",
         "followLineage",
         "schedules",
         "requireTokenForReads",
@@ -439,6 +444,7 @@ def _daemon_config(value: Any) -> DaemonConfig:
         http_address=http_address,
         max_parallel=int(_positive(m, "daemon", "maxParallel", 2, integer=True)),
         engine_idle_timeout=_positive(m, "daemon", "engineIdleTimeout", 600.0),
+        warm_up_seconds=_positive(m, "daemon", "warmUpSeconds", d.warm_up_seconds, zero=True),
         follow_lineage=_boolean(m, "daemon", "followLineage", True),
         schedules=tuple(
             parse_schedule(str(name), when, path=f"daemon.schedules.{name}")
@@ -584,8 +590,15 @@ def _enum(m: dict[str, Any], path: str, key: str, cls: type[Any], default: Any) 
 
 
 def _positive(
-    m: dict[str, Any], path: str, key: str, default: float, *, integer: bool = False
+    m: dict[str, Any],
+    path: str,
+    key: str,
+    default: float,
+    *,
+    integer: bool = False,
+    zero: bool = False,
 ) -> float:
+    """The number at ``key``: positive, or with ``zero`` zero too."""
     value = m.get(key)
     if value is None:
         return default
@@ -593,8 +606,9 @@ def _positive(
     if isinstance(value, bool) or not ok_type:
         wanted = "an integer" if integer else "a number"
         raise ValidationError(f"expected {wanted}, got {_kind(value)}", path=_join(path, key))
-    if value <= 0:
-        raise ValidationError(f"must be positive, got {value}", path=_join(path, key))
+    if value < 0 or (value == 0 and not zero):
+        wanted = "must not be negative" if zero else "must be positive"
+        raise ValidationError(f"{wanted}, got {value}", path=_join(path, key))
     return float(value)
 
 
@@ -660,6 +674,7 @@ SETTINGS: dict[str, Any] = {
     "daemon.flightSqlHandshakeTimeout": lambda c: c.daemon.flight_sql_handshake_timeout,
     "daemon.maxParallel": lambda c: c.daemon.max_parallel,
     "daemon.engineIdleTimeout": lambda c: c.daemon.engine_idle_timeout,
+    "daemon.warmUpSeconds": lambda c: c.daemon.warm_up_seconds,
     "daemon.followLineage": lambda c: c.daemon.follow_lineage,
     "daemon.requireTokenForReads": lambda c: c.daemon.require_token_for_reads,
     "daemon.httpHeaderTimeout": lambda c: c.daemon.http_header_timeout,

@@ -141,6 +141,7 @@ CONFIG_KEYS = (
     "daemon.flightSqlHandshakeTimeout",
     "daemon.maxParallel",
     "daemon.engineIdleTimeout",
+    "daemon.warmUpSeconds",
     "daemon.followLineage",
     "daemon.requireTokenForReads",
     "daemon.httpHeaderTimeout",

@@ -10,6 +10,8 @@ shown: a ``--quiet`` or machine-readable command starts without it.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -48,13 +50,28 @@ def progress_wanted(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False) and getattr(args, "output_format", "table") == "table"
 
 
+RICH_TERMINAL_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE")
+"""Variables by which rich may take a non-terminal for a terminal (then rich decides)."""
+
+
+def _stderr_tty() -> bool:
+    """Whether rich may take stderr for a terminal, asked without importing rich (~30 ms of
+    a thin client's start): ``False`` only when rich would say so too."""
+    if any(name in os.environ for name in RICH_TERMINAL_ENV):
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr, or closed: rich says no terminal
+        return False
+
+
 @contextmanager
 def terminal_progress(
     args: argparse.Namespace | None = None, *, console: Console | None = None
 ) -> Iterator[IngestProgress]:
     """Rich progress bars when the console (default: stderr) is a terminal and ``args``
     allow them (``progress_wanted``), otherwise none."""
-    if args is not None and not progress_wanted(args):
+    if (args is not None and not progress_wanted(args)) or (console is None and not _stderr_tty()):
         yield HIDDEN
         return
     from rich.console import Console

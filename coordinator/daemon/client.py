@@ -20,12 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-from common.odf.block import MetadataBlock
 from common.odf.errors import NotFoundError, OdfError
-from common.odf.fragments import TransformSql
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
-from common.serde.flatbuffers_codec import decode_block
 from coordinator.app.use_cases import (
     IngestOptions,
     PullOptions,
@@ -33,7 +30,7 @@ from coordinator.app.use_cases import (
     TransformOptions,
     VerifyOptions,
 )
-from coordinator.daemon import convert
+from coordinator.daemon import records
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from coordinator.daemon.rundir import DaemonInfo
@@ -42,6 +39,8 @@ from coordinator.engine.errors import EngineUnavailableError
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from common.odf.block import MetadataBlock
+    from common.odf.fragments import TransformSql
     from coordinator.app import (
         AddedDataset,
         DatasetSummary,
@@ -101,10 +100,14 @@ class DaemonClient:
     # --- datasets --------------------------------------------------------------------------------
 
     def summary(self, name: str) -> DatasetSummary:
+        from coordinator.daemon import convert
+
         reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
         return convert.from_summary(reply.summary)
 
     def list_datasets(self) -> list[DatasetSummary]:
+        from coordinator.daemon import convert
+
         reply = self._unary(self.stub.ListDatasets, pb.ListDatasetsRequest())
         return [convert.from_summary(s) for s in reply.datasets]
 
@@ -125,6 +128,8 @@ class DaemonClient:
         return list(reply.names)
 
     def log(self, name: str, limit: int | None = None) -> list[tuple[Multihash, MetadataBlock]]:
+        from common.serde.flatbuffers_codec import decode_block
+
         request = pb.LogRequest(name=name, limit=limit)
         return [
             (Multihash.from_multibase(m.hash), decode_block(m.data))
@@ -133,7 +138,7 @@ class DaemonClient:
 
     def tail(self, name: str, n: int, *, skip: int = 0) -> pa.Table:
         request = pb.TailRequest(name=name, num_records=n, skip=skip)
-        return convert.from_records_messages(self._stream(self.stub.Tail, request)).table
+        return records.from_records_messages(self._stream(self.stub.Tail, request)).table
 
     def read(self, name: str, *, as_of: str | None = None) -> pa.RecordBatchReader:
         """The dataset's records through the daemon's engine (a query of all its columns)."""
@@ -143,7 +148,7 @@ class DaemonClient:
 
     def schema(self, name: str) -> pa.Schema:
         reply = self._unary(self.stub.DescribeDataset, pb.DescribeDatasetRequest(name=name))
-        schema = convert.from_schema_bytes(reply.arrow_schema)
+        schema = records.from_schema_bytes(reply.arrow_schema)
         if schema is None:
             from coordinator.app.application import no_schema_error
 
@@ -151,10 +156,14 @@ class DaemonClient:
         return schema
 
     def reset(self, name: str, block: str, *, force: bool = False) -> ResetDone:
+        from coordinator.daemon import convert
+
         request = pb.ResetRequest(name=name, block=block, force=force)
         return convert.from_reset_done(self._unary(self.stub.Reset, request))
 
     def compact(self, name: str, *, max_records: int | None = None) -> Compacted:
+        from coordinator.daemon import convert
+
         request = pb.CompactRequest(name=name, max_records=max_records)
         return convert.from_compacted(self._unary(self.stub.Compact, request))
 
@@ -165,6 +174,8 @@ class DaemonClient:
     # --- data ------------------------------------------------------------------------------------
 
     def set_watermark(self, name: str, watermark: datetime) -> Multihash:
+        from coordinator.daemon import convert
+
         request = pb.SetWatermarkRequest(name=name, watermark=convert.timestamp(watermark))
         reply = self._unary(self.stub.SetWatermark, request)
         return Multihash.from_multibase(reply.head)
@@ -172,6 +183,8 @@ class DaemonClient:
     def ingest(
         self, name: str, files: Sequence[IngestFile], options: IngestOptions = IngestOptions()
     ) -> Iterator[IngestResult]:
+        from coordinator.daemon import convert
+
         for file in files:
             header = pb.IngestHeader(
                 dataset=name,
@@ -188,6 +201,8 @@ class DaemonClient:
     def pull(
         self, names: Sequence[str] = (), options: PullOptions = PullOptions()
     ) -> Iterator[PullEvent]:
+        from coordinator.daemon import convert
+
         request = pb.PullRequest(
             names=list(names),
             all=options.all_datasets,
@@ -203,12 +218,16 @@ class DaemonClient:
     def set_transform(
         self, name: str, query: str | TransformSql, options: TransformOptions = TransformOptions()
     ) -> QueryChange:
+        from coordinator.daemon import convert
+
         request = pb.SetTransformRequest(
             name=name,
             engine=options.engine,
             version=options.version,
             inputs=list(options.inputs or ()),
         )
+        from common.odf.fragments import TransformSql
+
         if isinstance(query, TransformSql):
             from common.serde.yaml_codec import dump_yaml, to_plain
 
@@ -220,6 +239,8 @@ class DaemonClient:
     def verify(
         self, names: Sequence[str], options: VerifyOptions = VerifyOptions()
     ) -> list[DatasetReport]:
+        from coordinator.daemon import convert
+
         request = pb.VerifyRequest(
             names=list(names), recursive=options.recursive, integrity_only=options.integrity_only
         )
@@ -244,7 +265,7 @@ class DaemonClient:
         )
         # Sent now: the daemon runs the query while the result's reader loads pyarrow (a thin
         # client's largest import, ~0.15-0.3 s) rather than after it.
-        return convert.from_records_messages(self._stream(self.stub.Query, request))
+        return records.from_records_messages(self._stream(self.stub.Query, request))
 
     # --- plumbing --------------------------------------------------------------------------------
 

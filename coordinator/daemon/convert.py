@@ -3,14 +3,13 @@
 Pure functions, both directions, so the thin-client CLI gets back exactly the values the
 in-process application returns and renders them with the same code.
 
-The thin client imports this module for every call, so what only some messages need (pyarrow
-for records and schemas; the results of ingest, queries, query changes and replays, which
-bring the code of those use cases) is imported in the functions that build them.
+What only some messages need (the results of ingest, query changes and replays, which bring
+the code of those use cases) is imported in the functions that build them. Records and
+schemas (Arrow IPC) are ``records``: a thin client's query needs nothing of this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from coordinator.app import (
 )
 from coordinator.app import TransactionCommitted as Committed
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
+from coordinator.daemon.records import from_schema_bytes, schema_bytes
 from coordinator.verify.report import (
     AbsentInput,
     BlockRef,
@@ -41,17 +41,11 @@ from coordinator.verify.report import (
 )
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from coordinator.app.application import ResetDone
     from coordinator.evolution.query_change import QueryChange
     from coordinator.ingest.compaction import Compacted
     from coordinator.ingest.context import IngestResult
-    from coordinator.query import QueryResult
     from coordinator.verify.replay import ReplayResult
-
-BATCH_ROWS = 64 * 1024
-"""Rows per ``Records`` message (each message stays well under gRPC's 4 MiB default)."""
 
 # --- scalars -------------------------------------------------------------------------------------
 
@@ -81,63 +75,6 @@ def from_hash_text(text: str) -> Multihash | None:
 
 def optional(message: Any, field: str) -> Any:
     return getattr(message, field) if message.HasField(field) else None
-
-
-# --- records -------------------------------------------------------------------------------------
-
-
-def schema_bytes(schema: pa.Schema | None) -> bytes:
-    """A schema as an Arrow IPC stream with no batches (empty for none)."""
-    if schema is None:
-        return b""
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema):
-        pass
-    return bytes(sink.getvalue().to_pybytes())
-
-
-def from_schema_bytes(data: bytes) -> pa.Schema | None:
-    if not data:
-        return None
-    import pyarrow as pa
-
-    return pa.ipc.open_stream(data).schema
-
-
-def records_messages(table: pa.Table, num_records: int) -> Iterator[pb.Records]:
-    """``table`` as ``Records`` messages (the schema always sent), then the total."""
-    import pyarrow as pa
-
-    batches = table.to_batches(max_chunksize=BATCH_ROWS) or [
-        pa.RecordBatch.from_pylist([], schema=table.schema)
-    ]
-    for batch in batches:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_batch(batch)
-        yield pb.Records(arrow_ipc=sink.getvalue().to_pybytes())
-    yield pb.Records(end=pb.RecordsEnd(num_records=num_records))
-
-
-def from_records_messages(messages: Iterable[pb.Records]) -> QueryResult:
-    import pyarrow as pa
-
-    from coordinator.query import QueryResult
-
-    schema: pa.Schema | None = None
-    batches: list[pa.RecordBatch] = []
-    total = 0
-    for message in messages:
-        if message.HasField("end"):
-            total = message.end.num_records
-            continue
-        reader = pa.ipc.open_stream(message.arrow_ipc)
-        schema = reader.schema
-        batches.extend(reader)
-    table = pa.Table.from_batches(batches, schema=schema if schema is not None else pa.schema([]))
-    return QueryResult(table, total)
 
 
 # --- datasets ------------------------------------------------------------------------------------

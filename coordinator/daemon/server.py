@@ -61,6 +61,7 @@ from coordinator.daemon.http_listener import (
     tls_context,
 )
 from coordinator.daemon.metrics import Metrics
+from coordinator.daemon.query_warm_up import QueryWarmUp, RecentQueries
 from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.scheduler import Scheduler
 from coordinator.daemon.service import CoordinatorService
@@ -140,12 +141,14 @@ class Daemon:
                 scheduler.notify(dataset)
                 web.hub.committed(dataset)
 
+            recent = RecentQueries(self.rundir.path)
             service = CoordinatorService(
                 self.app,
                 self.locks,
                 self.metrics,
                 committed,
                 lambda: daemon_status(started, scheduler, self.app.pool, activity),
+                recent=recent,
             )
             coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server)
             health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -168,6 +171,7 @@ class Daemon:
                 idle_timeout=self.app.config.daemon.engine_idle_timeout
             )
             self.metrics.watch_pool(lambda: pool.stats)
+            warm_up = QueryWarmUp(self.app, recent.load(), self.app.config.daemon.warm_up_seconds)
             server.start()
             http_thread = threading.Thread(target=http.serve_forever, name="odf-daemon-http")
             http_thread.start()
@@ -185,6 +189,7 @@ class Daemon:
                 self.health.set("", health_pb2.HealthCheckResponse.SERVING)
                 self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
                 self.serving.set()
+                warm_up.start()
                 log.info("daemon.serving", address=info.address, http=info.http_address)
                 if on_serving is not None:
                     on_serving(info)
@@ -193,6 +198,7 @@ class Daemon:
             finally:
                 self.serving.clear()
                 self.health.enter_graceful_shutdown()
+                warm_up.stop(self.grace)
                 stopping = server.stop(self.grace)
                 if not scheduler.stop(self.grace):
                     log.warning("daemon.scheduled_pull_cancelled", dataset=scheduler.busy)

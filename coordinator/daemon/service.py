@@ -8,6 +8,7 @@ daemon's ``on_commit`` is told which dataset moved, so the scheduler can update 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +46,8 @@ from coordinator.daemon.calls import (
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from coordinator.daemon.metrics import Metrics
+from coordinator.daemon.query_warm_up import RecentQueries
+from coordinator.daemon.records import records_messages, schema_bytes
 from coordinator.ingest.readers import FORMATS, MEDIA_TYPES
 from coordinator.tempdirs import owned_temp_dir
 
@@ -63,6 +66,8 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
     metrics: Metrics
     on_commit: OnCommit
     status: Callable[[], Any] | None = None
+    recent: RecentQueries | None = None
+    """Where a query that succeeded is remembered, for the next start's warm-up."""
 
     def Status(self, request: Any, context: grpc.ServicerContext) -> Any:
         status = self.status
@@ -82,7 +87,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
             return pb.DescribeDatasetResponse(
                 summary=convert.summary(self.app.summary(request.name)),
                 id=ds.id.to_did(),
-                arrow_schema=convert.schema_bytes(ds.state().arrow_schema()),
+                arrow_schema=schema_bytes(ds.state().arrow_schema()),
             )
 
         return unary(context, describe)
@@ -100,7 +105,7 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
     def Tail(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         def work(emit: Emit) -> None:
             table = self.app.tail(request.name, request.num_records, skip=request.skip)
-            for message in convert.records_messages(table, table.num_rows):
+            for message in records_messages(table, table.num_rows):
                 emit(message)
 
         return stream_call(context, work, name="Tail")
@@ -109,15 +114,24 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
         limit = request.limit if request.HasField("limit") else None
 
         def work(emit: Emit) -> None:
+            started, engine_starts = time.monotonic(), self._engine_starts()
             with self.locks.slots, self.metrics.timed("query"):
                 options = QueryOptions(
                     aliases=dict(request.aliases), limit=limit, as_of=dict(request.as_of)
                 )
                 result = self.app.query(request.sql, options)
-            for message in convert.records_messages(result.table, result.num_records):
+            for message in records_messages(result.table, result.num_records):
                 emit(message)
+            if self.recent is not None and not request.aliases and not request.as_of:
+                seconds = time.monotonic() - started
+                unknown = self._engine_starts() != engine_starts  # an engine start's time
+                self.recent.record(request.sql, limit, None if unknown else seconds)
 
         return stream_call(context, work, name="Query")
+
+    def _engine_starts(self) -> int:
+        pool = self.app.pool
+        return 0 if pool is None else pool.stats.starts + pool.stats.restarts
 
     # --- ingest and pull -------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -85,6 +86,9 @@ class EnginePool:
         self.idle_timeout = idle_timeout
         self.check_interval = check_interval
         self.stats = PoolStats()
+        self.on_lease: Callable[[], None] | None = None
+        """Told of every lease, on the leasing thread, before it may wait for an engine (the
+        daemon's query warm-up stops at the first lease not its own)."""
         self._engines: dict[str | None, _Pooled] = {}
         self._lock = threading.RLock()
         self._versions = _Versions()
@@ -106,6 +110,8 @@ class EnginePool:
 
     def lease(self, version: str | None) -> EngineClient:
         """A serving engine of ``version``; give it back with ``release(version)``."""
+        if self.on_lease is not None:
+            self.on_lease()
         if version is None:
             version = self.default_version()
         with self._lock:

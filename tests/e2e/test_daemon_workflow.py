@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ from common.odf.multihash import Multihash
 from common.serde.flatbuffers_codec import block_hash
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
-from tests.support.cli import imported_by, odf, ok
+from tests.support.cli import REPO, imported_by, odf, ok
 from tests.support.daemon import Served, serving, start, stop, wait_until
 from tests.support.datasets import DAY_FILE, derivative, polled, root
 from tests.support.workspace import add, dataset, new_workspace
@@ -138,6 +140,49 @@ def test_a_pull_through_the_daemon_loads_only_grpc_and_the_messages(served: Serv
         "common.hashing.record_digest",
     }
     assert not loaded & work, sorted(loaded & work)
+
+
+SENT_WITH = """
+import json, sys
+import coordinator.daemon.client as client
+send = client.DaemonClient._stream
+loaded = []
+def stream(self, method, request):
+    loaded.append(sorted(sys.modules))
+    return send(self, method, request)
+client.DaemonClient._stream = stream
+from coordinator.cli import main
+code = main(["sql", "-c", "SELECT count(*) AS n FROM b"])
+print(json.dumps(loaded[0]), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_odf_sql_through_the_daemon_sends_its_query_before_the_heavy_imports(
+    served: Served,
+) -> None:
+    """The query leaves as soon as gRPC and the messages are loaded: pyarrow (to read the
+    result) loads while the daemon works; rich (stderr is no terminal: no progress), the
+    other calls' converters and the metadata codecs not at all before it."""
+    ws = served.ws
+    wait_until(lambda: records(ws, "b") >= 2, what="b has data")
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", SENT_WITH], cwd=ws, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "n", done.stdout
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "grpc" in loaded and "coordinator.daemon.records" in loaded
+    early = {
+        "pyarrow",
+        "numpy",
+        "rich",
+        "coordinator.daemon.convert",
+        "common.serde.flatbuffers_codec",
+        "common.odf.events",
+    }
+    assert not loaded & early, sorted(loaded & early)
 
 
 def test_verify_through_the_daemon_replays_and_reports_as_in_process(served: Served) -> None:
@@ -264,9 +309,12 @@ def test_a_dead_engine_is_started_again(served: Served) -> None:
     assert served.metric("odf_engines_running") == 1
 
 
-def test_an_idle_engine_is_stopped_and_started_on_demand(tmp_path: Path) -> None:
+def test_an_idle_engine_is_stopped_and_started_on_demand_and_warmed_at_the_next_start(
+    tmp_path: Path,
+) -> None:
     ws = new_pipeline(tmp_path / "ws")
-    (ws / ".odf" / "config.yaml").write_text("daemon:\n  engineIdleTimeout: 1\n")
+    config = "daemon:\n  engineIdleTimeout: 1\n  warmUpSeconds: 5\n"
+    (ws / ".odf" / "config.yaml").write_text(config)
     (ws / "one.csv").write_text("id,v\n1,x\n")
     ok(ws, "ingest", "a", "one.csv")
     with serving(ws) as served:
@@ -281,6 +329,21 @@ def test_an_idle_engine_is_stopped_and_started_on_demand(tmp_path: Path) -> None
         assert not engine_processes(served.process.pid)
         assert ok(ws, "sql", "--command", "SELECT max(id) AS m FROM a").splitlines()[1] == "1"
         assert served.metric("odf_engine_starts_total") == 2
+    # The next daemon replays the query on its engine before anyone asks (query_warm_up).
+    recent = json.loads((ws / ".odf" / "run" / "recent_queries.json").read_text())
+    assert recent == [{"sql": "SELECT max(id) AS m FROM a", "limit": 1000}]
+    (ws / ".odf" / "config.yaml").write_text(config.replace("1\n", "600\n", 1))
+    with serving(ws) as served:
+
+        def warmed() -> list[dict[str, object]]:
+            lines = served.log.read_text().splitlines()
+            logged = [json.loads(line) for line in lines if line[:1] == "{"]
+            return [e for e in logged if e.get("event") == "warm_up.done"]
+
+        wait_until(lambda: bool(warmed()), what="the warm-up is done", timeout=120)
+        assert int(warmed()[-1]["queries"]) >= 1, warmed()  # type: ignore[call-overload]
+        assert served.metric("odf_engine_starts_total") == 1
+        assert ok(ws, "sql", "--command", "SELECT max(id) AS m FROM a").splitlines()[1] == "1"
 
 
 def daemon_in_a_transaction(ws: Path) -> Served:

@@ -10,7 +10,7 @@ import pytest
 from common.odf.fragments import OffsetInterval
 from common.odf.multihash import Multihash
 from coordinator.app import DatasetSummary
-from coordinator.daemon import convert
+from coordinator.daemon import convert, records
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.ingest.context import IngestResult
 from coordinator.verify.replay import ReplayResult
@@ -111,12 +111,12 @@ def test_replays() -> None:
 
 def test_records_as_arrow_ipc_messages() -> None:
     table = pa.table({"id": pa.array(range(200_000), pa.int64()), "v": ["x"] * 200_000})
-    messages = [wire(m) for m in convert.records_messages(table, 250_000)]
+    messages = [wire(m) for m in records.records_messages(table, 250_000)]
     assert len(messages) > 2  # several batches, then the total
-    result = convert.from_records_messages(messages)  # type: ignore[arg-type]
+    result = records.from_records_messages(messages)  # type: ignore[arg-type]
     assert result.table.equals(table) and result.num_records == 250_000 and result.cut == 50_000
     empty = table.slice(0, 0)
-    back = convert.from_records_messages(convert.records_messages(empty, 0))
+    back = records.from_records_messages(records.records_messages(empty, 0))
     assert back.table.schema == table.schema and back.table.num_rows == 0
 
 

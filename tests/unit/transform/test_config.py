@@ -95,6 +95,8 @@ def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
         ("d", None, "*/15 * * * *"),
     ]
     assert WorkspaceConfig().daemon.follow_lineage is True
+    assert WorkspaceConfig().daemon.warm_up_seconds == 20.0
+    assert parse_config("daemon:\n  warmUpSeconds: 0\n").daemon.warm_up_seconds == 0.0
 
 
 @pytest.mark.parametrize(
@@ -116,6 +118,7 @@ def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
         ("daemon:\n  httpAddress: local\n", "daemon.httpAddress: expected host:port, got 'local'"),
         ("daemon:\n  address: h:99999\n", "daemon.address: expected host:port"),
         ("daemon:\n  maxParallel: 0\n", "daemon.maxParallel: must be positive, got 0"),
+        ("daemon:\n  warmUpSeconds: -1\n", "daemon.warmUpSeconds: must not be negative"),
         ("daemon:\n  followLineage: yes please\n", "daemon.followLineage: expected true or"),
         ("daemon:\n  schedules: [a]\n", "daemon.schedules: expected a mapping"),
         ("daemon:\n  httpHeaderTimeout: 0\n", "daemon.httpHeaderTimeout: must be positive"),
