@@ -60,7 +60,7 @@ test-fast: install ## Unit tests in parallel, no process-starting tests (under a
 
 .PHONY: test
 test: install codegen-check lint ## Everything: codegen check, lint, all test tiers
-	@if [ -f scripts/build-images.sh ]; then bash scripts/build-images.sh; fi
+	@if [ -f scripts/build-images.sh ]; then ENGINE_NO_CACHE=1 bash scripts/build-images.sh; fi
 	$(VENV)/bin/pytest -m "unit and not process" -n 2 -q --durations=5
 	$(VENV)/bin/pytest -m "not (unit and not process)"
 

@@ -19,12 +19,14 @@
 # same base image (and Debian mirror state) give the same image digest
 # (tests/e2e/test_reproducible_image.py checks it).
 #
-# Environment: BASE_IMAGE (default localhost/odf-debian-base:bookworm), ENGINE_IMAGE_REPO
-# (default localhost/odf-engine-spark), COORDINATOR_IMAGE_REPO (default
-# localhost/odf-coordinator), FORCE_BUILD=1 to rebuild even when cached, NO_CACHE=1 to reuse no
-# layer either, ONLY=engine to build the engine image alone, RECORD_ROOT=DIR to write the
-# .built/ records under DIR/images/... instead of the tree, RECORD_RELEASE=1 to record the engine
-# image in images/engine-spark/digests.txt (see docs/scale.md), SOURCE_DATE_EPOCH.
+# Environment: BASE_IMAGE (default localhost/odf-debian-base:bookworm), ENGINE_IMAGE_REPO (default
+# localhost/odf-engine-spark), COORDINATOR_IMAGE_REPO (default localhost/odf-coordinator),
+# FORCE_BUILD=1 to rebuild even when cached, NO_CACHE=1 to reuse no layer either, ENGINE_NO_CACHE=1
+# to reuse no layer for the engine image when it is built (`make test`:
+# tests/e2e/test_reproducible_image.py then takes that build as the first of its two builds from
+# scratch and runs one, not two), ONLY=engine to build the engine image alone, RECORD_ROOT=DIR to
+# write the .built/ records under DIR/images/... instead of the tree, RECORD_RELEASE=1 to record
+# the engine image in images/engine-spark/digests.txt (see docs/scale.md), SOURCE_DATE_EPOCH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -105,7 +107,9 @@ build_image() {
     --build-arg "$parent_arg=$parent" --build-arg "BUILD_INPUTS=$hash"
     --build-arg "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH" --timestamp "$SOURCE_DATE_EPOCH"
     -t "$ref" -t "$repo:latest" "${EXTRA_BUILD_ARGS[@]}")
-  if [ "${NO_CACHE:-0}" = 1 ]; then args+=(--no-cache); fi
+  if [ "${NO_CACHE:-0}" = 1 ] || [ "$name:${ENGINE_NO_CACHE:-0}" = engine:1 ]; then
+    args+=(--no-cache)
+  fi
   ca=$(ca_bundle)
   if [ -n "$ca" ]; then args+=(--secret "id=ca_bundle,src=$ca"); fi
   echo "building $name image $ref"

@@ -1,6 +1,7 @@
 """A Worker killed in the middle of a transaction on a Spark standalone cluster.
 
-One Master and two single-core Workers (tests/support/spark_cluster.py). ``heavy`` derives
+One Master and two single-core Workers (tests/support/spark_cluster.py, the cluster the e2e
+tests share: the killed Worker is replaced for the next test). ``heavy`` derives
 from four seed records: each seed is exploded into two million numbers over four partitions
 and only the numbers whose SHA-256 starts with ``000`` are kept (about 2000 records; SHA-256 keeps
 every task busy for seconds, and no UDF is needed, which the sandbox would refuse). While
@@ -26,7 +27,7 @@ import pytest
 from tests.integration.transform.pipeline import execute_transforms, records
 from tests.support.cli import ok, start_odf
 from tests.support.datasets import derivative, root
-from tests.support.spark_cluster import SparkWorker, standalone_cluster
+from tests.support.spark_cluster import SparkCluster, SparkWorker
 from tests.support.workspace import dataset
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -48,16 +49,19 @@ _RUNNING = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
 _FINISHED = re.compile(r"Finished task \S+ in stage \S+ \(TID (\d+)\)")
 
 
-def _running_tasks(worker: SparkWorker) -> set[str]:
-    """TIDs its executors started and have not finished (from their INFO logs)."""
+def _running_tasks(worker: SparkWorker, earlier: set[Path]) -> set[str]:
+    """TIDs its executors started and have not finished (from their INFO logs; not those of
+    ``earlier`` applications)."""
     running: set[str] = set()
-    for log in worker.executor_logs():
+    for log in set(worker.executor_logs()) - earlier:
         text = log.read_text(errors="replace")
         running |= set(_RUNNING.findall(text)) - set(_FINISHED.findall(text))
     return running
 
 
-def _catch_both_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[str]) -> None:
+def _catch_both_busy(
+    workers: tuple[SparkWorker, ...], earlier: set[Path], pull: subprocess.Popen[str]
+) -> None:
     """Wait until each Worker's executor has had the same task running for ``BUSY_FOR_S``."""
     deadline = time.monotonic() + CATCH_TIMEOUT_S
     since: dict[tuple[int, str], float] = {}
@@ -65,7 +69,7 @@ def _catch_both_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[st
         now = time.monotonic()
         busy = 0
         for index, worker in enumerate(workers):
-            tasks = _running_tasks(worker)
+            tasks = _running_tasks(worker, earlier)
             since = {k: t for k, t in since.items() if k[0] != index or k[1] in tasks}
             for tid in tasks:
                 since.setdefault((index, tid), now)
@@ -78,7 +82,7 @@ def _catch_both_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[st
     raise AssertionError(f"the executors were not both busy (pull exit {pull.poll()}): {logs}")
 
 
-def test_a_worker_killed_mid_transaction(tmp_path: Path) -> None:
+def test_a_worker_killed_mid_transaction(tmp_path: Path, spark_cluster: SparkCluster) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     ok(ws, "init")
@@ -97,26 +101,27 @@ def test_a_worker_killed_mid_transaction(tmp_path: Path) -> None:
     ok(ws, "ingest", "seeds", str(seeds))
     head_before = dataset(ws, "heavy").state().head
 
-    with standalone_cluster(tmp_path / "cluster", workers=2) as cluster:
-        (ws / ".odf" / "config.yaml").write_text(f"engine:\n  master: {cluster.master_url}\n")
-        pull = start_odf(ws, "pull", "heavy", env=cluster.engine_env())
-        try:
-            _catch_both_busy(cluster.workers, pull)
-            cluster.workers[0].kill()
-            out, err = pull.communicate(timeout=CATCH_TIMEOUT_S)
-        finally:
-            if pull.poll() is None:
-                pull.kill()
-                pull.communicate()
-        if pull.returncode == 0:
-            outcome = "rerun"
-        else:
-            # Failed cleanly: one error line, nothing committed; a retry on the Worker left.
-            assert pull.returncode == 1, f"{out}\n{err}"
-            assert err.startswith("error: "), err
-            assert dataset(ws, "heavy").state().head == head_before
-            out = ok(ws, "pull", "heavy", env=cluster.engine_env())
-            outcome = "retried"
+    cluster = spark_cluster
+    earlier = {log for worker in cluster.workers for log in worker.executor_logs()}
+    (ws / ".odf" / "config.yaml").write_text(f"engine:\n  master: {cluster.master_url}\n")
+    pull = start_odf(ws, "pull", "heavy", env=cluster.engine_env())
+    try:
+        _catch_both_busy(cluster.workers, earlier, pull)
+        cluster.workers[0].kill()
+        out, err = pull.communicate(timeout=CATCH_TIMEOUT_S)
+    finally:
+        if pull.poll() is None:
+            pull.kill()
+            pull.communicate()
+    if pull.returncode == 0:
+        outcome = "rerun"
+    else:
+        # Failed cleanly: one error line, nothing committed; a retry on the Worker left.
+        assert pull.returncode == 1, f"{out}\n{err}"
+        assert err.startswith("error: "), err
+        assert dataset(ws, "heavy").state().head == head_before
+        out = ok(ws, "pull", "heavy", env=cluster.engine_env())
+        outcome = "retried"
     print(f"worker killed mid-transaction: {outcome}")
 
     heavy = dataset(ws, "heavy")

@@ -4,7 +4,8 @@ scripts/build-images.sh builds the engine image alone (``ONLY=engine``) into a t
 from scratch (``FORCE_BUILD=1 NO_CACHE=1``: no layer reused), with its records written outside
 the tree. The other build of the pair is the tree's own engine image when ``make test`` built it
 in the last hours from scratch with the same ``SOURCE_DATE_EPOCH`` (its ``.built/build`` record
-says so: on a fresh machine, as in CI, it was); otherwise a second build from scratch. Both
+says so: ``make test`` builds it with ``ENGINE_NO_CACHE=1``); otherwise a second build from
+scratch. Both
 builds run on the same base image and within hours of each other, so the Debian mirror serves
 the same packages; the Python dependencies come from the hash-pinned lock files, and every file
 and the image's creation time carry the commit's ``SOURCE_DATE_EPOCH``. About 3-4 minutes a

@@ -19,7 +19,6 @@ from coordinator.engine.version import embedded_engine_version
 from coordinator.workspace import Workspace
 from tests.integration.transform.pipeline import (
     DERIVATIVES,
-    ROUNDS,
     check_derivative_chain,
     derivative_snapshot,
     execute_transforms,
@@ -71,11 +70,6 @@ def run_pipeline(
         pull = ("pull", *PULLS[index], "--system-time", SYSTEM_TIMES[index])
         outputs.append(ok(ws, *pull, env=env))
     return PipelineRun(ws, outputs)
-
-
-@pytest.fixture(scope="module")
-def embedded_run(tmp_path_factory: pytest.TempPathFactory) -> PipelineRun:
-    return run_pipeline(tmp_path_factory.mktemp("embedded"), len(ROUNDS))
 
 
 @pytest.mark.e2e

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -278,11 +279,12 @@ def _hostile(http: str, mix: Mix) -> list[Callable[[], None]]:
     for _ in range(mix.idle):
         idle = socket.create_connection((host, int(port)), timeout=5)
         closers.append(idle.close)
+    sockets = ExitStack()  # websockets 17 warns when closing a connection never entered
     for _ in range(mix.idle_ws):
         from websockets.sync.client import connect
 
-        ws = connect(f"ws://{http}/a/pull", open_timeout=10)
-        closers.append(ws.close)
+        sockets.enter_context(connect(f"ws://{http}/a/pull", open_timeout=10))
+    closers.append(sockets.close)
     closers.append(stop_event.set)
     return closers
 

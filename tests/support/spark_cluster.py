@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyspark
@@ -44,6 +44,7 @@ class SparkCluster:
     conf_dir: Path
     """A SPARK_CONF_DIR whose spark-defaults.conf sizes executors to the Workers."""
     workers: tuple[SparkWorker, ...] = field(default=())
+    master_log: Path | None = None
 
     def engine_env(self) -> dict[str, str]:
         """The environment of an engine driving this cluster (its executors run this Python)."""
@@ -90,46 +91,109 @@ def _wait_for(log: Path, text: str, count: int) -> None:
     raise TimeoutError(f"{log.name}: no {count} x {text!r} in {START_TIMEOUT_S:.0f} s:\n{tail}")
 
 
+class StandaloneCluster:
+    """A Master and single-core Workers on loopback, started on demand and stopped by ``stop``:
+    one cluster shared by the tests that need one (a start costs ~15 s, ~45 s under load).
+    ``current`` replaces a Worker a test killed, so each test gets the same cluster whole."""
+
+    def __init__(
+        self,
+        directory: Path,
+        workers: int = 2,
+        worker_memory: str = "1g",
+        executor_memory: str = "512m",
+    ) -> None:
+        self.directory = directory
+        self.size = workers
+        self.worker_memory = worker_memory
+        self.executor_memory = executor_memory
+        self._stack: ExitStack | None = None
+        self._cluster: SparkCluster | None = None
+        self._started_workers = 0
+        self._env: dict[str, str] = {}
+        self._url = ""
+        self._starts = 0
+        self._run_dir = directory
+
+    def current(self) -> SparkCluster:
+        """The running cluster with every Worker alive (started, or repaired, here)."""
+        if self._cluster is None:
+            self._start()
+        assert self._cluster is not None
+        workers = self._cluster.workers
+        if any(w.process.poll() is not None for w in workers):
+            workers = tuple(w if w.process.poll() is None else self._worker() for w in workers)
+            _wait_for(self._run_dir / "master.log", "Registering worker", self._started_workers)
+            self._cluster = replace(self._cluster, workers=workers)
+        return self._cluster
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack, self._cluster = None, None
+
+    def __enter__(self) -> StandaloneCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start(self) -> None:
+        directory = self._run_dir = self.directory / f"start{self._starts}"
+        self._starts += 1
+        self._started_workers = 0
+        directory.mkdir(parents=True, exist_ok=True)
+        conf_dir = directory / "conf"
+        conf_dir.mkdir(exist_ok=True)
+        (conf_dir / "spark-defaults.conf").write_text(
+            f"spark.executor.memory {self.executor_memory}\n"
+            "spark.executor.cores 1\n"
+            "spark.driver.host 127.0.0.1\n"
+            "spark.driver.bindAddress 127.0.0.1\n"
+        )
+        self._env = {
+            **os.environ,
+            "SPARK_HOME": str(Path(pyspark.__file__).parent),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_CONF_DIR": str(conf_dir),
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_WORKER_DIR": str(directory / "work"),
+            "SPARK_LOCAL_DIRS": str(directory / "scratch"),
+            "SPARK_DAEMON_MEMORY": "256m",
+        }
+        self._url = f"spark://127.0.0.1:{_free_port()}"
+        self._stack = ExitStack()
+        try:
+            master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+            master += ["--port", self._url.rsplit(":", 1)[1], "--webui-port", str(_free_port())]
+            self._stack.enter_context(_daemon(master, self._run_dir / "master.log", self._env))
+            _wait_for(self._run_dir / "master.log", "I have been elected leader", 1)
+            workers = tuple(self._worker() for _ in range(self.size))
+            _wait_for(self._run_dir / "master.log", "Registering worker", self._started_workers)
+        except BaseException:
+            self.stop()
+            raise
+        self._cluster = SparkCluster(self._url, conf_dir, workers, directory / "master.log")
+
+    def _worker(self) -> SparkWorker:
+        """One more Worker (its own work and log files: a replacement's do not mix with the
+        killed one's)."""
+        assert self._stack is not None
+        index = self._started_workers
+        self._started_workers += 1
+        work_dir = self._run_dir / "work" / f"worker{index}"
+        worker = ["org.apache.spark.deploy.worker.Worker", self._url, "--host", "127.0.0.1"]
+        worker += ["--cores", "1", "--memory", self.worker_memory]
+        worker += ["--webui-port", str(_free_port()), "--work-dir", str(work_dir)]
+        log = self._run_dir / f"worker{index}.log"
+        process = self._stack.enter_context(_daemon(worker, log, self._env))
+        return SparkWorker(process, work_dir)
+
+
 @contextmanager
 def standalone_cluster(
     directory: Path, workers: int = 2, worker_memory: str = "1g", executor_memory: str = "512m"
 ) -> Iterator[SparkCluster]:
     """A Master and ``workers`` single-core Workers on loopback, stopped on exit."""
-    directory.mkdir(parents=True, exist_ok=True)
-    conf_dir = directory / "conf"
-    conf_dir.mkdir(exist_ok=True)
-    (conf_dir / "spark-defaults.conf").write_text(
-        f"spark.executor.memory {executor_memory}\n"
-        "spark.executor.cores 1\n"
-        "spark.driver.host 127.0.0.1\n"
-        "spark.driver.bindAddress 127.0.0.1\n"
-    )
-    spark_home = str(Path(pyspark.__file__).parent)
-    env = {
-        **os.environ,
-        "SPARK_HOME": spark_home,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "SPARK_CONF_DIR": str(conf_dir),
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_WORKER_DIR": str(directory / "work"),
-        "SPARK_LOCAL_DIRS": str(directory / "scratch"),
-        "SPARK_DAEMON_MEMORY": "256m",
-    }
-    port = _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    master_log = directory / "master.log"
-    with ExitStack() as stack:
-        master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
-        master += ["--port", str(port), "--webui-port", str(_free_port())]
-        stack.enter_context(_daemon(master, master_log, env))
-        _wait_for(master_log, "I have been elected leader", 1)
-        handles = []
-        for index in range(workers):
-            work_dir = directory / "work" / f"worker{index}"
-            worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
-            worker += ["--cores", "1", "--memory", worker_memory]
-            worker += ["--webui-port", str(_free_port()), "--work-dir", str(work_dir)]
-            process = stack.enter_context(_daemon(worker, directory / f"worker{index}.log", env))
-            handles.append(SparkWorker(process, work_dir))
-        _wait_for(master_log, "Registering worker", workers)
-        yield SparkCluster(master_url=url, conf_dir=conf_dir, workers=tuple(handles))
+    with StandaloneCluster(directory, workers, worker_memory, executor_memory) as cluster:
+        yield cluster.current()

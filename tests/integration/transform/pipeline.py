@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.odf.events import ExecuteTransform
+from common.odf.fragments import OffsetInterval
 from common.odf.multihash import Multihash
 from coordinator.dataset import Dataset
 from coordinator.dataset.state import last_input_block, last_input_offset
@@ -119,6 +121,22 @@ def execute_transforms(ds: Dataset) -> list[tuple[Multihash, ExecuteTransform]]:
         if isinstance(block.event, ExecuteTransform):
             found.append((h, block.event))
     return found[::-1]
+
+
+def transaction_slices(ds: Dataset) -> list[tuple[OffsetInterval, Multihash] | None]:
+    """What each ExecuteTransform wrote, oldest first: its offsets and logical hash (None for
+    none)."""
+    return [
+        (e.new_data.offset_interval, e.new_data.logical_hash) if e.new_data else None
+        for _, e in execute_transforms(ds)
+    ]
+
+
+def records_of_first(ds: Dataset, transactions: int) -> pa.Table:
+    """The records the first ``transactions`` ExecuteTransforms wrote, in offset order."""
+    ends = [s[0].end for s in transaction_slices(ds)[:transactions] if s is not None]
+    table = records(ds)
+    return table.filter(pc.less_equal(table["offset"], max(ends, default=-1)))
 
 
 def check_derivative_chain(ds: Dataset, inputs: list[Dataset]) -> None:
