@@ -16,7 +16,6 @@ another): it needs a cluster, a transaction long enough to be caught, and a repl
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -44,19 +43,6 @@ BUSY_FOR_S = 1.0
 the input scan take well under a second)."""
 CATCH_TIMEOUT_S = 420.0
 
-_RUNNING = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
-_FINISHED = re.compile(r"Finished task \S+ in stage \S+ \(TID (\d+)\)")
-
-
-def _running_tasks(worker: SparkWorker) -> set[str]:
-    """TIDs its executors started and have not finished (from their INFO logs)."""
-    running: set[str] = set()
-    for log in worker.executor_logs():
-        text = log.read_text(errors="replace")
-        running |= set(_RUNNING.findall(text)) - set(_FINISHED.findall(text))
-    return running
-
-
 def _catch_both_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[str]) -> None:
     """Wait until each Worker's executor has had the same task running for ``BUSY_FOR_S``."""
     deadline = time.monotonic() + CATCH_TIMEOUT_S
@@ -65,7 +51,7 @@ def _catch_both_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[st
         now = time.monotonic()
         busy = 0
         for index, worker in enumerate(workers):
-            tasks = _running_tasks(worker)
+            tasks = worker.running_tasks()
             since = {k: t for k, t in since.items() if k[0] != index or k[1] in tasks}
             for tid in tasks:
                 since.setdefault((index, tid), now)
