@@ -99,6 +99,7 @@ class Measured:
     """The coordinator's seconds between the engine's answer and the commit (hashes or the
     split slices' checks)."""
     dataset: str = ""
+    output_bytes: int = 0
 
 
 def run(
@@ -132,6 +133,11 @@ def run(
         blocks=sum(1 for i in result.items if isinstance(i.event, ExecuteTransform)),
         checks=result.timings.hashing,
         dataset=derivative.alias,
+        output_bytes=sum(
+            i.event.new_data.size
+            for i in result.items
+            if isinstance(i.event, ExecuteTransform) and i.event.new_data
+        ),
     )
 
 
@@ -237,6 +243,7 @@ def split_runs(rows: int, blocks: int, slice_counts: list[int], driver_memory: s
         print(f"MISSED: not as many blocks as slices asked: {wrong}")
     if not ok:
         print("MISSED: a split run's records differ from the unsplit run's")
+    print(f"output: {runs[0].output_bytes / 1e9:.2f} GB of Parquet (unsplit)")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return 0 if ok and not wrong else 1
 

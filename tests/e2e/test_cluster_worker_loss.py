@@ -43,6 +43,7 @@ BUSY_FOR_S = 1.0
 the input scan take well under a second)."""
 CATCH_TIMEOUT_S = 420.0
 
+
 def _catch_both_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[str]) -> None:
     """Wait until each Worker's executor has had the same task running for ``BUSY_FOR_S``."""
     deadline = time.monotonic() + CATCH_TIMEOUT_S

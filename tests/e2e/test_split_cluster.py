@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from tests.integration.transform.pipeline import execute_transforms, records
 from tests.support.cli import ok, start_odf
 from tests.support.datasets import derivative, root
 from tests.support.spark_cluster import SparkCluster, SparkWorker, standalone_cluster
-from tests.support.workspace import add, dataset, ingest, new_workspace
+from tests.support.workspace import add, dataset, new_workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -53,7 +54,7 @@ TOTALS = derivative(
     ["cities"],
 )
 SEEDS = 2
-NUMBERS_PER_SEED = 1_000_000
+NUMBERS_PER_SEED = 500_000
 HEAVY = derivative(
     "heavy",
     "SELECT event_time, seed, n FROM seeds"
@@ -86,35 +87,44 @@ def both(*runs: tuple[Path, tuple[str, ...], dict[str, str] | None]) -> list[str
     return outs
 
 
+def build(ws: Path) -> Path:
+    """The workspace: the datasets added, ``cities`` in three blocks, ``seeds`` in two."""
+    new_workspace(ws)
+    seeds = root("seeds", ["event_time TIMESTAMP", "seed BIGINT"], source="default")
+    add(ws, CITIES, BIG_CITIES, TOTALS, seeds, HEAVY)
+    for i, batch in enumerate(BATCHES):
+        (ws / f"batch{i}.csv").write_text("event_time,city,population\n" + batch)
+    ok(ws, "ingest", "cities", *(f"batch{i}.csv" for i in range(len(BATCHES))))
+    for i in range(SEEDS):
+        text = f"event_time,seed\n2024-01-0{i + 1}T00:00:00Z,{i * 7919}\n"
+        (ws / f"seeds{i}.csv").write_text(text)
+    ok(ws, "ingest", "seeds", *(f"seeds{i}.csv" for i in range(SEEDS)))
+    return ws
+
+
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
     """The workspace pulled on the cluster (split) and its copy pulled unsplit locally."""
     base = tmp_path_factory.mktemp("split-cluster")
-    ws = new_workspace(base / "ws")
-    seeds = root("seeds", ["event_time TIMESTAMP", "seed BIGINT"], source="default")
-    add(ws, CITIES, BIG_CITIES, TOTALS, seeds, HEAVY)
-    for i, batch in enumerate(BATCHES):
-        ingest(ws, "cities", "event_time,city,population\n" + batch, file=f"batch{i}.csv")
-    for i in range(SEEDS):
-        text = f"event_time,seed\n2024-01-0{i + 1}T00:00:00Z,{i * 7919}\n"
-        ingest(ws, "seeds", text, file=f"seeds{i}.csv")
-    unsplit = base / "unsplit"
-    shutil.copytree(ws, unsplit)
-    (unsplit / ".odf" / "config.yaml").write_text(UNSPLIT)
     shared = base / "shared-staging"
     shared.mkdir()
-    with standalone_cluster(base / "cluster", workers=2) as cluster:
-        with open(cluster.conf_dir / "spark-defaults.conf", "a") as conf:
-            conf.write("spark.task.maxFailures 1\n")
-        (ws / ".odf" / "config.yaml").write_text(
-            f"engine:\n  master: {cluster.master_url}\n  stagingDir: file://{shared}\n" + SPLIT
-        )
-        env = cluster.engine_env()
-        both(
-            (ws, ("pull", "big-cities", "totals"), env),
-            (unsplit, ("pull", "big-cities"), None),
-        )
-        yield Pipeline(ws, unsplit, cluster, shared)
+    with ThreadPoolExecutor(1) as pool:
+        built = pool.submit(build, base / "ws")  # while the cluster starts
+        with standalone_cluster(base / "cluster", workers=2) as cluster:
+            ws = built.result()
+            unsplit = base / "unsplit"
+            shutil.copytree(ws, unsplit)
+            (unsplit / ".odf" / "config.yaml").write_text(UNSPLIT)
+            with open(cluster.conf_dir / "spark-defaults.conf", "a") as conf:
+                conf.write("spark.task.maxFailures 1\n")
+            (ws / ".odf" / "config.yaml").write_text(
+                f"engine:\n  master: {cluster.master_url}\n  stagingDir: file://{shared}\n" + SPLIT
+            )
+            both(
+                (ws, ("pull", "big-cities", "totals"), cluster.engine_env()),
+                (unsplit, ("pull", "big-cities"), None),
+            )
+            yield Pipeline(ws, unsplit, cluster, shared)
 
 
 def test_a_split_pull_matches_the_unsplit_one_and_an_aggregation_is_not_split(
