@@ -45,7 +45,9 @@ file each, written with pyarrow: slices end at input blocks), then the map/filte
 unsplit (``transform.split.minRecords`` above the backlog: today's one-slice path) and split
 into K = ``--slices`` slices (``minRecords`` 1, ``rehash`` full), one fresh derivative and
 engine per run. Reported per run: blocks committed, wall time of the transform call, the
-engine call's share, the coordinator's checks (the re-hash of every slice), the driver's peak
+engine call's share (for a split run it includes the coordinator's checks and re-hash of the
+slices, which follow the engine's answer in the same step), the coordinator's hashing after
+it (the unsplit run's ``collect_output``; ~0 for a split run), the driver's peak
 (the engine's process tree, as above: in local mode the driver is also the executor), and
 wall and peak as ratios against K = 1. Every run's records, offsets and event times must be
 the unsplit run's (compared column by column); exits 1 otherwise.
@@ -229,11 +231,11 @@ def split_runs(rows: int, blocks: int, slice_counts: list[int], driver_memory: s
     one = next((m for m in runs if m.label == "K=1"), None)
     print()
     print(
-        "| run     | blocks | output records | wall s | engine s | checks s | driver peak MiB"
+        "| run     | blocks | output records | wall s | engine s | hash s | driver peak MiB"
         " | wall / K=1 | peak / K=1 |"
     )
     print(
-        "|---------|--------|----------------|--------|----------|----------|-----------------"
+        "|---------|--------|----------------|--------|----------|--------|-----------------"
         "|------------|------------|"
     )
     for m in runs:
@@ -256,7 +258,7 @@ def split_row(m: Measured, one: Measured | None) -> str:
     )
     return (
         f"| {m.label:<7} | {m.blocks:>6} | {m.output_records:>14,} | {m.wall:>6.1f}"
-        f" | {m.engine:>8.1f} | {m.checks:>8.1f} | {m.driver_peak_mib:>15,.0f}{ratios}"
+        f" | {m.engine:>8.1f} | {m.checks:>6.1f} | {m.driver_peak_mib:>15,.0f}{ratios}"
     )
 
 
