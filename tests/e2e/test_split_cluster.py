@@ -151,20 +151,19 @@ def test_a_split_pull_matches_the_unsplit_one_and_an_aggregation_is_not_split(
 def test_the_split_dataset_verifies_here_and_in_a_workspace_that_pulled_it(
     pipeline: Pipeline, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    for name in ("cities", "big-cities"):
-        ok(pipeline.ws, "push", name, "--to", f"file://{repo}/{name}")
-    other = new_workspace(tmp_path / "other")
-    ok(other, "pull", f"file://{repo}/big-cities", "--with-inputs")
-    here, there = both(
-        (
-            pipeline.ws,
-            ("verify", "--recursive", "big-cities", "totals"),
-            pipeline.cluster.engine_env(),
-        ),
-        (other, ("verify", "--recursive", "big-cities"), None),
-    )
-    assert "big-cities: ok (" in here and "totals: ok (" in here, here
+    env = pipeline.cluster.engine_env()
+    here = start_odf(pipeline.ws, "verify", "--recursive", "big-cities", "totals", env=env)
+    try:
+        repo = tmp_path / "repo"
+        for name in ("cities", "big-cities"):
+            ok(pipeline.ws, "push", name, "--to", f"file://{repo}/{name}")
+        other = new_workspace(tmp_path / "other")
+        ok(other, "pull", f"file://{repo}/big-cities", "--with-inputs")
+        (there,) = both((other, ("verify", "--recursive", "big-cities"), None))
+    finally:
+        out, err = here.communicate(timeout=600)
+    assert here.returncode == 0, f"{out}\n{err}"
+    assert "big-cities: ok (" in out and "totals: ok (" in out, out
     assert "big-cities: ok (" in there and "3 replayed" in there, there
     pulled = dataset(other, "big-cities")
     assert records(pulled).equals(records(dataset(pipeline.ws, "big-cities")))
