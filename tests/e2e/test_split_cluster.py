@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_split_cli import BATCHES
 from tests.e2e.test_verify_cli import BIG_CITIES, CITIES
 from tests.integration.transform.pipeline import execute_transforms, records
 from tests.support.cli import ok, start_odf
@@ -43,11 +44,6 @@ from tests.support.workspace import add, dataset, new_workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-BATCHES = (
-    "2024-01-01T00:00:00Z,A,500\n2024-01-02T00:00:00Z,B,5000\n2024-01-03T00:00:00Z,C,7000\n",
-    "2024-01-04T00:00:00Z,D,9000\n2024-01-05T00:00:00Z,E,50\n",
-    "2024-01-06T00:00:00Z,F,9100\n2024-01-07T00:00:00Z,G,9200\n",
-)
 TOTALS = derivative(
     "totals",
     "SELECT max(event_time) AS event_time, count(*) AS n, sum(population) AS total FROM cities",
