@@ -49,16 +49,18 @@ def sampled_transform(
     engines: EngineSession,
     pid: int,
     shared_staging: Path | None = None,
+    options: TransformConfig | None = None,
 ) -> tuple[TransactionResult, float, float]:
     """Transform ``derivative`` (one transaction) while sampling the engine process tree's
-    memory: the transaction, its wall seconds and the peak RSS sampled (MiB)."""
+    memory: the transaction, its wall seconds and the peak RSS sampled (MiB). ``options``:
+    the transform configuration (default: no batching limit)."""
     sampler = PeakSampler(pid)
     sampler.start()
     started = time.perf_counter()
     transformer = Transformer(
         workspace_resolver(ws),
         engines,
-        TransformConfig(max_input_records=10**9),
+        options or TransformConfig(max_input_records=10**9),
         clock=lambda: SYSTEM_TIME,
         shared_staging=shared_staging,
     )

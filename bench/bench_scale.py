@@ -46,6 +46,19 @@ then for each K of ``--slices`` the slices run one by one through ExecuteTransfo
 hashed by the driver (the former path) and written and hashed by the executors in one job
 (``engine_spark/split_job.py``), with the driver's Python CPU time and whether both paths
 gave the same files (records and physical hashes).
+
+``--split``: the whole split transaction, engine included, in local mode (``local[2]``, 4g of
+driver memory, as ``local`` above): a root of ``--rows`` records in ``--blocks`` blocks (one
+file each, written with pyarrow: slices end at input blocks), then the map/filter derivative
+unsplit (``transform.split.minRecords`` above the backlog: today's one-slice path) and split
+into K = ``--slices`` slices (``minRecords`` 1, ``rehash`` full), one fresh derivative and
+engine per run. Reported per run: blocks committed, wall time of the transform call, the
+engine call's share (for a split run it includes the coordinator's checks and re-hash of the
+slices, which follow the engine's answer in the same step), the coordinator's hashing after
+it (the unsplit run's ``collect_output``; ~0 for a split run), the driver's peak
+(the engine's process tree, as above: in local mode the driver is also the executor), and
+wall and peak as ratios against K = 1. Every run's records, offsets and event times must be
+the unsplit run's (compared column by column); exits 1 otherwise.
 """
 
 from __future__ import annotations
@@ -61,16 +74,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench_engine import tree_rss_mib
 from bench_memory import engine_pid, sampled_transform
-from bench_transform import create_derivative, create_root
+from bench_transform import TS, build_slice, create_derivative, create_root
 
 from common.logs import configure_logging
+from common.odf.events import ExecuteTransform
+from coordinator.config import SplitConfig, TransformConfig
 from coordinator.engine import EngineSession
 from coordinator.engine.embedded import EmbeddedEngineProvider
 from coordinator.workspace import Workspace
 from tests.support.spark_cluster import SparkCluster, standalone_cluster
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FLAT_TARGET = 1.2
 WORKERS = 4
@@ -85,6 +104,12 @@ class Measured:
     engine: float
     driver_peak_mib: float
     logical_hash: str
+    blocks: int = 1
+    checks: float = 0.0
+    """The coordinator's seconds between the engine's answer and the commit (hashes or the
+    split slices' checks)."""
+    dataset: str = ""
+    output_bytes: int = 0
 
 
 def run(
@@ -93,6 +118,7 @@ def run(
     label: str,
     provider: EmbeddedEngineProvider,
     records: int,
+    options: TransformConfig | None = None,
 ) -> Measured:
     derivative = create_derivative(
         ws, f"out-{len(ws.list_datasets())}", root, provider.resolve_version()
@@ -101,7 +127,7 @@ def run(
         client = engines.get(provider.resolve_version())
         pid = engine_pid(client.description)
         result, wall, sampled = sampled_transform(
-            ws, derivative, engines, pid, provider.shared_staging
+            ws, derivative, engines, pid, provider.shared_staging, options
         )
         peak = max(sampled, tree_rss_mib(pid, "VmHWM"))
     new_data = result.event.new_data
@@ -114,6 +140,133 @@ def run(
         engine=result.timings.engine,
         driver_peak_mib=peak,
         logical_hash=str(new_data.logical_hash),
+        blocks=sum(1 for i in result.items if isinstance(i.event, ExecuteTransform)),
+        checks=result.timings.hashing,
+        dataset=derivative.alias,
+        output_bytes=sum(
+            i.event.new_data.size
+            for i in result.items
+            if isinstance(i.event, ExecuteTransform) and i.event.new_data
+        ),
+    )
+
+
+def create_blocks(ws: Workspace, name: str, rows: int, blocks: int, staging: Path) -> None:
+    """A root of ``rows`` records in ``blocks`` AddData blocks, one Parquet file each (event
+    times rising across blocks)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from common.hashing import logical_hash, physical_hash_file
+    from common.odf.events import AddData
+    from common.odf.fragments import DataSlice, OffsetInterval
+    from coordinator.dataset import CommitItem
+
+    per_block = rows // blocks
+    root = create_root(ws, name, per_block, staging)
+    for n in range(1, blocks):
+        start = n * per_block
+        count = rows - start if n == blocks - 1 else per_block
+        table = build_slice(count, start)
+        times = 1_600_000_000_000 + np.arange(start, start + count, dtype=np.int64) * 10
+        table = table.set_column(3, "event_time", pa.array(times, TS))
+        path = staging / f"{name}-{n}.parquet"
+        pq.write_table(table, path)
+        event = AddData(
+            prev_offset=start - 1,
+            new_data=DataSlice(
+                logical_hash=logical_hash(table),
+                physical_hash=physical_hash_file(path),
+                offset_interval=OffsetInterval(start=start, end=start + count - 1),
+                size=path.stat().st_size,
+            ),
+            new_watermark=datetime.fromtimestamp(1_600_000_000 + (start + count) / 100, UTC),
+        )
+        root.commit_events([CommitItem(event, path)], expected_head=root.head())
+
+
+def read_column(files: list[Path], column: str) -> pa.ChunkedArray:
+    """One column of ``files``, concatenated."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    chunks = [c for f in files for c in pq.read_table(f, columns=[column]).column(0).chunks]
+    return pa.chunked_array(chunks)
+
+
+def same_records(ws: Workspace, expected: str, got: str) -> bool:
+    """Whether two derivatives hold the same records, offsets and event times (their data
+    files concatenated, oldest first, compared a column at a time)."""
+
+    def files(name: str) -> list[Path]:
+        ds = ws.open_dataset(name)
+        events = [b.event for _, b in ds.iter_blocks() if isinstance(b.event, ExecuteTransform)]
+        return [ds.data_path(e.new_data.physical_hash) for e in events[::-1] if e.new_data]
+
+    a, b = files(expected), files(got)
+    for column in ("offset", "event_time", "city", "population", "population_x2"):
+        left, right = read_column(a, column), read_column(b, column)
+        if not left.equals(right):
+            return False
+    return True
+
+
+def split_runs(rows: int, blocks: int, slice_counts: list[int], driver_memory: str) -> int:
+    """The ``--split`` measurement (module doc)."""
+    with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
+        base = Path(tmp)
+        ws = Workspace.init(base / "ws")
+        started = time.perf_counter()
+        create_blocks(ws, "blocks", rows, blocks, base)
+        print(
+            f"input ({rows:,} records, {blocks} blocks) written in"
+            f" {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+        provider = EmbeddedEngineProvider(
+            master="local[2]", driver_memory=driver_memory, data_roots=(base,)
+        )
+        unsplit = TransformConfig(max_input_records=10**12, split=SplitConfig(min_records=10**15))
+        runs = [run(ws, "blocks", "unsplit", provider, rows, unsplit)]
+        print(split_row(runs[0], None), flush=True)
+        for k in slice_counts:
+            split = SplitConfig(min_records=1, slices=k)
+            options = TransformConfig(max_input_records=10**12, split=split)
+            runs.append(run(ws, "blocks", f"K={k}", provider, rows, options))
+            print(split_row(runs[-1], None), flush=True)
+        ok = all(same_records(ws, runs[0].dataset, m.dataset) for m in runs[1:])
+    one = next((m for m in runs if m.label == "K=1"), None)
+    print()
+    print(
+        "| run     | blocks | output records | wall s | engine s | hash s | driver peak MiB"
+        " | wall / K=1 | peak / K=1 |"
+    )
+    print(
+        "|---------|--------|----------------|--------|----------|--------|-----------------"
+        "|------------|------------|"
+    )
+    for m in runs:
+        print(split_row(m, one))
+    wrong = [m.label for m in runs[1:] if m.blocks != int(m.label.removeprefix("K="))]
+    if wrong:
+        print(f"MISSED: not as many blocks as slices asked: {wrong}")
+    if not ok:
+        print("MISSED: a split run's records differ from the unsplit run's")
+    print(f"output: {runs[0].output_bytes / 1e9:.2f} GB of Parquet (unsplit)")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    return 0 if ok and not wrong else 1
+
+
+def split_row(m: Measured, one: Measured | None) -> str:
+    ratios = (
+        f" | {m.wall / one.wall:>10.2f} | {m.driver_peak_mib / one.driver_peak_mib:>10.2f} |"
+        if one is not None
+        else ""
+    )
+    return (
+        f"| {m.label:<7} | {m.blocks:>6} | {m.output_records:>14,} | {m.wall:>6.1f}"
+        f" | {m.engine:>8.1f} | {m.checks:>6.1f} | {m.driver_peak_mib:>15,.0f}{ratios}"
     )
 
 
@@ -369,24 +522,38 @@ def main() -> int:
         action="store_true",
         help="only the coordinator's CPU per output GB, before and after split transactions",
     )
-    parser.add_argument("--slices", default="1,2,4,8", help="--coordinator-only: K values")
+    parser.add_argument(
+        "--slices",
+        default=None,
+        help="K values (--coordinator-only, --engine-split: 1,2,4,8; --split: 1,2,4)",
+    )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="only the whole split transaction in local mode, K slices against one",
+    )
     parser.add_argument(
         "--engine-split",
         action="store_true",
         help="only the engine's split transaction (local[2]), slices written one by one or"
         " by the executors in one job (--rows, --slices, --blocks)",
     )
-    parser.add_argument("--blocks", type=int, default=8, help="--engine-split: input files")
+    parser.add_argument(
+        "--blocks", type=int, default=None, help="input blocks (--split: 4; --engine-split: 8)"
+    )
     args = parser.parse_args()
     configure_logging(0)
+    if args.split:
+        slices = [int(k) for k in (args.slices or "1,2,4").split(",")]
+        return split_runs(args.rows, args.blocks or 4, slices, args.local_driver_memory)
     if args.coordinator_only:
         with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
-            slices = [int(k) for k in args.slices.split(",")]
+            slices = [int(k) for k in (args.slices or "1,2,4,8").split(",")]
             return coordinator_cpu(args.rows, slices, Path(tmp).resolve())
     if args.engine_split:
         with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
-            slices = [int(k) for k in args.slices.split(",")]
-            return engine_split(args.rows, slices, args.blocks, Path(tmp).resolve())
+            slices = [int(k) for k in (args.slices or "1,2,4,8").split(",")]
+            return engine_split(args.rows, slices, args.blocks or 8, Path(tmp).resolve())
     cores = [int(c) for c in args.cores.split(",")]
     results: list[Measured] = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:

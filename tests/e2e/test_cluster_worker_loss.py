@@ -17,7 +17,6 @@ another): it needs a cluster, a transaction long enough to be caught, and a repl
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -45,22 +44,9 @@ BUSY_FOR_S = 1.0
 the input scan take well under a second)."""
 CATCH_TIMEOUT_S = 420.0
 
-_RUNNING = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
-_FINISHED = re.compile(r"Finished task \S+ in stage \S+ \(TID (\d+)\)")
-
-
-def _running_tasks(worker: SparkWorker, earlier: set[Path]) -> set[str]:
-    """TIDs its executors started and have not finished (from their INFO logs; not those of
-    ``earlier`` applications)."""
-    running: set[str] = set()
-    for log in set(worker.executor_logs()) - earlier:
-        text = log.read_text(errors="replace")
-        running |= set(_RUNNING.findall(text)) - set(_FINISHED.findall(text))
-    return running
-
 
 def _catch_both_busy(
-    workers: tuple[SparkWorker, ...], earlier: set[Path], pull: subprocess.Popen[str]
+    workers: tuple[SparkWorker, ...], earlier: frozenset[Path], pull: subprocess.Popen[str]
 ) -> None:
     """Wait until each Worker's executor has had the same task running for ``BUSY_FOR_S``."""
     deadline = time.monotonic() + CATCH_TIMEOUT_S
@@ -69,7 +55,7 @@ def _catch_both_busy(
         now = time.monotonic()
         busy = 0
         for index, worker in enumerate(workers):
-            tasks = _running_tasks(worker, earlier)
+            tasks = worker.running_tasks(earlier)
             since = {k: t for k, t in since.items() if k[0] != index or k[1] in tasks}
             for tid in tasks:
                 since.setdefault((index, tid), now)
@@ -102,7 +88,7 @@ def test_a_worker_killed_mid_transaction(tmp_path: Path, spark_cluster: SparkClu
     head_before = dataset(ws, "heavy").state().head
 
     cluster = spark_cluster
-    earlier = {log for worker in cluster.workers for log in worker.executor_logs()}
+    earlier = frozenset(log for worker in cluster.workers for log in worker.executor_logs())
     (ws / ".odf" / "config.yaml").write_text(f"engine:\n  master: {cluster.master_url}\n")
     pull = start_odf(ws, "pull", "heavy", env=cluster.engine_env())
     try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,6 +19,8 @@ import pyspark
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
+_RUNNING = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
+_FINISHED = re.compile(r"Finished task \S+ in stage \S+ \(TID (\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,33 @@ class SparkWorker:
 
     def executor_logs(self) -> list[Path]:
         return sorted(self.work_dir.glob("app-*/*/stderr"))
+
+    def running_tasks(self, earlier: frozenset[Path] = frozenset()) -> set[str]:
+        """TIDs its executors started and have not finished (from their INFO logs; not those
+        of the ``earlier`` logs: applications of earlier tests on a shared cluster)."""
+        running: set[str] = set()
+        for log in set(self.executor_logs()) - earlier:
+            text = log.read_text(errors="replace")
+            running |= set(_RUNNING.findall(text)) - set(_FINISHED.findall(text))
+        return running
+
+    def kill_executors(self) -> int:
+        """``kill -9`` its executor JVMs only (the Worker stays): as an executor crashing or
+        killed by the kernel would. Returns how many were killed."""
+        killed = 0
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                if os.getpgid(int(proc.name)) != self.process.pid:
+                    continue
+                command = (proc / "cmdline").read_bytes()
+            except (OSError, ProcessLookupError):
+                continue  # gone meanwhile
+            if b"CoarseGrainedExecutorBackend" in command:
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed += 1
+        return killed
 
 
 @dataclass(frozen=True)
