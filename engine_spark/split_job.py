@@ -24,6 +24,8 @@ shared staging directory every node mounts.
 from __future__ import annotations
 
 import dataclasses
+import time
+import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -58,6 +60,9 @@ _FACTS_ARROW = pa.schema(
     ]
 )
 _UNION_OUTPUT_PARTITIONING = "spark.sql.unionOutputPartitioning"
+_STOP_WAIT_S = 30.0
+_WORKER_KILL_S = 2.5
+"""Spark gives a killed task's Python worker 2 s to stop (``spark.python.task.killTimeout``)."""
 _COUNT_PRESERVING = frozenset(
     {"Project", "Union", "SubqueryAlias", "View", "Sort", "Repartition", "ResolvedHint"}
 )
@@ -106,6 +111,9 @@ def write_slices(results: Sequence[DataFrame], job: SliceJob) -> list[SliceFacts
     if not len(results) == len(job.paths) == len(job.schemas) == len(job.next_offsets):
         raise ValueError("a split job needs one path, schema and offset per slice")
     frame = _one_partition_each(results)
+    context = frame.sparkSession.sparkContext
+    tag = f"odf-split-{uuid.uuid4().hex}"
+    context.addJobTag(tag)
     try:
         with phase("write and hash job"):
             rows = _map(frame, partial(_write_partition, job), _FACTS).collect()
@@ -119,9 +127,30 @@ def write_slices(results: Sequence[DataFrame], job: SliceJob) -> list[SliceFacts
             for r in _by_slice(rows, len(results))
         ]
     except BaseException:
-        for path in job.paths:
-            Path(path).unlink(missing_ok=True)
+        # The job's other tasks may still be writing: stop them, wait until none runs, then
+        # remove what they wrote (finished slices and the temporary files of killed ones).
+        context.cancelJobsWithTag(tag)
+        _wait_for_tasks_to_stop(context)
+        for path in map(Path, job.paths):
+            path.unlink(missing_ok=True)
+            for partial_file in path.parent.glob(f".{path.name}.*.tmp"):
+                partial_file.unlink(missing_ok=True)
         raise
+    finally:
+        context.removeJobTag(tag)
+
+
+def _wait_for_tasks_to_stop(context: Any) -> None:
+    """Until no stage has a running task (at most ``_STOP_WAIT_S``; the engine runs one
+    transaction at a time), plus the time Spark gives a killed task's Python worker."""
+    tracker = context.statusTracker()
+    deadline = time.monotonic() + _STOP_WAIT_S
+    while time.monotonic() < deadline:
+        stages = (tracker.getStageInfo(s) for s in tracker.getActiveStageIds())
+        if not any(info is not None and info.numActiveTasks > 0 for info in stages):
+            break
+        time.sleep(0.1)
+    time.sleep(_WORKER_KILL_S)
 
 
 def slice_schemas(results: Sequence[DataFrame]) -> tuple[pa.Schema, ...]:
