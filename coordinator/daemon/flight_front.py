@@ -205,11 +205,10 @@ class _Forwarding(grpc.GenericRpcHandler):  # type: ignore[type-arg]
 
         def behaviour(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
             with self._slot(context):
+                left = context.time_remaining()
+                seconds = self.limits.call_timeout if left is None else left
                 sent = _Bounded(requests, 1, self.limits.max_call_bytes)
-                try:
-                    request = list(sent)
-                except _TooMuch as e:
-                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+                request = _arrived(sent, min(seconds, self.limits.call_timeout), context)
                 stream = _opened(results, request, context)
                 if stream is None:
                     yield from self._relay(forward, iter(request), 1, context)
@@ -258,6 +257,32 @@ class _Forwarding(grpc.GenericRpcHandler):  # type: ignore[type-arg]
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, sent.refusal)
             context.set_trailing_metadata(_passed(e.trailing_metadata()))
             context.abort(e.code(), e.details() or "")
+
+
+def _arrived(sent: _Bounded, seconds: float, context: grpc.ServicerContext) -> list[bytes]:
+    """All of a call's request messages, which must have come (the client half-closing its
+    side) within ``seconds``: a client that sends its ticket slowly or never ends its
+    request does not hold a call slot past them."""
+    box: queue.Queue[list[bytes] | BaseException] = queue.Queue(1)
+
+    def read() -> None:
+        try:
+            box.put(list(sent))
+        except BaseException as e:
+            box.put(e)
+
+    threading.Thread(target=read, name="odf-fsql-request", daemon=True).start()
+    try:
+        got = box.get(timeout=seconds)
+    except queue.Empty:
+        context.abort(
+            grpc.StatusCode.DEADLINE_EXCEEDED, f"the request did not arrive within {seconds:g} s"
+        )
+    if isinstance(got, _TooMuch):
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(got))
+    if isinstance(got, BaseException):
+        raise got
+    return got
 
 
 def _opened(

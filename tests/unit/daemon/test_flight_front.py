@@ -3,9 +3,23 @@ until a call sends more messages or bytes than it may; then it stops with the re
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
 import pytest
 
-from coordinator.daemon.flight_front import _Bounded, _passed, _TooMuch
+from coordinator.daemon.flight_front import (
+    SERVICE,
+    FlightFront,
+    FrontLimits,
+    ResultStream,
+    _Bounded,
+    _passed,
+    _TooMuch,
+)
 
 
 def test_messages_within_the_bounds_pass_unchanged() -> None:
@@ -42,3 +56,44 @@ def test_headers_of_http2_and_grpc_are_not_passed_on() -> None:
     ]
     assert _passed(given) == (("authorization", "Bearer t"), ("x-arrow-status-bin", b"\x01"))
     assert _passed(None) == ()
+
+
+class _OneResult:
+    """A server behind that has one result: two messages for any ticket."""
+
+    def open_result(
+        self, ticket: bytes, authorization: str | bytes, active: Callable[[], bool]
+    ) -> ResultStream | None:
+        return ResultStream((), iter([b"\x12\x01a", b"\x12\x01b"]))
+
+
+def _ticket() -> bytes:
+    return b"\x0a\x01t"  # Ticket{ticket: "t"}
+
+
+def test_a_do_get_whose_request_never_ends_is_stopped_at_the_call_timeout(
+    tmp_path: Path,
+) -> None:
+    limits = FrontLimits(1 << 10, 1 << 10, max_calls=1, call_timeout=1.0)
+    front = FlightFront("127.0.0.1:0", tmp_path / "none.sock", None, limits, _OneResult())
+    never_ends = threading.Event()
+
+    def slow() -> Iterator[bytes]:
+        yield _ticket()
+        never_ends.wait(30)  # the ticket sent, the request side never closed
+
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{front.port}") as channel:
+            do_get = channel.stream_stream(f"{SERVICE}DoGet", None, None)
+            assert list(do_get(iter([_ticket()]), timeout=10)) == [b"\x12\x01a", b"\x12\x01b"]
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as refused:
+                list(do_get(slow(), timeout=10))
+            assert refused.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert "did not arrive within 1 s" in (refused.value.details() or "")
+            assert time.monotonic() - started < 5
+            # the slot it held is free again
+            assert list(do_get(iter([_ticket()]), timeout=10)) == [b"\x12\x01a", b"\x12\x01b"]
+    finally:
+        never_ends.set()
+        front.stop(0)
