@@ -46,7 +46,13 @@ from pyspark.sql.types import StructType
 from pyspark.util import _local_iterator_from_socket
 
 from common.odf.fragments import DatasetVocabulary
-from engine_spark.exchange import FILE_MODE, PARQUET_COMPRESSION, DataFormat, output_format
+from engine_spark.exchange import (
+    FILE_MODE,
+    PARQUET_COMPRESSION,
+    DataFormat,
+    arrow_batch_rows,
+    output_format,
+)
 from engine_spark.outputs import OutputColumns, build_output
 from engine_spark.phases import phase
 from engine_spark.schema_mapping import UTC
@@ -199,7 +205,7 @@ class _SliceWriter:
 
     def write(self, table: pa.Table) -> None:
         if self._ipc is not None:
-            self._ipc.write_table(table)
+            self._ipc.write_table(table, max_chunksize=arrow_batch_rows(table))
         elif self._parquet is not None:
             self._parquet.write_table(table, row_group_size=max(1, table.num_rows))
 

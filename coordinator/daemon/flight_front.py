@@ -215,7 +215,7 @@ class _Forwarding(grpc.GenericRpcHandler):  # type: ignore[type-arg]
                     return
                 context.send_initial_metadata(stream.headers)
                 try:
-                    yield from stream.messages
+                    yield from _read_ahead(stream.messages, context)
                 except flight.FlightError as e:
                     context.abort(_status_of(e), _message_of(e))
 
@@ -337,7 +337,9 @@ class _Bounded:
 
 def _read_ahead(call: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
     """``call``'s messages, a thread reading up to ``READ_AHEAD`` of them while the client is
-    sent the last one (the relay's two hops then overlap); its failure is raised here."""
+    sent the last one (a relay's two hops, or a result file's reads and gRPC's sends, then
+    overlap); its failure is raised here. ``call`` is closed in that thread when it ends or the
+    client goes."""
     ahead: queue.Queue[bytes | BaseException | None] = queue.Queue(READ_AHEAD)
 
     def offer(item: bytes | BaseException | None) -> bool:
@@ -355,8 +357,12 @@ def _read_ahead(call: Iterator[bytes], context: grpc.ServicerContext) -> Iterato
                 if not offer(message):
                     return
             offer(None)
-        except grpc.RpcError as e:
+        except Exception as e:  # raised in the serving thread instead
             offer(e)
+        finally:
+            close = getattr(call, "close", None)
+            if close is not None:
+                close()
 
     threading.Thread(target=read, name="odf-fsql-read", daemon=True).start()
     while context.is_active():

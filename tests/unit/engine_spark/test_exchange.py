@@ -11,6 +11,7 @@ import pytest
 
 from engine_spark.errors import InputDataError
 from engine_spark.exchange import (
+    ARROW_BATCH_BYTES,
     DataFormat,
     detect_format,
     output_format,
@@ -54,6 +55,23 @@ def test_output_format_follows_the_path_and_writes_one_plain_file(tmp_path: Path
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["data", "data.arrow"]
     assert detect_format(str(tmp_path / "out" / "data.arrow")) is DataFormat.ARROW_FILE
     assert pq.read_table(tmp_path / "out" / "data").equals(TABLE)
+
+
+def test_arrow_results_are_cut_into_batches_a_flight_client_takes_whole(tmp_path: Path) -> None:
+    rows = 400_000
+    table = pa.table(
+        {
+            "id": pa.array(range(rows), pa.int64()),
+            "name": pa.array([f"name-{i % 1000}" for i in range(rows)]),
+        }
+    )
+    path = tmp_path / "result.arrow"
+    write_table(table, str(path))
+    reader = ipc.open_file(pa.memory_map(str(path)))
+    batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    assert len(batches) > 1
+    assert all(b.nbytes <= ARROW_BATCH_BYTES * 1.05 for b in batches)
+    assert reader.read_all().equals(table)
 
 
 def test_spark_input_types() -> None:
