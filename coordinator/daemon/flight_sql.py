@@ -468,12 +468,17 @@ class FlightSqlServer(flight.FlightServerBase):  # type: ignore[misc]
         """The ``DoGet`` of a statement's result, for the front to answer itself
         (``flight_front``): the headers to send and the result's ``FlightData`` messages read
         from its file one at a time (``flight_data``); ``None`` for any other ticket (the
-        front passes the call on). The token is checked first; ``active`` says whether the
-        client is still there."""
-        answer = grant(self.authority, authorization, "DoGet")
-        command = unpack(ticket, "Ticket")
+        front passes the call on). A statement's ticket is checked against the token before
+        its result is looked up; other tickets, readable or not, are left to the server behind,
+        which checks the token itself (once per call). ``active`` says whether the client is
+        still there."""
+        try:
+            command = unpack(ticket, "Ticket")
+        except flight.FlightError:
+            return None
         if not isinstance(command, fsql.TicketStatementQuery):
             return None
+        answer = grant(self.authority, authorization, "DoGet")
         handle = command.statement_handle
         result = self.results.start(handle)
         headers = (("authorization", answer),) if answer else ()
