@@ -1,12 +1,13 @@
 """Split transactions on a Spark standalone cluster, black-box through the CLI.
 
-One Master and two single-core Workers for the module (tests/support/spark_cluster.py), the
-embedded engine as their driver with shared staging, ``transform.split`` at ``minRecords: 1,
-slices: 3``, and ``spark.task.maxFailures 1`` (a lost task fails its job: the kill below then
-shows what a failed split transaction leaves). A root ``cities`` gets three ingested blocks;
-``big-cities`` (a filter and a projection: row-local) and ``totals`` (an aggregation) derive
-from it; ``heavy`` explodes each of two ``seeds`` blocks into numbers kept by their SHA-256
-(seconds of executor work per block).
+The suite's shared cluster (``spark_cluster``: one Master and two single-core Workers,
+tests/e2e/conftest.py), the embedded engine as its driver with shared staging,
+``transform.split`` at ``minRecords: 1, slices: 3``, and ``spark.task.maxFailures 1`` in this
+module's own copy of the cluster's Spark configuration (a lost task fails its job: the kill
+below then shows what a failed split transaction leaves). A root ``cities`` gets three
+ingested blocks; ``big-cities`` (a filter and a projection: row-local) and ``totals`` (an
+aggregation) derive from it; ``heavy`` explodes each of two ``seeds`` blocks into numbers kept
+by their SHA-256 (seconds of executor work per block).
 
 - The split pull of ``big-cities`` on the cluster commits three ordinary ExecuteTransform
   blocks whose records, offsets and event times are those of an unsplit pull of the same
@@ -39,7 +40,7 @@ from tests.e2e.test_verify_cli import BIG_CITIES, CITIES
 from tests.integration.transform.pipeline import execute_transforms, records
 from tests.support.cli import ok, start_odf
 from tests.support.datasets import derivative, root
-from tests.support.spark_cluster import SparkCluster, SparkWorker, standalone_cluster
+from tests.support.spark_cluster import SparkCluster, SparkWorker, StandaloneCluster
 from tests.support.workspace import add, dataset, new_workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -68,7 +69,8 @@ CATCH_TIMEOUT_S = 300.0
 class Pipeline:
     ws: Path
     unsplit: Path
-    cluster: SparkCluster
+    env: dict[str, str]
+    """The environment of an engine on the cluster, with this module's Spark configuration."""
     shared: Path
 
 
@@ -99,32 +101,36 @@ def build(ws: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
+def pipeline(
+    tmp_path_factory: pytest.TempPathFactory, _standalone_cluster: StandaloneCluster
+) -> Iterator[Pipeline]:
     """The workspace pulled on the cluster (split) and its copy pulled unsplit locally."""
     base = tmp_path_factory.mktemp("split-cluster")
     shared = base / "shared-staging"
     shared.mkdir()
     with ThreadPoolExecutor(1) as pool:
         built = pool.submit(build, base / "ws")  # while the cluster starts
-        with standalone_cluster(base / "cluster", workers=2) as cluster:
-            ws = built.result()
-            unsplit = base / "unsplit"
-            shutil.copytree(ws, unsplit)
-            (unsplit / ".odf" / "config.yaml").write_text(UNSPLIT)
-            with open(cluster.conf_dir / "spark-defaults.conf", "a") as conf:
-                conf.write("spark.task.maxFailures 1\n")
-            (ws / ".odf" / "config.yaml").write_text(
-                f"engine:\n  master: {cluster.master_url}\n  stagingDir: file://{shared}\n" + SPLIT
-            )
-            both(
-                (ws, ("pull", "big-cities", "totals"), cluster.engine_env()),
-                (unsplit, ("pull", "big-cities"), None),
-            )
-            yield Pipeline(ws, unsplit, cluster, shared)
+        cluster = _standalone_cluster.current()
+        ws = built.result()
+    unsplit = base / "unsplit"
+    shutil.copytree(ws, unsplit)
+    (unsplit / ".odf" / "config.yaml").write_text(UNSPLIT)
+    conf_dir = shutil.copytree(cluster.conf_dir, base / "spark-conf")
+    with open(conf_dir / "spark-defaults.conf", "a") as conf:
+        conf.write("spark.task.maxFailures 1\n")
+    env = {**cluster.engine_env(), "SPARK_CONF_DIR": str(conf_dir)}
+    (ws / ".odf" / "config.yaml").write_text(
+        f"engine:\n  master: {cluster.master_url}\n  stagingDir: file://{shared}\n" + SPLIT
+    )
+    both(
+        (ws, ("pull", "big-cities", "totals"), env),
+        (unsplit, ("pull", "big-cities"), None),
+    )
+    yield Pipeline(ws, unsplit, env, shared)
 
 
 def test_a_split_pull_matches_the_unsplit_one_and_an_aggregation_is_not_split(
-    pipeline: Pipeline,
+    pipeline: Pipeline, spark_cluster: SparkCluster
 ) -> None:
     split, unsplit = dataset(pipeline.ws, "big-cities"), dataset(pipeline.unsplit, "big-cities")
     events = [e for _, e in execute_transforms(split)]
@@ -145,9 +151,9 @@ def test_a_split_pull_matches_the_unsplit_one_and_an_aggregation_is_not_split(
 
 
 def test_the_split_dataset_verifies_here_and_in_a_workspace_that_pulled_it(
-    pipeline: Pipeline, tmp_path: Path
+    pipeline: Pipeline, spark_cluster: SparkCluster, tmp_path: Path
 ) -> None:
-    env = pipeline.cluster.engine_env()
+    env = pipeline.env
     here = start_odf(pipeline.ws, "verify", "--recursive", "big-cities", "totals", env=env)
     try:
         repo = tmp_path / "repo"
@@ -166,13 +172,15 @@ def test_the_split_dataset_verifies_here_and_in_a_workspace_that_pulled_it(
 
 
 def _catch_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[str]) -> SparkWorker:
-    """The first Worker whose executor has had one task running for ``BUSY_FOR_S``."""
+    """The first Worker whose executor has had one task of ``pull`` running for
+    ``BUSY_FOR_S`` (not tasks in the logs of earlier applications on the shared cluster)."""
+    earlier = [frozenset(w.executor_logs()) for w in workers]
     deadline = time.monotonic() + CATCH_TIMEOUT_S
     since: dict[tuple[int, str], float] = {}
     while time.monotonic() < deadline and pull.poll() is None:
         now = time.monotonic()
         for index, worker in enumerate(workers):
-            tasks = worker.running_tasks()
+            tasks = worker.running_tasks(earlier[index])
             since = {k: t for k, t in since.items() if k[0] != index or k[1] in tasks}
             for tid in tasks:
                 started = since.setdefault((index, tid), now)
@@ -183,13 +191,13 @@ def _catch_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[str]) -
 
 
 def test_an_executor_killed_mid_split_leaves_nothing_and_the_retry_commits(
-    pipeline: Pipeline,
+    pipeline: Pipeline, spark_cluster: SparkCluster
 ) -> None:
-    ws, env = pipeline.ws, pipeline.cluster.engine_env()
+    ws, env = pipeline.ws, pipeline.env
     head_before = dataset(ws, "heavy").state().head
     pull = start_odf(ws, "pull", "heavy", env=env)
     try:
-        worker = _catch_busy(pipeline.cluster.workers, pull)
+        worker = _catch_busy(spark_cluster.workers, pull)
         assert worker.kill_executors() >= 1
         out, err = pull.communicate(timeout=CATCH_TIMEOUT_S)
     finally:
