@@ -29,9 +29,9 @@ FILE_MODE = 0o644
 ARROW_BATCH_BYTES = 3 << 20
 """Record batches of Arrow IPC results are cut to about this size. A Flight client reading a
 result through the daemon gets each batch as one message, as the file holds it: gRPC clients
-refuse messages over 16 MiB, the daemon slices batches over 4 MiB itself (a copy and a decode),
-and 65k-record batches of a few MiB streamed 2x faster than 200k-record ones of 11 MiB
-(``bench/bench_flight_sql.py``)."""
+refuse messages over 16 MiB, and the daemon slices batches over 4 MiB itself (a decode and a
+copy): pyarrow's client read a 56 MB result from the daemon in 0.07-0.08 s in ~55k-record
+batches, 0.10-0.16 s in 200k-record ones of 11 MiB (docs/flight_sql.md)."""
 
 
 def arrow_batch_rows(table: pa.Table) -> int:

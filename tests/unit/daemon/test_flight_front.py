@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
+import pyarrow.flight as flight
 import pytest
 
 from coordinator.daemon.flight_front import (
@@ -97,3 +98,41 @@ def test_a_do_get_whose_request_never_ends_is_stopped_at_the_call_timeout(
     finally:
         never_ends.set()
         front.stop(0)
+
+
+class _FailingResult:
+    """A server behind whose result fails after its first message (a cancel or a timeout
+    noticed while streaming); ``closed`` is set when the stream's generator is finished."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def open_result(
+        self, ticket: bytes, authorization: str | bytes, active: Callable[[], bool]
+    ) -> ResultStream | None:
+        def messages() -> Iterator[bytes]:
+            try:
+                yield b"\x12\x01a"
+                raise flight.FlightTimedOutError("the result took longer than 1 s to read")
+            finally:
+                self.closed.set()
+
+        return ResultStream((), messages())
+
+
+def test_a_result_read_ahead_that_fails_ends_the_call_with_its_reason(tmp_path: Path) -> None:
+    limits = FrontLimits(1 << 10, 1 << 10, max_calls=1, call_timeout=10.0)
+    result = _FailingResult()
+    front = FlightFront("127.0.0.1:0", tmp_path / "none.sock", None, limits, result)
+    got: list[bytes] = []
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{front.port}") as channel:
+            do_get = channel.stream_stream(f"{SERVICE}DoGet", None, None)
+            with pytest.raises(grpc.RpcError) as failed:
+                got.extend(do_get(iter([_ticket()]), timeout=10))
+    finally:
+        front.stop(0)
+    assert got == [b"\x12\x01a"]
+    assert failed.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "took longer than 1 s" in (failed.value.details() or "")
+    assert result.closed.wait(5)
