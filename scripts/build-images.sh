@@ -134,13 +134,16 @@ build_image() {
 }
 
 # Remove images of older inputs (unless a container still uses one); layers shared with the
-# new image, and the intermediate images that serve as the layer cache, stay.
+# new image, and the intermediate images that serve as the layer cache, stay. Only REPO's own
+# tags: `podman images REPO` also lists the other names of the images it matches (a build
+# reproducing another repository's image byte for byte shares its ID, and that repository's
+# tags must stay).
 drop_stale_tags() {
   local repo=$1 keep=$2 tag
   podman images --format '{{.Repository}}:{{.Tag}}' "$repo" | while read -r tag; do
     case "$tag" in
       "$keep" | "$repo:latest" | *"<none>"*) ;;
-      *) podman rmi "$tag" >/dev/null 2>&1 || true ;;
+      "$repo":*) podman rmi "$tag" >/dev/null 2>&1 || true ;;
     esac
   done
 }
