@@ -4,10 +4,11 @@ The suite's shared cluster (``spark_cluster``: one Master and two single-core Wo
 tests/e2e/conftest.py), the embedded engine as its driver with shared staging,
 ``transform.split`` at ``minRecords: 1, slices: 3``, and ``spark.task.maxFailures 1`` in this
 module's own copy of the cluster's Spark configuration (a lost task fails its job: the kill
-below then shows what a failed split transaction leaves). A root ``cities`` gets three
-ingested blocks; ``big-cities`` (a filter and a projection: row-local) and ``totals`` (an
-aggregation) derive from it; ``heavy`` explodes each of two ``seeds`` blocks into numbers kept
-by their SHA-256 (seconds of executor work per block).
+below then shows what a failed split transaction leaves). Each test asks for ``spark_cluster``
+so that it runs beside the suite's other cluster tests (conftest's ordering). A root
+``cities`` gets three ingested blocks; ``big-cities`` (a filter and a projection: row-local)
+and ``totals`` (an aggregation) derive from it; ``heavy`` explodes each of two ``seeds`` blocks
+into numbers kept by their SHA-256 (seconds of executor work per block).
 
 - The split pull of ``big-cities`` on the cluster commits three ordinary ExecuteTransform
   blocks whose records, offsets and event times are those of an unsplit pull of the same
