@@ -85,6 +85,17 @@ def time_of(value: pa.Scalar) -> datetime | None:
     return EPOCH + timedelta(seconds=seconds, microseconds=rest * 1_000_000 // per_second)
 
 
+def time_bounds(values: pa.Array | pa.ChunkedArray) -> tuple[datetime | None, datetime | None]:
+    """The least and greatest of timestamp or date ``values`` as aware UTC datetimes
+    (``time_of``); ``(None, None)`` without a valid value or for another type."""
+    if not (pa.types.is_timestamp(values.type) or pa.types.is_date(values.type)):
+        return None, None
+    import pyarrow.compute as pc  # not at import: commands that never need it skip its cost
+
+    bounds = pc.min_max(values)
+    return time_of(bounds["min"]), time_of(bounds["max"])
+
+
 def _midnight(days: int) -> datetime:
     day = date(1970, 1, 1) + timedelta(days=days)
     return datetime(day.year, day.month, day.day, tzinfo=UTC)

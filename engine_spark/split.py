@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.hashing.data_file import DataFileDigest, digest_data_file
+from common.arrow_values import time_bounds
+from common.hashing.data_file import digest_data_file
 from common.odf import engine_protocol as ep
 from common.odf.fragments import OffsetInterval
 
@@ -50,10 +50,14 @@ def _file_records(path: str) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
+def column_bounds(path: str | Path, column: str) -> tuple[datetime | None, datetime | None]:
+    """The least and greatest time in ``column`` of the Parquet file at ``path``, read from
+    its records (``common.arrow_values.time_bounds``)."""
+    return time_bounds(pq.read_table(path, columns=[column]).column(column))
+
+
 def _min_system_time(path: str, column: str) -> datetime | None:
-    table = pq.read_table(path, columns=[column])
-    value = pc.min(table.column(column)).as_py()
-    return value if isinstance(value, datetime) else None
+    return column_bounds(path, column)[0]
 
 
 def plan_slices(request: ep.SplitTransformRequest, parallelism: int) -> list[list[InputRun]]:
@@ -137,14 +141,22 @@ class SliceFacts:
     size: int = 0
     physical_hash: str | None = None
     logical_hash: str | None = None
+    min_event_time: datetime | None = None
+    max_event_time: datetime | None = None
 
     @classmethod
-    def of(cls, digest: DataFileDigest) -> SliceFacts:
+    def of_file(cls, path: str | Path, event_time_column: str) -> SliceFacts:
+        """The facts of the slice file at ``path``: hashes and size (``common.hashing``), and
+        its records' event-time bounds."""
+        digest = digest_data_file(Path(path))
+        low, high = column_bounds(path, event_time_column)
         return cls(
             num_records=digest.records,
             size=digest.size,
             physical_hash=digest.physical_hash.to_multibase(),
             logical_hash=digest.logical_hash.to_multibase(),
+            min_event_time=low,
+            max_event_time=high,
         )
 
 
@@ -209,7 +221,7 @@ def execute_split(
                 path.unlink(missing_ok=True)
                 facts = SliceFacts(num_records=0)
             else:
-                facts = SliceFacts.of(digest_data_file(path))
+                facts = SliceFacts.of_file(path, request.request.vocab.event_time_column)
             answers.append(
                 split_slice(
                     request,

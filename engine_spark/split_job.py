@@ -28,7 +28,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,6 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from common.hashing.data_file import digest_data_file
 from common.logs import configure_logging
 from common.odf.fragments import DatasetVocabulary
 from engine_spark import jvm_plan
@@ -49,7 +48,10 @@ from engine_spark.phases import phase
 from engine_spark.session import quiet_pandas_warning
 from engine_spark.split import SliceFacts
 
-_FACTS = "slice int, records long, size long, physical_hash string, logical_hash string"
+_FACTS = (
+    "slice int, records long, size long, physical_hash string, logical_hash string,"
+    " min_event_us long, max_event_us long"
+)
 _FACTS_ARROW = pa.schema(
     [
         pa.field("slice", pa.int32()),
@@ -57,8 +59,14 @@ _FACTS_ARROW = pa.schema(
         pa.field("size", pa.int64()),
         pa.field("physical_hash", pa.string()),
         pa.field("logical_hash", pa.string()),
+        pa.field("min_event_us", pa.int64()),
+        pa.field("max_event_us", pa.int64()),
     ]
 )
+"""A task's answer; event times as microseconds since the epoch (a Spark timestamp would come
+back to the driver in the session's time zone)."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 _UNION_OUTPUT_PARTITIONING = "spark.sql.unionOutputPartitioning"
 _STOP_WAIT_S = 30.0
 _WORKER_KILL_S = 2.5
@@ -123,6 +131,8 @@ def write_slices(results: Sequence[DataFrame], job: SliceJob) -> list[SliceFacts
                 size=int(r["size"]),
                 physical_hash=r["physical_hash"],
                 logical_hash=r["logical_hash"],
+                min_event_time=_from_micros(r["min_event_us"]),
+                max_event_time=_from_micros(r["max_event_us"]),
             )
             for r in _by_slice(rows, len(results))
         ]
@@ -207,7 +217,11 @@ def _write_partition(job: SliceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
         path=path,
         row_group_rows=job.row_group_rows,
     )
-    facts = SliceFacts.of(digest_data_file(path)) if records else SliceFacts(num_records=0)
+    facts = (
+        SliceFacts.of_file(path, job.vocab.event_time_column)
+        if records
+        else SliceFacts(num_records=0)
+    )
     yield pa.RecordBatch.from_pydict(
         {
             "slice": [j],
@@ -215,9 +229,19 @@ def _write_partition(job: SliceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
             "size": [facts.size],
             "physical_hash": [facts.physical_hash],
             "logical_hash": [facts.logical_hash],
+            "min_event_us": [_micros(facts.min_event_time)],
+            "max_event_us": [_micros(facts.max_event_time)],
         },
         schema=_FACTS_ARROW,
     )
+
+
+def _micros(value: datetime | None) -> int | None:
+    return None if value is None else (value - _EPOCH) // _MICROSECOND
+
+
+def _from_micros(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + value * _MICROSECOND
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

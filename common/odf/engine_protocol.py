@@ -275,6 +275,10 @@ class SplitSlice:
     logical_hash: str | None = None
     size: int = 0
     num_records: int = 0
+    min_event_time: datetime | None = None
+    """The least event time of its records, computed where the file was written (``None``:
+    no records, or an engine that does not say)."""
+    max_event_time: datetime | None = None
 
 
 @record

@@ -56,6 +56,9 @@ class CheckedSlice:
     inputs: tuple[OffsetInterval | None, ...]
     """Per planned input, in order: the input records the slice consumed."""
     new_watermark: datetime | None
+    event_times: tuple[datetime, datetime] | None = None
+    """The least and greatest event time of its records, as the engine computed them where
+    the file was written (``None``: no records, or an engine that does not say)."""
 
 
 def sample_size(files: int, rehash: float) -> int:
@@ -94,7 +97,11 @@ def check_slices(
             claimed = _claimed(s.new_watermark, claimed, slices[-1].new_watermark, where)
         checked.append(
             CheckedSlice(
-                data_file=path, new_data=new_data, inputs=intervals, new_watermark=s.new_watermark
+                data_file=path,
+                new_data=new_data,
+                inputs=intervals,
+                new_watermark=s.new_watermark,
+                event_times=_event_times(s, where),
             )
         )
     for plan_input, cursor in zip(plan.inputs, cursors, strict=True):
@@ -105,8 +112,35 @@ def check_slices(
                 f"input {plan_input.query_alias!r}: the slices consumed its records up to"
                 f" offset {_last(cursor)}, the transaction planned up to {_last(end)}"
             )
-    _check_files(checked, schema, rehash, rng or random.Random())
+    _check_files(checked, schema, plan.vocab.event_time_column, rehash, rng or random.Random())
     return checked
+
+
+def _event_times(s: ep.SplitSlice, where: str) -> tuple[datetime, datetime] | None:
+    """The slice's event-time bounds: both or neither, only with records, least first."""
+    low, high = s.min_event_time, s.max_event_time
+    if low is None and high is None:
+        return None
+    if low is None or high is None or s.data_path is None or low > high:
+        raise EngineContractError(
+            f"{where}: minEventTime {_iso(low)} and maxEventTime {_iso(high)} are not the"
+            " bounds of a slice with records"
+        )
+    return low, high
+
+
+def _iso(value: datetime | None) -> str:
+    return "none" if value is None else value.isoformat()
+
+
+def event_time_range(slices: Sequence[CheckedSlice]) -> tuple[datetime, datetime] | None:
+    """The event-time bounds of the slices' records together (``None`` when a slice with
+    records does not say)."""
+    bounds = [s.event_times for s in slices if s.new_data is not None]
+    if not bounds or any(b is None for b in bounds):
+        return None
+    known = [b for b in bounds if b is not None]
+    return min(b[0] for b in known), max(b[1] for b in known)
 
 
 def _claimed(
@@ -245,9 +279,14 @@ def _first(cursor: int | None) -> str:
 
 
 def _check_files(
-    slices: Sequence[CheckedSlice], schema: bytes | None, rehash: float, rng: random.Random
+    slices: Sequence[CheckedSlice],
+    schema: bytes | None,
+    event_time_column: str,
+    rehash: float,
+    rng: random.Random,
 ) -> None:
-    """Sizes, record counts and columns of every file; hashes of a sample (``rehash``)."""
+    """Sizes, record counts and columns of every file; hashes and event-time bounds of a
+    sample (``rehash``)."""
     import pyarrow.parquet as pq
 
     from common.hashing import digest_data_file
@@ -294,6 +333,27 @@ def _check_files(
                 f"{where}: logicalHash {s.new_data.logical_hash}, the records hash to"
                 f" {digest.logical_hash}"
             )
+        _check_event_times(s, where, event_time_column)
+
+
+def _check_event_times(s: CheckedSlice, where: str, column: str) -> None:
+    """The engine's event-time bounds of a re-hashed file against its records."""
+    import pyarrow.parquet as pq
+
+    from common.arrow_values import time_bounds
+
+    if s.event_times is None or s.data_file is None:
+        return
+    try:
+        found = time_bounds(pq.read_table(s.data_file, columns=[column]).column(column))
+    except (OSError, ValueError, KeyError) as e:
+        raise EngineContractError(f"{where}: cannot read its {column!r} column: {e}") from None
+    if found != s.event_times:
+        low, high = s.event_times
+        raise EngineContractError(
+            f"{where}: event times {low.isoformat()}..{high.isoformat()}, its records have"
+            f" {_iso(found[0])}..{_iso(found[1])}"
+        )
 
 
 def slice_events(plan: TransformPlan, slices: Sequence[CheckedSlice]) -> list[ExecuteTransform]:

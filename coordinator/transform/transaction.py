@@ -39,7 +39,13 @@ from coordinator.transform.errors import TransformError
 from coordinator.transform.exchange import prepare_input
 from coordinator.transform.plan import InputPlan, MigrationPlan, TransformPlan
 from coordinator.transform.shared_staging import bring_back, exchange_area
-from coordinator.transform.split import CheckedSlice, SplitEngine, Splitter, split_items
+from coordinator.transform.split import (
+    CheckedSlice,
+    SplitEngine,
+    Splitter,
+    event_time_range,
+    split_items,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -294,7 +300,13 @@ def _settle_split(
     items = split_items(plan, slices, staged)
     hashing_s = clock.lap()
     settled = policy.settle(dataset, plan, items)
-    log.info("transform.split_committed", dataset=dataset.alias, slices=len(slices))
+    times = event_time_range(slices)
+    log.info(
+        "transform.split_committed",
+        dataset=dataset.alias,
+        slices=len(slices),
+        event_times=None if times is None else [t.isoformat() for t in times],
+    )
     return TransactionResult(
         items=tuple(items),
         settled=settled,

@@ -102,6 +102,8 @@ def test_slices_concatenated_are_the_unsplit_output(
         assert s.physical_hash == digest.physical_hash.to_multibase()
         assert s.logical_hash == digest.logical_hash.to_multibase()
         assert (s.size, s.num_records) == (digest.size, digest.records)
+        times = pq.read_table(s.data_path, columns=["event_time"]).column(0).to_pylist()
+        assert (s.min_event_time, s.max_event_time) == (min(times), max(times))
     # each slice claims its own blocks' watermark; the last one the transaction's
     assert [s.new_watermark for s in slices] == [at(1), at(3), whole.new_watermark]
     assert whole.new_watermark == at(5)
@@ -242,7 +244,8 @@ def test_the_executors_write_every_slice_in_one_job_as_execute_transform_would(
             assert Path(ours.data_path).read_bytes() == Path(theirs.data_path).read_bytes()
             assert dataclasses.replace(ours, data_path=None) == dataclasses.replace(
                 theirs, data_path=None
-            )
+            )  # event-time bounds included: the executors compute them as the driver does
+            assert ours.min_event_time is not None and ours.max_event_time is not None
         assert not [p.name for p in (workdir / f"parallel{n}").iterdir() if p.name[0] == "."]
 
     # a slice that fails on the executors (division by zero in slice 1 only) fails the call,

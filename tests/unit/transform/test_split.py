@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,14 +33,22 @@ from coordinator.engine.errors import EngineContractError
 from coordinator.transform.plan import DataFileRef, InputPlan, TransformPlan
 from coordinator.transform.recorded import InputHistory, recorded_input_plan
 from coordinator.transform.runner import workspace_resolver
-from coordinator.transform.split import check_slices, sample_size, slice_events, split_items
+from coordinator.transform.split import (
+    check_slices,
+    event_time_range,
+    sample_size,
+    slice_events,
+    split_items,
+)
 from coordinator.verify.input_history import load_input_history
 from coordinator.verify.verifier import Verifier
 from tests.unit.coordinator.events import at, seed, set_schema
 from tests.unit.coordinator.events import write_slice as write_events_slice
 from tests.unit.verify.pipeline import QUERY, Pipeline, build_pipeline
 
-SCHEMA = pa.schema([("offset", pa.int64()), ("v", pa.int64())])
+SCHEMA = pa.schema(
+    [("offset", pa.int64()), ("event_time", pa.timestamp("ms", tz="UTC")), ("v", pa.int64())]
+)
 INPUT = DatasetID.new_seeded(b"split-input")
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -90,8 +98,10 @@ def write_slice(
     directory: Path, n: int, first: int, count: int, input_first: int, input_count: int
 ) -> ep.SplitSlice:
     path = directory / f"slice-{n}.parquet"
+    offsets = list(range(first, first + count))
+    times = [T + timedelta(minutes=o) for o in offsets]
     pq.write_table(
-        pa.table({"offset": list(range(first, first + count)), "v": [n] * count}, schema=SCHEMA),
+        pa.table({"offset": offsets, "event_time": times, "v": [n] * count}, schema=SCHEMA),
         path,
     )
     d = digest_data_file(path)
@@ -110,6 +120,8 @@ def write_slice(
         logical_hash=d.logical_hash.to_multibase(),
         size=d.size,
         num_records=count,
+        min_event_time=times[0],
+        max_event_time=times[-1],
     )
 
 
@@ -155,6 +167,29 @@ def test_good_slices_become_events_that_each_read_their_own_records(
     ]
     assert [(x.prev_offset, x.new_offset) for x in entries] == [(None, 49), (49, 89), (89, 119)]
     assert [e.new_watermark for e in events] == [None, None, T]
+
+
+def test_the_slices_event_times_are_checked_and_give_the_transactions_range(
+    slices: list[ep.SplitSlice], tmp_path: Path
+) -> None:
+    checked = check(slices, tmp_path)
+    assert [c.event_times for c in checked] == [
+        (T + timedelta(minutes=10), T + timedelta(minutes=59)),
+        (T + timedelta(minutes=60), T + timedelta(minutes=99)),
+        (T + timedelta(minutes=100), T + timedelta(minutes=129)),
+    ]
+    assert event_time_range(checked) == (T + timedelta(minutes=10), T + timedelta(minutes=129))
+    # An engine that does not say (an older one): accepted, the range unknown.
+    quiet = check([replace(s, min_event_time=None, max_event_time=None) for s in slices], tmp_path)
+    assert [c.event_times for c in quiet] == [None, None, None]
+    assert event_time_range(quiet) is None
+    # Bounds found wrong by the re-hash of a sampled file refuse it; unsampled, they stand.
+    late = [
+        s if n != 1 else replace(s, max_event_time=T + timedelta(days=9))
+        for n, s in enumerate(slices)
+    ]
+    with pytest.raises(EngineContractError, match="slice 2 of 3: event times"):
+        check(late, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -205,6 +240,16 @@ def test_good_slices_become_events_that_each_read_their_own_records(
         (
             lambda s, d: [s[0], replace(s[1], num_records=39), s[2]],
             "slice 2 of 3: numRecords 39 does not match offsetInterval 60..99",
+        ),
+        (
+            lambda s, d: [s[0], replace(s[1], max_event_time=None), s[2]],
+            "slice 2 of 3: minEventTime 2026-01-01T01:00:00+00:00 and maxEventTime none are"
+            " not the bounds of a slice with records",
+        ),
+        (
+            lambda s, d: [s[0], replace(s[1], min_event_time=s[1].max_event_time), s[2]],
+            "slice 2 of 3: event times 2026-01-01T01:39:00+00:00..2026-01-01T01:39:00+00:00,"
+            " its records have 2026-01-01T01:00:00+00:00..2026-01-01T01:39:00+00:00",
         ),
     ],
 )
