@@ -7,18 +7,13 @@ once even when several blocks name it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from common.hashing import digest_data_file, physical_hash_file
-from common.hashing.logical import open_parquet
-from common.odf.errors import OdfError
+from common.hashing import physical_hash_file
+from common.hashing.data_file import DataFileFacts, inspect_data_file
 from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
-from coordinator.ingest.readers.utf8 import has_strings, invalid_utf8_column
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,47 +39,27 @@ class FileFacts:
 
 def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
     """Size, physical hash, record count and logical hash of ``data/<physical_hash>``, from
-    one read of the file (``digest_data_file``); then its string columns' UTF-8."""
+    one read of the file, then its string columns' UTF-8 (``inspect_data_file``)."""
     rel = f"data/{physical_hash}"
     path = root / rel
     if not path.is_file():
         return FileFacts(path=rel)
-    try:
-        digest = digest_data_file(path)
-        with open_parquet(path) as parquet:
-            invalid_utf8 = _invalid_utf8_column(parquet)
-    except OdfError as e:
-        facts = _raw_facts(path, rel)  # the bytes are still hashed, the records cannot be
-        return replace(facts, unreadable=" ".join(str(e).split()))
+    return from_data_file_facts(rel, inspect_data_file(path))
+
+
+def from_data_file_facts(rel: str, facts: DataFileFacts) -> FileFacts:
+    """``FileFacts`` of the data file at ``rel`` (in the dataset directory) from ``facts``."""
     return FileFacts(
         path=rel,
-        size=digest.size,
-        physical_hash=digest.physical_hash,
-        logical_hash=digest.logical_hash,
-        records=digest.records,
-        columns=column_types(digest.schema),
-        invalid_utf8=invalid_utf8,
-        exposed_slots=digest.exposed_slots,
+        size=facts.size,
+        physical_hash=facts.physical_hash,
+        logical_hash=facts.logical_hash,
+        records=facts.records,
+        columns=facts.columns,
+        unreadable=facts.unreadable,
+        invalid_utf8=facts.invalid_utf8,
+        exposed_slots=facts.exposed_slots,
     )
-
-
-def _invalid_utf8_column(parquet: pq.ParquetFile) -> str | None:
-    """The first column whose strings are not valid UTF-8 (Arrow's ``utf8``, hence ODF's
-    ``string``, requires it; readers fail on such values), read batch by batch."""
-    names = [f.name for f in parquet.schema_arrow if has_strings(f.type)]
-    if not names:
-        return None
-    for batch in parquet.iter_batches(columns=names):
-        column = invalid_utf8_column(batch)
-        if column is not None:
-            return column
-    return None
-
-
-def column_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
-    """What a data file's schema must agree on with ``SetDataSchema``: names and types, in
-    order (nullability and metadata aside, as schema evolution compares them)."""
-    return tuple((f.name, str(f.type)) for f in schema)
 
 
 def checkpoint_facts(root: Path, physical_hash: Multihash) -> FileFacts:

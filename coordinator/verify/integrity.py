@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.hashing.data_file import column_types
 from common.odf.errors import ValidationError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import Checkpoint, DataSlice
@@ -28,7 +29,6 @@ from coordinator.verify.files import (
     FileFacts,
     checkpoint_facts,
     checkpoint_problems,
-    column_types,
     data_file_facts,
     data_slice_problems,
 )
