@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -52,7 +52,7 @@ def hash_files(session: SparkSession, paths: Sequence[str]) -> tuple[list[ep.Dat
 
 
 def _hash_share(
-    shares: Iterator[list[tuple[int, str]]],
+    shares: Iterable[list[tuple[int, str]]],
 ) -> Iterator[tuple[int, ep.DataFileHashes]]:
     """In a task: its files' answers."""
     configure_logging(0)  # the worker's own process: as quiet as the engine by default
