@@ -49,6 +49,11 @@ class SparkWorker:
             running |= set(_RUNNING.findall(text)) - set(_FINISHED.findall(text))
         return running
 
+    def finished_tasks(self, earlier: frozenset[Path] = frozenset()) -> int:
+        """How many tasks its executors finished (their INFO logs, not the ``earlier`` ones)."""
+        logs = set(self.executor_logs()) - earlier
+        return sum(len(_FINISHED.findall(log.read_text(errors="replace"))) for log in logs)
+
     def kill_executors(self) -> int:
         """``kill -9`` its executor JVMs only (the Worker stays): as an executor crashing or
         killed by the kernel would. Returns how many were killed."""
