@@ -64,7 +64,7 @@ def _hash_share(
 
 def _hash_one(path: str, where: str) -> ep.DataFileHashes:
     try:
-        facts = inspect_data_file(path)
+        facts = inspect_data_file(path, path)
     except OSError as e:
         reason = e.strerror or str(e)
         return ep.DataFileHashes(data_path=path, error=f"cannot read {path}: {reason}")
@@ -75,7 +75,7 @@ def _hash_one(path: str, where: str) -> ep.DataFileHashes:
         columns = tuple(ep.DataFileColumn(name=n, arrow_type=t) for n, t in facts.columns)
     return ep.DataFileHashes(
         data_path=path,
-        size=facts.size,
+        size=facts.size or 0,
         physical_hash=str(facts.physical_hash),
         logical_hash=str(facts.logical_hash) if facts.logical_hash is not None else None,
         num_records=facts.records or 0,

@@ -62,36 +62,43 @@ def _physical(data: pa.Buffer) -> tuple[Multihash, int]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DataFileFacts:
-    """What verification checks of a stored data file: its bytes always, its records when
-    it reads as Parquet (else ``unreadable`` says why, and the record fields are ``None``)."""
+class FileFacts:
+    """What a stored file actually is, as verification checks it (``odf verify``): a data
+    file's bytes always, its records when it reads as Parquet; a checkpoint's bytes only."""
 
-    size: int
-    physical_hash: Multihash
+    path: str
+    """Relative to the dataset directory (``data/<hash>``)."""
+    size: int | None = None
+    """``None``: the file is missing."""
+    physical_hash: Multihash | None = None
     logical_hash: Multihash | None = None
     records: int | None = None
     columns: tuple[tuple[str, str], ...] | None = None
-    """``(name, Arrow type)`` of each column (``column_types``)."""
+    """``(name, Arrow type)`` of each column (data files only, ``column_types``)."""
     unreadable: str | None = None
+    """Why the records could not be read as Parquet (data files only)."""
     invalid_utf8: str | None = None
-    """The first string column holding invalid UTF-8."""
+    """The first string column holding invalid UTF-8 (data files only)."""
     exposed_slots: int = 0
+    """Null struct-field slots the logical hash reads as values (the struct-null quirk)."""
 
 
-def inspect_data_file(path: str | Path) -> DataFileFacts:
-    """The facts of the data file at ``path`` (module doc); ``OSError`` when it cannot be
-    read at all (missing, a directory, no permission)."""
+def inspect_data_file(path: str | Path, name: str) -> FileFacts:
+    """The facts of the data file at ``path`` (module doc), called ``name`` in them;
+    ``OSError`` when it cannot be read at all (missing, a directory, no permission)."""
     try:
         digest = digest_data_file(path)
         with open_parquet(path) as parquet:
             invalid_utf8 = invalid_utf8_in_parquet(parquet)
     except OdfError as e:  # the bytes are still hashed, the records cannot be
-        return DataFileFacts(
+        return FileFacts(
+            path=name,
             size=os.stat(path).st_size,
             physical_hash=_physical_hash(path),
             unreadable=" ".join(str(e).split()),
         )
-    return DataFileFacts(
+    return FileFacts(
+        path=name,
         size=digest.size,
         physical_hash=digest.physical_hash,
         logical_hash=digest.logical_hash,

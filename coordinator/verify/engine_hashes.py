@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from common.hashing.data_file import FileFacts
 from common.logs import get_logger
 from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
 from common.odf.multihash import Multihash
 from coordinator.engine.errors import EngineContractError, EngineUnimplementedError
-from coordinator.verify.files import FileFacts, data_file_facts
+from coordinator.verify.files import data_file_facts
 
 log = get_logger(__name__)
 

@@ -7,34 +7,12 @@ once even when several blocks name it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from common.hashing import physical_hash_file
-from common.hashing.data_file import DataFileFacts, inspect_data_file
+from common.hashing.data_file import FileFacts, inspect_data_file
 from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FileFacts:
-    """What a stored file actually is."""
-
-    path: str
-    """Relative to the dataset directory (``data/<hash>``)."""
-    size: int | None = None
-    """``None``: the file is missing."""
-    physical_hash: Multihash | None = None
-    logical_hash: Multihash | None = None
-    records: int | None = None
-    columns: tuple[tuple[str, str], ...] | None = None
-    """``(name, Arrow type)`` of each column (data files only)."""
-    unreadable: str | None = None
-    """Why the records could not be read (data files only)."""
-    invalid_utf8: str | None = None
-    """The first string column holding invalid UTF-8 (data files only)."""
-    exposed_slots: int = 0
-    """Null struct-field slots the logical hash reads as values (the struct-null quirk)."""
 
 
 def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
@@ -44,22 +22,7 @@ def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
     path = root / rel
     if not path.is_file():
         return FileFacts(path=rel)
-    return from_data_file_facts(rel, inspect_data_file(path))
-
-
-def from_data_file_facts(rel: str, facts: DataFileFacts) -> FileFacts:
-    """``FileFacts`` of the data file at ``rel`` (in the dataset directory) from ``facts``."""
-    return FileFacts(
-        path=rel,
-        size=facts.size,
-        physical_hash=facts.physical_hash,
-        logical_hash=facts.logical_hash,
-        records=facts.records,
-        columns=facts.columns,
-        unreadable=facts.unreadable,
-        invalid_utf8=facts.invalid_utf8,
-        exposed_slots=facts.exposed_slots,
-    )
+    return inspect_data_file(path, rel)
 
 
 def checkpoint_facts(root: Path, physical_hash: Multihash) -> FileFacts:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.hashing.data_file import column_types
+from common.hashing.data_file import FileFacts, column_types
 from common.odf.errors import ValidationError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import Checkpoint, DataSlice
@@ -27,7 +27,6 @@ from coordinator.dataset.rules import validate_append
 from coordinator.dataset.state import DatasetState, advance
 from coordinator.verify.engine_hashes import EngineHashes, data_facts_reader
 from coordinator.verify.files import (
-    FileFacts,
     checkpoint_facts,
     checkpoint_problems,
     data_file_facts,

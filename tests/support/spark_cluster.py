@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pyspark
 
+from tests.support.cli import REPO
+
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 _RUNNING = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
@@ -192,6 +194,11 @@ class StandaloneCluster:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_CONF_DIR": str(conf_dir),
             "PYSPARK_PYTHON": sys.executable,
+            # The executors' Python workers import this checkout's engine (``common``,
+            # ``engine_spark``), as the driver does, not the one the venv installs.
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p
+            ),
             "SPARK_WORKER_DIR": str(directory / "work"),
             "SPARK_LOCAL_DIRS": str(directory / "scratch"),
             "SPARK_DAEMON_MEMORY": "256m",

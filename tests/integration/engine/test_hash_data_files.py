@@ -71,7 +71,7 @@ def test_each_files_answer_is_the_coordinators_inspection_and_a_bad_file_is_name
     assert [f.data_path for f in answer.files] == [str(p) for p in paths]
     assert 1 <= answer.tasks <= len(paths)
     for path, got in zip(paths[:5], answer.files[:5], strict=True):
-        facts = inspect_data_file(path)
+        facts = inspect_data_file(path, str(path))
         assert got.error is None, got
         assert got.size == facts.size == path.stat().st_size
         assert got.physical_hash == str(facts.physical_hash)
