@@ -88,6 +88,10 @@ class SparkCluster:
         return {"SPARK_CONF_DIR": str(self.conf_dir), "PYSPARK_PYTHON": sys.executable}
 
 
+def _python_path() -> str:
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
