@@ -200,7 +200,7 @@ def _tampered_file_is_named_by_the_executors(
         path.write_bytes(original)
     assert result.returncode == 1, result
     mismatches = [line for line in result.stderr.splitlines() if line.startswith("mismatch:")]
-    assert len(mismatches) == 1, result.stderr
+    assert mismatches, result.stderr  # the bytes; and the records if the byte broke them
     sequence = [h for h, _ in cities.iter_blocks()][::-1].index(block)
     rel = f"data/{event.new_data.physical_hash}"
     assert mismatches[0].startswith(
