@@ -15,7 +15,7 @@ Each verify runs twice, once per path, alternating which goes first:
 Reported: wall time of the ``odf`` process and its own CPU seconds (``getrusage`` of the
 process itself at exit: the engine and the executors are other processes).
 
-    .venv/bin/python bench/bench_verify_cluster.py [--rows 1000000] [--files 4]
+    .venv/bin/python bench/bench_verify_cluster.py [--rows 1000000] [--files 4] [--wide-only]
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--wide-only", action="store_true", help="verify wide only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-verify-") as tmp:
         base = Path(tmp)
@@ -112,7 +113,8 @@ def main() -> None:
             print(f"wide: {args.files} files, {size / 1e6:.1f} MB of Parquet")
             print("| verify | path | wall s | odf CPU s |")
             print("|---|---|---|---|")
-            for command in (("verify", "--recursive", "big-cities"), ("verify", "wide")):
+            commands = [("verify", "--recursive", "big-cities"), ("verify", "wide")]
+            for command in commands[1:] if args.wide_only else commands:
                 for r in range(args.repeat):
                     order = PATHS if r % 2 == 0 else PATHS[::-1]
                     for path in order:
