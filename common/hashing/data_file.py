@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -91,22 +91,12 @@ def inspect_data_file(path: str | Path, name: str) -> FileFacts:
         with open_parquet(path) as parquet:
             invalid_utf8 = invalid_utf8_in_parquet(parquet)
     except OdfError as e:  # the bytes are still hashed, the records cannot be
-        return FileFacts(
-            path=name,
-            size=os.stat(path).st_size,
-            physical_hash=_physical_hash(path),
-            unreadable=" ".join(str(e).split()),
-        )
-    return FileFacts(
-        path=name,
-        size=digest.size,
-        physical_hash=digest.physical_hash,
-        logical_hash=digest.logical_hash,
-        records=digest.records,
-        columns=column_types(digest.schema),
-        invalid_utf8=invalid_utf8,
-        exposed_slots=digest.exposed_slots,
-    )
+        raw = FileFacts(path=name, size=os.stat(path).st_size, physical_hash=_physical_hash(path))
+        return replace(raw, unreadable=" ".join(str(e).split()))
+    raw = FileFacts(path=name, size=digest.size, physical_hash=digest.physical_hash)
+    schema = column_types(digest.schema)
+    facts = replace(raw, logical_hash=digest.logical_hash, records=digest.records, columns=schema)
+    return replace(facts, invalid_utf8=invalid_utf8, exposed_slots=digest.exposed_slots)
 
 
 def column_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
