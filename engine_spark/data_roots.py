@@ -92,6 +92,9 @@ def request_paths(request: object) -> Iterator[tuple[str, str]]:
             if request.request.prev_checkpoint_path is not None:
                 yield "request.prev_checkpoint_path", request.request.prev_checkpoint_path
             yield "slices_dir", request.slices_dir
+        case ep.HashDataFilesRequest():
+            for i, path in enumerate(request.data_paths):
+                yield f"data_paths[{i}]", path
         case ep.ValidateQueryRequest():
             return
         case _:

@@ -40,6 +40,7 @@ from engine_spark.connect import (
 )
 from engine_spark.errors import InvalidQueryError
 from engine_spark.exchange import read_schema, write_table
+from engine_spark.file_hashes import hash_files
 from engine_spark.inputs import (
     empty_input,
     load_dataset,
@@ -555,6 +556,25 @@ class SparkEngine:
             )
             log.info("split.done", slices=len(answers), records=sum(counts), writer="executors")
             return ep.SplitTransformResponseSuccess(slices=answers)
+
+    # --- HashDataFiles (extension) ------------------------------------------------------
+
+    def hash_data_files(self, request: ep.HashDataFilesRequest) -> ep.HashDataFilesResponseSuccess:
+        """Each file's hashes computed in the application's tasks (``file_hashes.py``)."""
+        n = len(request.data_paths)
+        if n > ep.MAX_HASHED_FILES:
+            raise InvalidQueryError(
+                f"HashDataFiles: {n} files in one call, at most {ep.MAX_HASHED_FILES}"
+            )
+        with self._isolated("hash_files", f"{n} data files") as session:
+            files, tasks = hash_files(session, request.data_paths)
+        log.info(
+            "hash_files.done",
+            files=n,
+            tasks=tasks,
+            where=sorted({f.hashed_by for f in files if f.hashed_by}),
+        )
+        return ep.HashDataFilesResponseSuccess(files=tuple(files), tasks=tasks)
 
     # --- MigrateQuery ---------------------------------------------------------------------
 

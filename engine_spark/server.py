@@ -57,6 +57,10 @@ class EngineBackend(Protocol):
         self, request: ep.SplitTransformRequest
     ) -> ep.SplitTransformResponseSuccess: ...
 
+    def hash_data_files(
+        self, request: ep.HashDataFilesRequest
+    ) -> ep.HashDataFilesResponseSuccess: ...
+
     def alive(self) -> bool:
         """False once the backend can serve nothing more (its JVM died)."""
         ...
@@ -73,6 +77,7 @@ _BACKEND_CALLS: dict[str, Callable[[EngineBackend, Any], Any]] = {
     rpcs.MIGRATE.name: lambda b, r: b.migrate_query(r),
     rpcs.QUERY.name: lambda b, r: b.execute_query(r),
     rpcs.SPLIT_TRANSFORM.name: lambda b, r: b.execute_split_transform(r),
+    rpcs.HASH_DATA_FILES.name: lambda b, r: b.hash_data_files(r),
 }
 """Which backend method serves each RPC of ``common.engine_rpc.rpcs``."""
 

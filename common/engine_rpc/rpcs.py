@@ -126,6 +126,18 @@ SPLIT_TRANSFORM: EngineRpc[ep.SplitTransformRequest, ep.SplitTransformResponseSu
     ep.SplitTransformResponseInternalError,
     ep.SplitTransformResponseProgress,
 )
+HASH_DATA_FILES: EngineRpc[ep.HashDataFilesRequest, ep.HashDataFilesResponseSuccess] = EngineRpc(
+    "HashDataFiles",
+    engine_pb2.HashDataFilesRequest,
+    engine_pb2.HashDataFilesResponse,
+    codec.HASH_DATA_FILES_REQUEST.encode,
+    codec.HASH_DATA_FILES_REQUEST.decode,
+    codec.HASH_DATA_FILES_RESPONSE.encode,
+    codec.HASH_DATA_FILES_RESPONSE.decode,
+    ep.HashDataFilesResponseSuccess,
+    ep.HashDataFilesResponseInvalidQuery,
+    ep.HashDataFilesResponseInternalError,
+)
 
 RPCS: tuple[EngineRpc[Any, Any], ...] = (
     TRANSFORM,
@@ -134,5 +146,6 @@ RPCS: tuple[EngineRpc[Any, Any], ...] = (
     MIGRATE,
     QUERY,
     SPLIT_TRANSFORM,
+    HASH_DATA_FILES,
 )
 """Every RPC of the service."""

@@ -308,3 +308,69 @@ SplitTransformResponse = (
     | SplitTransformResponseInvalidQuery
     | SplitTransformResponseInternalError
 )
+
+
+# --- Extension: data files hashed in the engine's tasks (fbs/engine_ext.fbs) ---------------------
+
+
+@record
+class HashDataFilesRequest:
+    data_paths: tuple[str, ...]
+    """Absolute paths the engine's executors read (at most ``MAX_HASHED_FILES``)."""
+
+
+MAX_HASHED_FILES = 4096
+"""Files per HashDataFiles call: the engine refuses more (a call is one Spark job, its answer
+about 300 bytes per file)."""
+
+
+@record
+class DataFileColumn:
+    name: str
+    arrow_type: str
+    """The Arrow type as pyarrow prints it."""
+
+
+@record
+class DataFileHashes:
+    data_path: str
+    error: str | None = None
+    """Why the file could not be read at all (the other fields are then unset)."""
+    size: int = 0
+    physical_hash: str | None = None
+    """As ``DataSlice.physicalHash`` (multibase multihash)."""
+    logical_hash: str | None = None
+    """``None`` when the records cannot be read."""
+    num_records: int = 0
+    columns: tuple[DataFileColumn, ...] | None = None
+    unreadable: str | None = None
+    """Why the bytes do not read as Parquet."""
+    invalid_utf8: str | None = None
+    exposed_slots: int = 0
+    hashed_by: str | None = None
+    """Where: ``executor <id>`` or ``driver``, and the host."""
+
+
+@record
+class HashDataFilesResponseSuccess:
+    files: tuple[DataFileHashes, ...]
+    """One per requested path, in request order."""
+    tasks: int = 0
+
+
+@record
+class HashDataFilesResponseInvalidQuery:
+    message: str
+
+
+@record
+class HashDataFilesResponseInternalError:
+    message: str
+    backtrace: str | None = None
+
+
+HashDataFilesResponse = (
+    HashDataFilesResponseSuccess
+    | HashDataFilesResponseInvalidQuery
+    | HashDataFilesResponseInternalError
+)

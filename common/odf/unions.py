@@ -105,6 +105,11 @@ def all_unions() -> dict[str, tuple[type, ...]]:
             ep.SplitTransformResponseInvalidQuery,
             ep.SplitTransformResponseInternalError,
         ),
+        "HashDataFilesResponse": (
+            ep.HashDataFilesResponseSuccess,
+            ep.HashDataFilesResponseInvalidQuery,
+            ep.HashDataFilesResponseInternalError,
+        ),
     }
 
 

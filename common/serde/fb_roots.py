@@ -40,3 +40,8 @@ class QueryResponseRoot:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SplitTransformResponseRoot:
     value: ep.SplitTransformResponse
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HashDataFilesResponseRoot:
+    value: ep.HashDataFilesResponse

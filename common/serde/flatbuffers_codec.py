@@ -38,6 +38,7 @@ from common.serde.block_codec import (
     read_manifest,
 )
 from common.serde.fb_roots import (
+    HashDataFilesResponseRoot,
     MigrateQueryResponseRoot,
     QueryResponseRoot,
     RawQueryResponseRoot,
@@ -47,6 +48,8 @@ from common.serde.fb_roots import (
 )
 
 __all__ = [
+    "HASH_DATA_FILES_REQUEST",
+    "HASH_DATA_FILES_RESPONSE",
     "MIGRATE_QUERY_REQUEST",
     "MIGRATE_QUERY_RESPONSE",
     "QUERY_REQUEST",
@@ -119,6 +122,12 @@ SPLIT_TRANSFORM_REQUEST: MessageCodec[ep.SplitTransformRequest] = MessageCodec(
 )
 SPLIT_TRANSFORM_RESPONSE: MessageCodec[ep.SplitTransformResponse] = MessageCodec(
     SplitTransformResponseRoot, wrapped=True
+)
+HASH_DATA_FILES_REQUEST: MessageCodec[ep.HashDataFilesRequest] = MessageCodec(
+    ep.HashDataFilesRequest
+)
+HASH_DATA_FILES_RESPONSE: MessageCodec[ep.HashDataFilesResponse] = MessageCodec(
+    HashDataFilesResponseRoot, wrapped=True
 )
 
 # --- Internals ---------------------------------------------------------------------------------

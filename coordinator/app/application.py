@@ -577,8 +577,10 @@ class Application:
         self, names: Sequence[str], options: VerifyOptions = VerifyOptions()
     ) -> list[DatasetReport]:
         """One report per dataset (inputs first); engines start only when a replay needs one."""
+        from coordinator.verify.engine_hashes import EngineHashes, hashes_on_executors
         from coordinator.verify.verifier import (
             Verifier,
+            hash_mounts,
             replay_mounts,
             tolerant_resolver,
             verification_order,
@@ -597,7 +599,11 @@ class Application:
         if options.integrity_only:
             verifier = Verifier(resolve, None, exchange, on_replay=replayed, on_bytes=on_bytes)
             return [verifier.verify(ds) for ds in datasets]
-        with self.engines(replay_mounts(datasets, resolve)) as engines:
+        mounts = replay_mounts(datasets, resolve)
+        on_executors = hashes_on_executors(self.config.engine.master, self.provider.kind)
+        if on_executors:
+            mounts = hash_mounts(datasets, mounts)
+        with self.engines(mounts) as engines:
             verifier = Verifier(
                 resolve,
                 engines,
@@ -605,6 +611,7 @@ class Application:
                 on_replay=replayed,
                 on_bytes=on_bytes,
                 shared_staging=self.config.engine.staging_dir,
+                engine_hashes=EngineHashes(lambda: engines.get(None)) if on_executors else None,
             )
             return [verifier.verify(ds) for ds in datasets]
 

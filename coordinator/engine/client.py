@@ -121,6 +121,11 @@ class EngineClient:
         without it raises ``EngineUnimplementedError``."""
         return self._call(rpcs.SPLIT_TRANSFORM, request)
 
+    def hash_data_files(self, request: ep.HashDataFilesRequest) -> ep.HashDataFilesResponseSuccess:
+        """Data files hashed in the engine's tasks (extension; ``odf verify`` on a cluster);
+        an engine without it raises ``EngineUnimplementedError``."""
+        return self._call(rpcs.HASH_DATA_FILES, request)
+
     def execute_query(self, request: ep.QueryRequest) -> ep.QueryResponseSuccess:
         """An ad-hoc query over whole datasets (extension; ``odf sql``)."""
         return self._call(rpcs.QUERY, request)

@@ -7,84 +7,22 @@ once even when several blocks name it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from common.hashing import digest_data_file, physical_hash_file
-from common.hashing.logical import open_parquet
-from common.odf.errors import OdfError
+from common.hashing import physical_hash_file
+from common.hashing.data_file import FileFacts, inspect_data_file
 from common.odf.fragments import Checkpoint, DataSlice
 from common.odf.multihash import Multihash
-from coordinator.ingest.readers.utf8 import has_strings, invalid_utf8_column
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FileFacts:
-    """What a stored file actually is."""
-
-    path: str
-    """Relative to the dataset directory (``data/<hash>``)."""
-    size: int | None = None
-    """``None``: the file is missing."""
-    physical_hash: Multihash | None = None
-    logical_hash: Multihash | None = None
-    records: int | None = None
-    columns: tuple[tuple[str, str], ...] | None = None
-    """``(name, Arrow type)`` of each column (data files only)."""
-    unreadable: str | None = None
-    """Why the records could not be read (data files only)."""
-    invalid_utf8: str | None = None
-    """The first string column holding invalid UTF-8 (data files only)."""
-    exposed_slots: int = 0
-    """Null struct-field slots the logical hash reads as values (the struct-null quirk)."""
 
 
 def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
     """Size, physical hash, record count and logical hash of ``data/<physical_hash>``, from
-    one read of the file (``digest_data_file``); then its string columns' UTF-8."""
+    one read of the file, then its string columns' UTF-8 (``inspect_data_file``)."""
     rel = f"data/{physical_hash}"
     path = root / rel
     if not path.is_file():
         return FileFacts(path=rel)
-    try:
-        digest = digest_data_file(path)
-        with open_parquet(path) as parquet:
-            invalid_utf8 = _invalid_utf8_column(parquet)
-    except OdfError as e:
-        facts = _raw_facts(path, rel)  # the bytes are still hashed, the records cannot be
-        return replace(facts, unreadable=" ".join(str(e).split()))
-    return FileFacts(
-        path=rel,
-        size=digest.size,
-        physical_hash=digest.physical_hash,
-        logical_hash=digest.logical_hash,
-        records=digest.records,
-        columns=column_types(digest.schema),
-        invalid_utf8=invalid_utf8,
-        exposed_slots=digest.exposed_slots,
-    )
-
-
-def _invalid_utf8_column(parquet: pq.ParquetFile) -> str | None:
-    """The first column whose strings are not valid UTF-8 (Arrow's ``utf8``, hence ODF's
-    ``string``, requires it; readers fail on such values), read batch by batch."""
-    names = [f.name for f in parquet.schema_arrow if has_strings(f.type)]
-    if not names:
-        return None
-    for batch in parquet.iter_batches(columns=names):
-        column = invalid_utf8_column(batch)
-        if column is not None:
-            return column
-    return None
-
-
-def column_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:
-    """What a data file's schema must agree on with ``SetDataSchema``: names and types, in
-    order (nullability and metadata aside, as schema evolution compares them)."""
-    return tuple((f.name, str(f.type)) for f in schema)
+    return inspect_data_file(path, rel)
 
 
 def checkpoint_facts(root: Path, physical_hash: Multihash) -> FileFacts:

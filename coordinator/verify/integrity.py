@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.hashing.data_file import FileFacts, column_types
 from common.odf.errors import ValidationError
 from common.odf.events import AddData, ExecuteTransform
 from common.odf.fragments import Checkpoint, DataSlice
@@ -24,11 +25,10 @@ from common.odf.multihash import Multihash
 from coordinator.dataset.layout import DatasetLayout
 from coordinator.dataset.rules import validate_append
 from coordinator.dataset.state import DatasetState, advance
+from coordinator.verify.engine_hashes import EngineHashes, data_facts_reader
 from coordinator.verify.files import (
-    FileFacts,
     checkpoint_facts,
     checkpoint_problems,
-    column_types,
     data_file_facts,
     data_slice_problems,
 )
@@ -57,16 +57,33 @@ class IntegrityResult:
 
 
 def verify_integrity(
-    layout: DatasetLayout, on_bytes: Callable[[int], None] | None = None
+    layout: DatasetLayout,
+    on_bytes: Callable[[int], None] | None = None,
+    engine_hashes: EngineHashes | None = None,
 ) -> IntegrityResult:
     """Check the dataset at ``layout`` from its stored bytes; see the module docstring.
-    ``on_bytes`` is told the size of each data and checkpoint file once it is checked."""
+    ``on_bytes`` is told the size of each data and checkpoint file once it is checked;
+    ``engine_hashes``: the data files are hashed by the engine's executors
+    (``engine_hashes.py``)."""
     chain = walk_chain(layout)
     problems = [*chain.problems, *hidden_blocks(layout, chain)]
     blocks, rule_problems = check_rules(chain.blocks, validate=chain.complete)
     problems += rule_problems
-    problems += file_problems(layout.root, blocks, complete=chain.complete, on_bytes=on_bytes)
+    read_data = data_facts_reader(engine_hashes, layout.root, _data_hashes(blocks))
+    problems += file_problems(
+        layout.root, blocks, complete=chain.complete, on_bytes=on_bytes, read_data=read_data
+    )
     return IntegrityResult(chain, blocks, tuple(sorted_problems(problems)))
+
+
+def _data_hashes(blocks: Sequence[StoredBlock]) -> list[Multihash]:
+    """The physical hashes of the data files the chain's data events name, in chain order."""
+    found = []
+    for read in blocks:
+        event = read.block.event
+        if isinstance(event, AddData | ExecuteTransform) and event.new_data is not None:
+            found.append(event.new_data.physical_hash)
+    return found
 
 
 def check_rules(
@@ -98,10 +115,11 @@ def file_problems(
     *,
     complete: bool = True,
     on_bytes: Callable[[int], None] | None = None,
+    read_data: Callable[[Path, Multihash], FileFacts] = data_file_facts,
 ) -> list[Problem]:
     """Every data file and checkpoint named by a data event, against what the event says
     and (data files) against the dataset's schema in effect at the event, known when the
-    chain is ``complete``."""
+    chain is ``complete``; ``read_data`` gives a data file's facts."""
     data_cache: dict[Multihash, FileFacts] = {}
     checkpoint_cache: dict[Multihash, FileFacts] = {}
     problems = []
@@ -110,7 +128,7 @@ def file_problems(
         if not isinstance(event, AddData | ExecuteTransform):
             continue
         if event.new_data is not None:
-            facts = _facts(data_cache, data_file_facts, root, event.new_data, on_bytes)
+            facts = _facts(data_cache, read_data, root, event.new_data, on_bytes)
             schema = read.state_before.arrow_schema() if complete else None
             columns = column_types(schema) if schema is not None else None
             for message in data_slice_problems(event.new_data, facts, columns):

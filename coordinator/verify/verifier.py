@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
+from common.logs import get_logger
 from common.odf.block import MetadataBlock
 from common.odf.errors import OdfError
 from common.odf.events import AddData, ExecuteTransform, Seed, SetTransform
@@ -28,6 +29,7 @@ from coordinator.dataset import Dataset, DatasetNotFoundError
 from coordinator.engine import EngineMounts, EngineSession
 from coordinator.transform.graph import inputs_first
 from coordinator.transform.recorded import InputHistory
+from coordinator.verify.engine_hashes import EngineHashes
 from coordinator.verify.input_history import load_input_history
 from coordinator.verify.input_links import input_link_problems
 from coordinator.verify.integrity import IntegrityResult, StoredBlock, sorted_problems
@@ -44,6 +46,8 @@ from coordinator.verify.report import (
 from coordinator.verify.stored_chain import walk_chain
 from coordinator.workspace import Workspace
 
+log = get_logger(__name__)
+
 Resolver = Callable[[DatasetID], Dataset]
 ReplayProgress = Callable[[Dataset, ReplayResult], None]
 
@@ -59,10 +63,17 @@ class Verifier:
     on_replay: ReplayProgress | None = None
     on_bytes: Callable[[int], None] | None = None
     shared_staging: Path | None = None
+    engine_hashes: EngineHashes | None = None
+    """The data files hashed by the engine's executors (a cluster master), not here."""
     _verified: dict[DatasetID, InputHistory] = field(default_factory=dict, init=False, repr=False)
 
     def verify(self, dataset: Dataset) -> DatasetReport:
-        integrity = check_integrity(dataset.layout, self.on_bytes)
+        log.debug(
+            "verify.hashing",
+            dataset=dataset.alias,
+            data_files_on="executors" if self.engine_hashes is not None else "coordinator",
+        )
+        integrity = check_integrity(dataset.layout, self.on_bytes, self.engine_hashes)
         problems = list(integrity.problems)
         seed = _seed(integrity)
         kind = seed.dataset_kind if seed else None
@@ -289,6 +300,14 @@ def replay_mounts(targets: Sequence[Dataset], resolve: Resolver) -> EngineMounts
             except DatasetNotFoundError:
                 continue  # its transactions cannot be replayed; reported per block
     return EngineMounts.of(read_only, read_write)
+
+
+def hash_mounts(targets: Sequence[Dataset], mounts: EngineMounts) -> EngineMounts:
+    """``mounts`` and each of ``targets``' data (read-only): what an engine hashing their
+    data files reads (``engine_hashes.py``)."""
+    return EngineMounts.of(
+        (*mounts.read_only, *(ds.layout.data_dir for ds in targets)), mounts.read_write
+    )
 
 
 def _event_label(event: AddData | ExecuteTransform) -> str:

@@ -36,10 +36,11 @@ from pathlib import Path
 
 import pytest
 
+from common.odf.events import AddData
 from tests.e2e.test_split_cli import BATCHES
-from tests.e2e.test_verify_cli import BIG_CITIES, CITIES
+from tests.e2e.test_verify_cli import BIG_CITIES, CITIES, flip_middle_byte
 from tests.integration.transform.pipeline import execute_transforms, records
-from tests.support.cli import ok, start_odf
+from tests.support.cli import odf, ok, start_odf
 from tests.support.datasets import derivative, root
 from tests.support.spark_cluster import SparkCluster, SparkWorker, StandaloneCluster
 from tests.support.workspace import add, dataset, new_workspace
@@ -155,7 +156,7 @@ def test_the_split_dataset_verifies_here_and_in_a_workspace_that_pulled_it(
     pipeline: Pipeline, spark_cluster: SparkCluster, tmp_path: Path
 ) -> None:
     env = pipeline.env
-    here = start_odf(pipeline.ws, "verify", "--recursive", "big-cities", "totals", env=env)
+    here = start_odf(pipeline.ws, "-v", "verify", "--recursive", "big-cities", "totals", env=env)
     try:
         repo = tmp_path / "repo"
         for name in ("cities", "big-cities"):
@@ -170,6 +171,45 @@ def test_the_split_dataset_verifies_here_and_in_a_workspace_that_pulled_it(
     assert "big-cities: ok (" in there and "3 replayed" in there, there
     pulled = dataset(other, "big-cities")
     assert records(pulled).equals(records(dataset(pipeline.ws, "big-cities")))
+    # On the cluster the data files were hashed in the executors' tasks: each dataset's
+    # files (cities 3, big-cities 3, totals 1), by executor processes, not the driver.
+    hashed = [line for line in err.splitlines() if "verify.hashed_by_engine" in line]
+    assert len(hashed) == 3, err
+    assert all("executor " in line and "driver" not in line for line in hashed), hashed
+    _tampered_file_is_named_by_the_executors(pipeline, spark_cluster)
+
+
+def _tampered_file_is_named_by_the_executors(
+    pipeline: Pipeline, spark_cluster: SparkCluster
+) -> None:
+    """A byte of one of ``cities``' data files changed (same size): ``odf verify cities`` on
+    the cluster fails naming its block and file; the hash job's tasks ran on the executors
+    (their logs; a root dataset has nothing to replay, so it is the application's only job)."""
+    cities = dataset(pipeline.ws, "cities")
+    block, event = next(
+        (h, b.event) for h, b in cities.iter_blocks() if isinstance(b.event, AddData)
+    )
+    assert event.new_data is not None
+    path = cities.data_path(event.new_data.physical_hash)
+    original = path.read_bytes()
+    earlier = [frozenset(w.executor_logs()) for w in spark_cluster.workers]
+    flip_middle_byte(path)
+    try:
+        result = odf(pipeline.ws, "-v", "verify", "cities", env=pipeline.env)
+    finally:
+        path.write_bytes(original)
+    assert result.returncode == 1, result
+    mismatches = [line for line in result.stderr.splitlines() if line.startswith("mismatch:")]
+    assert mismatches, result.stderr  # the bytes; and the records if the byte broke them
+    sequence = [h for h, _ in cities.iter_blocks()][::-1].index(block)
+    rel = f"data/{event.new_data.physical_hash}"
+    assert mismatches[0].startswith(
+        f"mismatch: cities: block {sequence} ({block}): data file {rel}"
+    )
+    assert "not to the physical hash the block records: the file was modified" in mismatches[0]
+    assert "verify.hashed_by_engine" in result.stderr and "executor " in result.stderr
+    finished = sum(w.finished_tasks(e) for w, e in zip(spark_cluster.workers, earlier, strict=True))
+    assert finished == 3, finished  # one task per data file of cities
 
 
 def _catch_busy(workers: tuple[SparkWorker, ...], pull: subprocess.Popen[str]) -> SparkWorker:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pyspark
 
+from tests.support.cli import REPO
+
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 _RUNNING = re.compile(r"Running task \S+ in stage \S+ \(TID (\d+)\)")
@@ -49,6 +51,11 @@ class SparkWorker:
             running |= set(_RUNNING.findall(text)) - set(_FINISHED.findall(text))
         return running
 
+    def finished_tasks(self, earlier: frozenset[Path] = frozenset()) -> int:
+        """How many tasks its executors finished (their INFO logs, not the ``earlier`` ones)."""
+        logs = set(self.executor_logs()) - earlier
+        return sum(len(_FINISHED.findall(log.read_text(errors="replace"))) for log in logs)
+
     def kill_executors(self) -> int:
         """``kill -9`` its executor JVMs only (the Worker stays): as an executor crashing or
         killed by the kernel would. Returns how many were killed."""
@@ -79,6 +86,10 @@ class SparkCluster:
     def engine_env(self) -> dict[str, str]:
         """The environment of an engine driving this cluster (its executors run this Python)."""
         return {"SPARK_CONF_DIR": str(self.conf_dir), "PYSPARK_PYTHON": sys.executable}
+
+
+def _python_path() -> str:
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
 
 def _free_port() -> int:
@@ -187,6 +198,11 @@ class StandaloneCluster:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_CONF_DIR": str(conf_dir),
             "PYSPARK_PYTHON": sys.executable,
+            # The executors' Python workers import this checkout's engine (``common``,
+            # ``engine_spark``), as the driver does, not the one the venv installs.
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p
+            ),
             "SPARK_WORKER_DIR": str(directory / "work"),
             "SPARK_LOCAL_DIRS": str(directory / "scratch"),
             "SPARK_DAEMON_MEMORY": "256m",

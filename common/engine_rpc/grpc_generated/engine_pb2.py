@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x65ngine.proto\x12\x06\x65ngine\"%\n\x0fRawQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"&\n\x10RawQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"&\n\x10TransformRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"\'\n\x11TransformResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"*\n\x14ValidateQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"+\n\x15ValidateQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\")\n\x13MigrateQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"*\n\x14MigrateQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"\"\n\x0cQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"#\n\rQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"+\n\x15SplitTransformRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\",\n\x16SplitTransformResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\x32\xd1\x03\n\x06\x45ngine\x12\x46\n\x0f\x45xecuteRawQuery\x12\x17.engine.RawQueryRequest\x1a\x18.engine.RawQueryResponse0\x01\x12I\n\x10\x45xecuteTransform\x12\x18.engine.TransformRequest\x1a\x19.engine.TransformResponse0\x01\x12N\n\rValidateQuery\x12\x1c.engine.ValidateQueryRequest\x1a\x1d.engine.ValidateQueryResponse0\x01\x12K\n\x0cMigrateQuery\x12\x1b.engine.MigrateQueryRequest\x1a\x1c.engine.MigrateQueryResponse0\x01\x12=\n\x0c\x45xecuteQuery\x12\x14.engine.QueryRequest\x1a\x15.engine.QueryResponse0\x01\x12X\n\x15\x45xecuteSplitTransform\x12\x1d.engine.SplitTransformRequest\x1a\x1e.engine.SplitTransformResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x65ngine.proto\x12\x06\x65ngine\"%\n\x0fRawQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"&\n\x10RawQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"&\n\x10TransformRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"\'\n\x11TransformResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"*\n\x14ValidateQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"+\n\x15ValidateQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\")\n\x13MigrateQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"*\n\x14MigrateQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"\"\n\x0cQueryRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"#\n\rQueryResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"+\n\x15SplitTransformRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\",\n\x16SplitTransformResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"*\n\x14HashDataFilesRequest\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\"+\n\x15HashDataFilesResponse\x12\x12\n\nflatbuffer\x18\x01 \x01(\x0c\x32\xa1\x04\n\x06\x45ngine\x12\x46\n\x0f\x45xecuteRawQuery\x12\x17.engine.RawQueryRequest\x1a\x18.engine.RawQueryResponse0\x01\x12I\n\x10\x45xecuteTransform\x12\x18.engine.TransformRequest\x1a\x19.engine.TransformResponse0\x01\x12N\n\rValidateQuery\x12\x1c.engine.ValidateQueryRequest\x1a\x1d.engine.ValidateQueryResponse0\x01\x12K\n\x0cMigrateQuery\x12\x1b.engine.MigrateQueryRequest\x1a\x1c.engine.MigrateQueryResponse0\x01\x12=\n\x0c\x45xecuteQuery\x12\x14.engine.QueryRequest\x1a\x15.engine.QueryResponse0\x01\x12X\n\x15\x45xecuteSplitTransform\x12\x1d.engine.SplitTransformRequest\x1a\x1e.engine.SplitTransformResponse0\x01\x12N\n\rHashDataFiles\x12\x1c.engine.HashDataFilesRequest\x1a\x1d.engine.HashDataFilesResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -56,6 +56,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SPLITTRANSFORMREQUEST']._serialized_end=476
   _globals['_SPLITTRANSFORMRESPONSE']._serialized_start=478
   _globals['_SPLITTRANSFORMRESPONSE']._serialized_end=522
-  _globals['_ENGINE']._serialized_start=525
-  _globals['_ENGINE']._serialized_end=990
+  _globals['_HASHDATAFILESREQUEST']._serialized_start=524
+  _globals['_HASHDATAFILESREQUEST']._serialized_end=566
+  _globals['_HASHDATAFILESRESPONSE']._serialized_start=568
+  _globals['_HASHDATAFILESRESPONSE']._serialized_end=611
+  _globals['_ENGINE']._serialized_start=614
+  _globals['_ENGINE']._serialized_end=1159
 # @@protoc_insertion_point(module_scope)

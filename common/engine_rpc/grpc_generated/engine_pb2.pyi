@@ -273,3 +273,45 @@ class SplitTransformResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SplitTransformResponse: _TypeAlias = SplitTransformResponse  # noqa: Y015
+
+@_typing.final
+class HashDataFilesRequest(_message.Message):
+    """FlatBuffers root table `HashDataFilesRequest` (fbs/engine_ext.fbs)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FLATBUFFER_FIELD_NUMBER: _builtins.int
+    flatbuffer: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        flatbuffer: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flatbuffer", b"flatbuffer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HashDataFilesRequest: _TypeAlias = HashDataFilesRequest  # noqa: Y015
+
+@_typing.final
+class HashDataFilesResponse(_message.Message):
+    """FlatBuffers root table `HashDataFilesResponseRoot` (fbs/engine_ext.fbs)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FLATBUFFER_FIELD_NUMBER: _builtins.int
+    flatbuffer: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        flatbuffer: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flatbuffer", b"flatbuffer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HashDataFilesResponse: _TypeAlias = HashDataFilesResponse  # noqa: Y015

@@ -65,6 +65,11 @@ class EngineStub:
                 request_serializer=engine__pb2.SplitTransformRequest.SerializeToString,
                 response_deserializer=engine__pb2.SplitTransformResponse.FromString,
                 _registered_method=True)
+        self.HashDataFiles = channel.unary_stream(
+                '/engine.Engine/HashDataFiles',
+                request_serializer=engine__pb2.HashDataFilesRequest.SerializeToString,
+                response_deserializer=engine__pb2.HashDataFilesResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -113,6 +118,14 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HashDataFiles(self, request, context):
+        """Extension: stored data files' hashes, size and records, computed in the engine's tasks
+        (on a cluster, the executors; `odf verify`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +158,11 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.ExecuteSplitTransform,
                     request_deserializer=engine__pb2.SplitTransformRequest.FromString,
                     response_serializer=engine__pb2.SplitTransformResponse.SerializeToString,
+            ),
+            'HashDataFiles': grpc.unary_stream_rpc_method_handler(
+                    servicer.HashDataFiles,
+                    request_deserializer=engine__pb2.HashDataFilesRequest.FromString,
+                    response_serializer=engine__pb2.HashDataFilesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -309,6 +327,33 @@ class Engine:
             '/engine.Engine/ExecuteSplitTransform',
             engine__pb2.SplitTransformRequest.SerializeToString,
             engine__pb2.SplitTransformResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HashDataFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/engine.Engine/HashDataFiles',
+            engine__pb2.HashDataFilesRequest.SerializeToString,
+            engine__pb2.HashDataFilesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -51,6 +51,10 @@ class EngineStub:
     """Extension: one transformation written by the executors as K slices, each ending at input
     block boundaries (split transactions; only for row-local queries).
     """
+    HashDataFiles: _grpc.UnaryStreamMultiCallable[_engine_pb2.HashDataFilesRequest, _engine_pb2.HashDataFilesResponse]
+    """Extension: stored data files' hashes, size and records, computed in the engine's tasks
+    (on a cluster, the executors; `odf verify`).
+    """
 
 @_typing.type_check_only
 class EngineAsyncStub(EngineStub):
@@ -68,6 +72,10 @@ class EngineAsyncStub(EngineStub):
     ExecuteSplitTransform: _aio.UnaryStreamMultiCallable[_engine_pb2.SplitTransformRequest, _engine_pb2.SplitTransformResponse]  # type: ignore[assignment]
     """Extension: one transformation written by the executors as K slices, each ending at input
     block boundaries (split transactions; only for row-local queries).
+    """
+    HashDataFiles: _aio.UnaryStreamMultiCallable[_engine_pb2.HashDataFilesRequest, _engine_pb2.HashDataFilesResponse]  # type: ignore[assignment]
+    """Extension: stored data files' hashes, size and records, computed in the engine's tasks
+    (on a cluster, the executors; `odf verify`).
     """
 
 class EngineServicer(metaclass=_abc_1.ABCMeta):
@@ -119,6 +127,16 @@ class EngineServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_engine_pb2.SplitTransformResponse], _abc.AsyncIterator[_engine_pb2.SplitTransformResponse]]:
         """Extension: one transformation written by the executors as K slices, each ending at input
         block boundaries (split transactions; only for row-local queries).
+        """
+
+    @_abc_1.abstractmethod
+    def HashDataFiles(
+        self,
+        request: _engine_pb2.HashDataFilesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_engine_pb2.HashDataFilesResponse], _abc.AsyncIterator[_engine_pb2.HashDataFilesResponse]]:
+        """Extension: stored data files' hashes, size and records, computed in the engine's tasks
+        (on a cluster, the executors; `odf verify`).
         """
 
 def add_EngineServicer_to_server(servicer: EngineServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

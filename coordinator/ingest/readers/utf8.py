@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from common.arrow_strings import invalid_utf8_column
 from coordinator.ingest.errors import ReadError
 
 CHUNK = 1 << 20
@@ -64,37 +65,3 @@ def check_utf8_batch(batch: pa.RecordBatch, *, name: str) -> None:
     column = invalid_utf8_column(batch)
     if column is not None:
         raise ReadError(f"column {column!r}: invalid UTF-8 in a string value", path=name)
-
-
-def invalid_utf8_column(batch: pa.RecordBatch) -> str | None:
-    """The first column of ``batch`` (strings at any depth) holding invalid UTF-8, if any."""
-    for field, column in zip(batch.schema, batch.columns, strict=True):
-        if not has_strings(field.type):
-            continue
-        try:
-            column.validate(full=True)
-        except pa.ArrowInvalid as e:
-            if "UTF8" not in str(e):
-                raise
-            return str(field.name)
-    return None
-
-
-def has_strings(dtype: pa.DataType) -> bool:
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return True
-    if pa.types.is_string_view(dtype):
-        return True
-    if (
-        pa.types.is_list(dtype)
-        or pa.types.is_large_list(dtype)
-        or pa.types.is_fixed_size_list(dtype)
-    ):
-        return has_strings(dtype.value_type)
-    if pa.types.is_map(dtype):
-        return has_strings(dtype.key_type) or has_strings(dtype.item_type)
-    if pa.types.is_struct(dtype):
-        return any(has_strings(dtype.field(i).type) for i in range(dtype.num_fields))
-    if pa.types.is_dictionary(dtype):
-        return has_strings(dtype.value_type)
-    return False

@@ -51,3 +51,10 @@ def split_transform(
     return _single(
         stub.ExecuteSplitTransform(pb, timeout=300), codec.SPLIT_TRANSFORM_RESPONSE.decode
     )
+
+
+def hash_data_files(
+    stub: engine_pb2_grpc.EngineStub, request: ep.HashDataFilesRequest
+) -> ep.HashDataFilesResponse:
+    pb = engine_pb2.HashDataFilesRequest(flatbuffer=codec.HASH_DATA_FILES_REQUEST.encode(request))
+    return _single(stub.HashDataFiles(pb, timeout=300), codec.HASH_DATA_FILES_RESPONSE.decode)

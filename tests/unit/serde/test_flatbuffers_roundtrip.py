@@ -113,6 +113,18 @@ MESSAGES: list[tuple[str, Any, Callable[[Any], bytes], Callable[[bytes], Any]]] 
         codec.SPLIT_TRANSFORM_RESPONSE.decode,
     ),
     (
+        "HashDataFilesRequest",
+        ods.model(ep.HashDataFilesRequest),
+        codec.HASH_DATA_FILES_REQUEST.encode,
+        codec.HASH_DATA_FILES_REQUEST.decode,
+    ),
+    (
+        "HashDataFilesResponse",
+        ods.union_values("HashDataFilesResponse"),
+        codec.HASH_DATA_FILES_RESPONSE.encode,
+        codec.HASH_DATA_FILES_RESPONSE.decode,
+    ),
+    (
         "MigrateQueryRequest",
         ods.model(ep.MigrateQueryRequest),
         codec.MIGRATE_QUERY_REQUEST.encode,
