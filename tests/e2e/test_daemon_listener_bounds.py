@@ -155,6 +155,7 @@ def test_a_huge_websocket_message_is_refused(client: HostileClient) -> None:
         (ws_frame(b"\xff\xfe", opcode=1), b'"BadRequest"'),  # not UTF-8: an error, a close
         (ws_frame(b"x", opcode=0x3), b"\x03\xea"),  # a reserved opcode: 1002
     ],
+    ids=["unmasked", "not-utf8", "reserved-opcode"],  # stable: the masks are random
 )
 def test_bad_websocket_frames_close_the_connection(
     client: HostileClient, frame: bytes, code: bytes
