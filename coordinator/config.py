@@ -49,6 +49,10 @@ Every key is optional; a missing file means the defaults (the embedded engine)::
     writers:
       waitTimeout: 600            # seconds a writer waits for another writer of a dataset (a
                                   #   pull by the daemon or by another odf process) to finish
+    verify:
+      executorMinBytes: 1073741824  # odf verify on a standalone cluster: a dataset's data files
+                                  #   are hashed by the executors from this many bytes on (less:
+                                  #   on this machine, no engine started for it); 0: always
 
 Relative paths (``tokenFile``, ``tlsCa``) are relative to the ``.odf`` directory. Errors name
 the file, the line and the key (``.odf/config.yaml:3: engine.provider: ...``).
@@ -75,6 +79,8 @@ DEFAULT_DAEMON_ADDRESS = "127.0.0.1:4884"
 DEFAULT_DAEMON_HTTP_ADDRESS = "127.0.0.1:4885"
 DEFAULT_FLIGHT_SQL_ADDRESS = "127.0.0.1:50050"
 DEFAULT_WAIT_TIMEOUT_S = 600.0
+DEFAULT_EXECUTOR_MIN_BYTES = 1 << 30
+"""About 7-10 s of hashing here (100-150 MB/s): less than a cluster engine's start and job."""
 
 
 class EngineProviderKind(enum.Enum):
@@ -175,6 +181,14 @@ class WritersConfig:
     """Seconds a writer waits for the datasets it changes while others write them."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyConfig:
+    executor_min_bytes: int = DEFAULT_EXECUTOR_MIN_BYTES
+    """Bytes of a dataset's data files from which ``odf verify`` on a standalone cluster has
+    the executors hash them (``coordinator/verify/engine_hashes.py``); below, this machine
+    hashes them (faster than a Spark job, and no engine starts for it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """When the daemon pulls a dataset by itself: every ``interval`` seconds, or at the times
@@ -206,6 +220,7 @@ class WorkspaceConfig:
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     writers: WritersConfig = field(default_factory=WritersConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
     def dataset_names(self) -> dict[str, tuple[str, ...]]:
         """The keys that name datasets and the names they hold (checked by ``odf config``)."""
@@ -257,13 +272,24 @@ def parse_config(text: str, *, source: str = CONFIG_FILE) -> WorkspaceConfig:
 
 
 def _workspace_config(value: Any) -> WorkspaceConfig:
-    top = _mapping(value, "", ("engine", "transform", "daemon", "ingest", "writers"))
+    top = _mapping(value, "", ("engine", "transform", "daemon", "ingest", "writers", "verify"))
     return WorkspaceConfig(
         engine=_engine_config(top.get("engine")),
         transform=_transform_config(top.get("transform")),
         daemon=_daemon_config(top.get("daemon")),
         ingest=_ingest_config(top.get("ingest")),
         writers=_writers_config(top.get("writers")),
+        verify=_verify_config(top.get("verify")),
+    )
+
+
+def _verify_config(value: Any) -> VerifyConfig:
+    m = _mapping({} if value is None else value, "verify", ("executorMinBytes",))
+    default = VerifyConfig().executor_min_bytes
+    return VerifyConfig(
+        executor_min_bytes=int(
+            _positive(m, "verify", "executorMinBytes", default, integer=True, zero=True)
+        ),
     )
 
 
@@ -685,6 +711,7 @@ SETTINGS: dict[str, Any] = {
     "daemon.schedules": lambda c: ", ".join(f"{s.dataset}={s.text}" for s in c.daemon.schedules),
     "ingest.csvColumnsByPosition": lambda c: ", ".join(c.ingest.csv_columns_by_position),
     "writers.waitTimeout": lambda c: c.writers.wait_timeout,
+    "verify.executorMinBytes": lambda c: c.verify.executor_min_bytes,
 }
 """Every key of the file (``section.key``) and how to read its effective value."""
 

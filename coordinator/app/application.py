@@ -611,7 +611,14 @@ class Application:
                 on_replay=replayed,
                 on_bytes=on_bytes,
                 shared_staging=self.config.engine.staging_dir,
-                engine_hashes=EngineHashes(lambda: engines.get(None)) if on_executors else None,
+                engine_hashes=(
+                    EngineHashes(
+                        lambda: engines.get(None),
+                        min_bytes=self.config.verify.executor_min_bytes,
+                    )
+                    if on_executors
+                    else None
+                ),
             )
             return [verifier.verify(ds) for ds in datasets]
 

@@ -152,6 +152,7 @@ CONFIG_KEYS = (
     "daemon.schedules",
     "ingest.csvColumnsByPosition",
     "writers.waitTimeout",
+    "verify.executorMinBytes",
 )
 """``coordinator.config.SETTINGS``' keys (importing it costs a TAB 20 ms); tested equal."""
 

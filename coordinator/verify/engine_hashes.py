@@ -61,6 +61,9 @@ class EngineHashes:
     (the engine started) on the first file to hash."""
 
     engine: Callable[[], FileHashingEngine]
+    min_bytes: int = 0
+    """A dataset whose data files hold fewer bytes is hashed here (``verify.executorMinBytes``:
+    a Spark job, let alone the engine's start, costs more than hashing them here)."""
     _unavailable: str | None = field(default=None, init=False)
 
     def facts(self, root: Path, hashes: Sequence[Multihash]) -> dict[Multihash, FileFacts]:
@@ -68,6 +71,15 @@ class EngineHashes:
         executors did not hash are not in the answer (the caller hashes them)."""
         present = [h for h in dict.fromkeys(hashes) if (root / _rel(h)).is_file()]
         found: dict[Multihash, FileFacts] = {}
+        size = sum((root / _rel(h)).stat().st_size for h in present)
+        if size < self.min_bytes:
+            log.info(
+                "verify.hashed_here",
+                root=str(root),
+                bytes=size,
+                reason="below verify.executorMinBytes",
+            )
+            return found
         started = time.monotonic()
         where: set[str] = set()
         tasks = 0

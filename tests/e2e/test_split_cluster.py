@@ -61,7 +61,10 @@ HEAVY = derivative(
     " WHERE substr(sha2(concat(seed, ':', n), 256), 1, 3) = '000'",
     ["seeds"],
 )
-SPLIT = "transform:\n  split:\n    minRecords: 1\n    slices: 3\n"
+SPLIT = (
+    "transform:\n  split:\n    minRecords: 1\n    slices: 3\n"
+    "verify:\n  executorMinBytes: 0\n"  # the test's small files hashed by the executors too
+)
 UNSPLIT = "transform:\n  split:\n    minRecords: 1000000000\n"
 BUSY_FOR_S = 1.0
 CATCH_TIMEOUT_S = 300.0

@@ -128,6 +128,8 @@ def test_daemon_schedules_are_intervals_or_cron_lines() -> None:
         ("daemon:\n  requireTokenForReads: 1\n", "daemon.requireTokenForReads: expected true"),
         ("writers:\n  waitTimeout: 0\n", "cfg.yaml:2: writers.waitTimeout: must be positive"),
         ("writers:\n  wait: 5\n", "cfg.yaml:2: writers.wait: unknown key"),
+        ("verify:\n  executorMinBytes: -1\n", "verify.executorMinBytes: must not be negative"),
+        ("verify:\n  executorMinBytes: 1.5\n", "verify.executorMinBytes: expected an integer"),
         (
             "daemon:\n  schedules:\n    x: every day\n",
             "daemon.schedules.x: 'every day' is neither an interval (30s, 10m, 2h, 1d) nor a cron",
@@ -312,3 +314,10 @@ def test_flight_sql_address_default_read_and_off() -> None:
         assert setting(config, "daemon.flightSqlAddress") == "none"
     with pytest.raises(ValidationError, match=r"daemon\.flightSqlAddress: expected host:port"):
         parse_config("daemon:\n  flightSqlAddress: nowhere\n")
+
+
+def test_verify_executor_min_bytes_default_read_and_set() -> None:
+    assert parse_config("").verify.executor_min_bytes == 1 << 30
+    assert setting(parse_config(""), "verify.executorMinBytes") == "1073741824"
+    text = with_setting("", "verify.executorMinBytes", "0", source="config.yaml")
+    assert parse_config(text).verify.executor_min_bytes == 0

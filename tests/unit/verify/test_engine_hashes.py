@@ -105,6 +105,26 @@ def test_an_engine_without_hash_data_files_is_asked_once(p: Pipeline) -> None:
     assert len(engine.calls) == 1
 
 
+def test_a_dataset_below_the_minimum_size_is_hashed_here_without_the_engine(
+    p: Pipeline,
+) -> None:
+    engine = InProcessEngine()
+
+    def start() -> InProcessEngine:
+        engine.calls.append(-1)  # the engine would start here
+        return engine
+
+    size = sum(f.stat().st_size for f in (p.root.layout.root / "data").iterdir())
+    below = Verifier(
+        workspace_resolver(p.ws), None, engine_hashes=EngineHashes(start, min_bytes=size + 1)
+    )
+    assert below.verify(p.root) == _verify(p, None)[0]
+    assert engine.calls == []  # never started, never asked
+    at = Verifier(workspace_resolver(p.ws), None, engine_hashes=EngineHashes(start, min_bytes=size))
+    assert at.verify(p.root) == _verify(p, None)[0]
+    assert engine.calls[0] == -1 and len(engine.calls) == 2
+
+
 def test_only_the_embedded_engine_on_a_standalone_cluster_hashes_on_executors() -> None:
     assert hashes_on_executors("spark://127.0.0.1:7077", "embedded")
     assert not hashes_on_executors("local[2]", "embedded")
