@@ -16,11 +16,14 @@ from common.serde import flatbuffers_codec as codec
 from tests.support import strategies as ods
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PER_VARIANT = settings(SETTINGS, max_examples=max(1, settings().max_examples // 5))
+"""Each of the ~40 event-type and version pairs: a fifth of the profile's examples (20 by
+default, 200 with ``HYPOTHESIS_PROFILE=thorough``); the family is the unit tier's costliest."""
 
 
 @pytest.mark.parametrize("variant", unions.variants("MetadataEvent"), ids=lambda v: v.__name__)
 @pytest.mark.parametrize("version", [2, 3])
-@SETTINGS
+@PER_VARIANT
 @given(data=st.data())
 def test_every_event_type_round_trips(variant: type, version: int, data: st.DataObject) -> None:
     block = data.draw(ods.metadata_blocks(event=ods.model(variant)))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.odf import engine_protocol as ep
@@ -71,6 +71,7 @@ def test_multi_document_snapshots(many: list[DatasetSnapshot]) -> None:
     "cls",
     [ep.TransformRequest, ep.RawQueryRequest, ep.ValidateQueryRequest, ep.MigrateQueryRequest],
 )
+@settings(max_examples=max(1, settings().max_examples // 4))  # 25 per class by default
 @given(data=st.data())
 def test_engine_messages_round_trip_through_json_and_yaml(cls: type, data: st.DataObject) -> None:
     message = data.draw(ost.model(cls))
