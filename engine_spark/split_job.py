@@ -28,7 +28,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from common.arrow_values import EPOCH
 from common.logs import configure_logging
 from common.odf.fragments import DatasetVocabulary
 from engine_spark import jvm_plan
@@ -65,7 +66,6 @@ _FACTS_ARROW = pa.schema(
 )
 """A task's answer; event times as microseconds since the epoch (a Spark timestamp would come
 back to the driver in the session's time zone)."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _UNION_OUTPUT_PARTITIONING = "spark.sql.unionOutputPartitioning"
 _STOP_WAIT_S = 30.0
@@ -237,11 +237,11 @@ def _write_partition(job: SliceJob, batches: Iterator[pa.RecordBatch]) -> Iterat
 
 
 def _micros(value: datetime | None) -> int | None:
-    return None if value is None else (value - _EPOCH) // _MICROSECOND
+    return None if value is None else (value - EPOCH) // _MICROSECOND
 
 
 def _from_micros(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + value * _MICROSECOND
+    return None if value is None else EPOCH + value * _MICROSECOND
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -93,10 +93,16 @@ def inspect_data_file(path: str | Path, name: str) -> FileFacts:
     except OdfError as e:  # the bytes are still hashed, the records cannot be
         raw = FileFacts(path=name, size=os.stat(path).st_size, physical_hash=_physical_hash(path))
         return replace(raw, unreadable=" ".join(str(e).split()))
-    raw = FileFacts(path=name, size=digest.size, physical_hash=digest.physical_hash)
-    schema = column_types(digest.schema)
-    facts = replace(raw, logical_hash=digest.logical_hash, records=digest.records, columns=schema)
-    return replace(facts, invalid_utf8=invalid_utf8, exposed_slots=digest.exposed_slots)
+    return FileFacts(
+        path=name,
+        size=digest.size,
+        physical_hash=digest.physical_hash,
+        logical_hash=digest.logical_hash,
+        records=digest.records,
+        columns=column_types(digest.schema),
+        invalid_utf8=invalid_utf8,
+        exposed_slots=digest.exposed_slots,
+    )
 
 
 def column_types(schema: pa.Schema) -> tuple[tuple[str, str], ...]:

@@ -17,6 +17,7 @@ answer per path, in order, with parseable hashes), or the engine has no HashData
 
 from __future__ import annotations
 
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from common.odf import engine_protocol as ep
 from common.odf.errors import OdfError
 from common.odf.multihash import Multihash
 from coordinator.engine.errors import EngineContractError, EngineUnimplementedError
-from coordinator.verify.files import data_file_facts
+from coordinator.verify.files import data_file_facts, data_file_rel
 
 log = get_logger(__name__)
 
@@ -69,9 +70,10 @@ class EngineHashes:
     def facts(self, root: Path, hashes: Sequence[Multihash]) -> dict[Multihash, FileFacts]:
         """The facts of ``data/<hash>`` under ``root`` for each of ``hashes``; files the
         executors did not hash are not in the answer (the caller hashes them)."""
-        present = [h for h in dict.fromkeys(hashes) if (root / _rel(h)).is_file()]
+        sizes = _regular_file_sizes(root, hashes)
+        present = list(sizes)
         found: dict[Multihash, FileFacts] = {}
-        size = sum((root / _rel(h)).stat().st_size for h in present)
+        size = sum(sizes.values())
         if size < self.min_bytes:
             log.info(
                 "verify.hashed_here",
@@ -91,7 +93,7 @@ class EngineHashes:
             tasks += answer.tasks
             for h, got in zip(batch, answer.files, strict=True):
                 if got.error is not None:
-                    log.info("verify.hashed_here", file=_rel(h), reason=got.error)
+                    log.info("verify.hashed_here", file=data_file_rel(h), reason=got.error)
                     continue
                 found[h] = _facts(h, got)
                 where.add(got.hashed_by or "?")
@@ -115,7 +117,9 @@ class EngineHashes:
             return None
         try:
             engine = self.engine()
-            request = ep.HashDataFilesRequest(data_paths=tuple(str(root / _rel(h)) for h in batch))
+            request = ep.HashDataFilesRequest(
+                data_paths=tuple(str(root / data_file_rel(h)) for h in batch)
+            )
             answer = engine.hash_data_files(request)
             _check(request, answer)
         except EngineUnimplementedError as e:
@@ -126,6 +130,20 @@ class EngineHashes:
             log.warning("verify.hashed_here", reason=str(e))
             return None
         return answer
+
+
+def _regular_file_sizes(root: Path, hashes: Sequence[Multihash]) -> dict[Multihash, int]:
+    """The size of each of the data files ``hashes`` that is a regular file here, in order,
+    from one ``stat`` each (a missing one is left to the caller: reported missing)."""
+    sizes: dict[Multihash, int] = {}
+    for h in dict.fromkeys(hashes):
+        try:
+            info = (root / data_file_rel(h)).stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            sizes[h] = info.st_size
+    return sizes
 
 
 def _check(request: ep.HashDataFilesRequest, answer: ep.HashDataFilesResponseSuccess) -> None:
@@ -156,7 +174,7 @@ def _facts(physical_hash: Multihash, got: ep.DataFileHashes) -> FileFacts:
     """``FileFacts`` as ``data_file_facts`` would give them, from the engine's answer."""
     unreadable = got.unreadable is not None
     return FileFacts(
-        path=_rel(physical_hash),
+        path=data_file_rel(physical_hash),
         size=got.size,
         physical_hash=Multihash.from_multibase(got.physical_hash or ""),
         logical_hash=None if unreadable else Multihash.from_multibase(got.logical_hash or ""),
@@ -166,10 +184,6 @@ def _facts(physical_hash: Multihash, got: ep.DataFileHashes) -> FileFacts:
         invalid_utf8=got.invalid_utf8,
         exposed_slots=got.exposed_slots,
     )
-
-
-def _rel(physical_hash: Multihash) -> str:
-    return f"data/{physical_hash}"
 
 
 def data_facts_reader(

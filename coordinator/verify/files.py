@@ -18,11 +18,16 @@ from common.odf.multihash import Multihash
 def data_file_facts(root: Path, physical_hash: Multihash) -> FileFacts:
     """Size, physical hash, record count and logical hash of ``data/<physical_hash>``, from
     one read of the file, then its string columns' UTF-8 (``inspect_data_file``)."""
-    rel = f"data/{physical_hash}"
+    rel = data_file_rel(physical_hash)
     path = root / rel
     if not path.is_file():
         return FileFacts(path=rel)
     return inspect_data_file(path, rel)
+
+
+def data_file_rel(physical_hash: Multihash) -> str:
+    """A data file's path relative to the dataset directory, as ``FileFacts.path`` names it."""
+    return f"data/{physical_hash}"
 
 
 def checkpoint_facts(root: Path, physical_hash: Multihash) -> FileFacts:
