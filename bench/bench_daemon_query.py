@@ -93,9 +93,13 @@ def daemon(repo: Path, ws: Path) -> Iterator[None]:
     from tests.support.daemon import LOOPBACK_ANY_PORT
 
     info = ws / ".odf" / "run" / "daemon.json"
+    flags = list(LOOPBACK_ANY_PORT)
+    if "flight-sql-address" not in (repo / "coordinator" / "cli" / "daemon.py").read_text():
+        i = flags.index("--flight-sql-address")  # a checkout from before Flight SQL
+        del flags[i : i + 2]
     with open(ws / "serve.log", "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator", "serve", *LOOPBACK_ANY_PORT],
+            [sys.executable, "-m", "coordinator", "serve", *flags],
             cwd=ws,
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -1,5 +1,3 @@
-import sys
+from coordinator.cli import run
 
-from coordinator.cli import main
-
-sys.exit(main())
+run()

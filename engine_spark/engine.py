@@ -54,6 +54,7 @@ from engine_spark.output_file import spark_writable, write_output
 from engine_spark.output_stream import stream_output
 from engine_spark.outputs import OutputColumns, OutputWriter, build_output, plan_output_columns
 from engine_spark.phases import phase
+from engine_spark.planned_queries import PlannedQueries, PlannedQuery, plan_key
 from engine_spark.queries import run_steps
 from engine_spark.retractions import check_no_retractions
 from engine_spark.row_local import not_row_local
@@ -145,6 +146,8 @@ class SparkEngine:
         if output_writer is OutputWriter.SPARK and not local:
             output_writer = OutputWriter.STREAM
         self._output_writer = output_writer
+        self._planned = PlannedQueries()
+        """Ad-hoc queries' plans, for the same query over the same files again."""
 
     @property
     def session(self) -> SparkSession:
@@ -407,13 +410,24 @@ class SparkEngine:
                 self._stage_arrow, self._shared, arrow_inputs=self._arrow_inputs
             ) as staging,
         ):
-            small_input_settings(session, (p for i in request.inputs for p in i.data_paths))
-            with phase("inputs"):
-                for inp in request.inputs:
-                    schema = decode_arrow_schema(inp.schema) if inp.schema is not None else None
-                    frame = load_dataset(session, inp.data_paths, schema, staging)
-                    register_view(frame, inp.alias)
-            table = _query_result(run_steps(session, request.transform, Policy.INTERACTIVE))
+            key = plan_key(request)
+            planned = self._planned.get(key) if key is not None else None
+            if planned is None:
+                small_input_settings(session, (p for i in request.inputs for p in i.data_paths))
+                with phase("inputs"):
+                    for inp in request.inputs:
+                        schema = decode_arrow_schema(inp.schema) if inp.schema else None
+                        frame = load_dataset(session, inp.data_paths, schema, staging)
+                        register_view(frame, inp.alias)
+                planned = _planned(run_steps(session, request.transform, Policy.INTERACTIVE))
+            try:
+                table = _collected(planned)
+            except BaseException:
+                if key is not None:
+                    self._planned.drop(key)
+                raise
+            if key is not None:
+                self._planned.keep(key, planned)
             with phase("output write"):
                 write_table(table, request.output_data_path)
             return ep.QueryResponseSuccess(num_records=table.num_rows)
@@ -748,14 +762,24 @@ def _query_result(result: DataFrame) -> pa.Table:
 
     Column names may repeat (``SELECT a.id, b.id``): they are set aside while sorting.
     """
+    return _collected(_planned(result))
+
+
+def _planned(result: DataFrame) -> PlannedQuery:
+    """``result`` planned: its row order known and its executed plan made."""
     with query_errors(None, in_step=False):
         with phase("optimisation"):
             order = result_order(result)
         with phase("physical planning"):
             result._jdf.queryExecution().executedPlan()
-        with phase("job, tasks and collect"):
-            table = result.toArrow()
-    return _ordered_query_result(table, order)
+    return PlannedQuery(result, order)
+
+
+def _collected(planned: PlannedQuery) -> pa.Table:
+    """The rows of a planned query, in its final order."""
+    with query_errors(None, in_step=False), phase("job, tasks and collect"):
+        table = planned.frame.toArrow()
+    return _ordered_query_result(table, planned.order)
 
 
 def _ordered_query_result(table: pa.Table, order: RowOrder) -> pa.Table:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 
 from common.odf.errors import OdfError
-from coordinator.daemon.client import DaemonCallError, DaemonInvalidError, DaemonNotFoundError
+from coordinator.daemon.errors import DaemonCallError, DaemonInvalidError, DaemonNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -100,6 +100,12 @@ class QueryOptions:
     """Dataset -> block or time: the dataset as it was then."""
 
 
+class Queries(Protocol):
+    """What runs ad-hoc queries: the application, or a client of the daemon's."""
+
+    def query(self, query: str, options: QueryOptions = QueryOptions()) -> QueryResult: ...
+
+
 class UseCases(Protocol):
     def summary(self, name: str) -> DatasetSummary: ...
 

@@ -172,5 +172,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+_end_quickly = False
+
+
+def end_quickly() -> None:
+    """Let this process end without the interpreter's teardown once the command returns and
+    its output is flushed (``run``): for a command whose work is all done by then (a thin
+    client's query), that teardown (unloading pyarrow and the rest) is ~30 ms of its time."""
+    global _end_quickly
+    _end_quickly = True
+
+
+def run() -> None:
+    """The ``odf`` program: ``main`` as a process, ended as the command asked."""
+    code = main()
+    if _end_quickly:
+        import logging
+
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:  # the reader went away: the ordinary exit reports it
+            sys.exit(code)
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

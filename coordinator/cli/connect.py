@@ -13,12 +13,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from coordinator.daemon.rundir import RunDir
+from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.workspace import Workspace
 
 if TYPE_CHECKING:
     from coordinator.app import UseCases
     from coordinator.app.application import Application
+    from coordinator.app.use_cases import Queries
     from coordinator.dataset.writer_locks import WriterLocks
     from coordinator.ingest.progress import Progress
 
@@ -99,19 +100,38 @@ def use_cases(args: argparse.Namespace) -> UseCases:
 def workspace_or_daemon(args: argparse.Namespace) -> tuple[Workspace, UseCases | None]:
     """The workspace, and the client of its daemon when one serves it (and may be used)."""
     ws = Workspace.find()
-    if not getattr(args, "no_daemon", False) and os.environ.get(NO_DAEMON_ENV) != "1":
-        serving = RunDir(ws.odf_dir).serving()
-        if serving is not None:
-            from coordinator.daemon.client import DaemonClient  # gRPC only when needed
+    serving = daemon_serving(args, ws)
+    if serving is None:
+        return ws, None
+    from coordinator.daemon.client import DaemonClient  # gRPC only when needed
 
-            client = DaemonClient(*serving)
-            client.on_wait = _tell
-            client.wait_timeout = getattr(args, "wait_timeout", None)
-            return ws, client
-    return ws, None
+    client = DaemonClient(*serving)
+    client.on_wait = _tell
+    client.wait_timeout = getattr(args, "wait_timeout", None)
+    return ws, client
 
 
-def show_engine_starts(app: UseCases, progress: Progress) -> None:
+def daemon_serving(args: argparse.Namespace, ws: Workspace) -> tuple[DaemonInfo, str] | None:
+    """The info and token of the daemon serving ``ws``, unless none does or the command
+    is to run in this process (``--no-daemon``, ``ODF_NO_DAEMON=1``)."""
+    if getattr(args, "no_daemon", False) or os.environ.get(NO_DAEMON_ENV) == "1":
+        return None
+    return RunDir(ws.odf_dir).serving()
+
+
+def query_runner(args: argparse.Namespace) -> Queries:
+    """What runs an ad-hoc query: the daemon serving the workspace, over its HTTP query
+    endpoint (no gRPC to load: the query leaves sooner), else the application."""
+    ws = Workspace.find()
+    serving = daemon_serving(args, ws)
+    if serving is None:
+        return application(args, ws)
+    from coordinator.daemon.query_http import HttpQueries
+
+    return HttpQueries(*serving)
+
+
+def show_engine_starts(app: Queries | UseCases, progress: Progress) -> None:
     """An engine this process starts for ``app`` shows as ``starting engine ...`` on
     ``progress`` while it starts (a daemon's engines are its own: nothing to show)."""
     if hasattr(app, "progress"):

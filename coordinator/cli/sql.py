@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from common.odf.errors import ValidationError
 from coordinator.app import QueryOptions
+from coordinator.cli import end_quickly
 from coordinator.cli.arguments import non_negative_int
-from coordinator.cli.connect import add_daemon_argument, show_engine_starts, use_cases
+from coordinator.cli.connect import add_daemon_argument, query_runner, show_engine_starts
 from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
 from coordinator.cli.progress import terminal_progress
+from coordinator.daemon.query_http import HttpQueries
 from coordinator.query import QueryResult, single_query
 
 if TYPE_CHECKING:
-    from coordinator.app import UseCases
+    from coordinator.app.use_cases import Queries
 
 DEFAULT_LIMIT = 1000
 
@@ -81,12 +83,15 @@ def cmd_sql(args: argparse.Namespace) -> int:
         query = single_query(args.command, where="--command")
     else:
         query = single_query(_read_script(args.script), where=args.script)
-    result = run_query(use_cases(args), query, args)
+    runner = query_runner(args)
+    result = run_query(runner, query, args)
     print_result(result, args.output_format, wide=args.wide)
+    if isinstance(runner, HttpQueries):  # the daemon did the work: nothing to tear down
+        end_quickly()
     return 0
 
 
-def run_query(app: UseCases, query: str, args: argparse.Namespace) -> QueryResult:
+def run_query(app: Queries, query: str, args: argparse.Namespace) -> QueryResult:
     """Run one query as ``args`` ask (views, as-of, limit), its engine's start shown."""
     with terminal_progress(args) as progress:
         show_engine_starts(app, progress)

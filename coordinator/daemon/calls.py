@@ -22,9 +22,9 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 from common.logs import get_logger
-from common.odf.errors import NotFoundError, OdfError, ValidationError
+from common.odf.errors import OdfError
+from coordinator.daemon.errors import ErrorKind, kind_of, message_of
 from coordinator.dataset.writer_locks import CallWaits, timed_out, waiting_as
-from coordinator.engine.errors import EngineInvalidQueryError, EngineUnavailableError
 from coordinator.ingest.progress import Progress, ProgressTask
 
 log = get_logger(__name__)
@@ -39,28 +39,20 @@ class CallCancelled(OdfError):
     """The client cancelled the call, or its deadline passed."""
 
 
+_STATUS = {
+    ErrorKind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    ErrorKind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+    ErrorKind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    ErrorKind.FAILED: grpc.StatusCode.FAILED_PRECONDITION,
+    ErrorKind.INTERNAL: grpc.StatusCode.INTERNAL,
+}
+
+
 def status_of(error: BaseException) -> grpc.StatusCode:
     """The gRPC status code of an error raised by the application."""
     if isinstance(error, CallCancelled):
         return grpc.StatusCode.CANCELLED
-    if isinstance(error, NotFoundError):
-        return grpc.StatusCode.NOT_FOUND
-    if isinstance(error, ValidationError | EngineInvalidQueryError):
-        return grpc.StatusCode.INVALID_ARGUMENT
-    if isinstance(error, EngineUnavailableError):
-        return grpc.StatusCode.UNAVAILABLE
-    if isinstance(error, OdfError | OSError):
-        return grpc.StatusCode.FAILED_PRECONDITION
-    return grpc.StatusCode.INTERNAL
-
-
-def message_of(error: BaseException) -> str:
-    """One line naming what is wrong, as the in-process CLI prints it after ``error:``."""
-    if isinstance(error, OSError) and not isinstance(error, OdfError):
-        where = f"{error.filename}: " if error.filename else ""
-        return f"{where}{error.strerror or error}"
-    text = " ".join(str(error).split()) if not isinstance(error, OdfError) else str(error)
-    return text or type(error).__name__
+    return _STATUS[kind_of(error)]
 
 
 def abort(context: grpc.ServicerContext, error: BaseException) -> NoReturn:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-from common.odf.errors import NotFoundError, OdfError
+from common.odf.errors import OdfError
 from common.odf.identity import DatasetID
 from common.odf.multihash import Multihash
 from coordinator.app.use_cases import (
@@ -31,6 +31,7 @@ from coordinator.app.use_cases import (
     VerifyOptions,
 )
 from coordinator.daemon import records
+from coordinator.daemon.errors import DaemonCallError, DaemonInvalidError, DaemonNotFoundError
 from coordinator.daemon.grpc_generated import coordinator_pb2 as pb
 from coordinator.daemon.grpc_generated import coordinator_pb2_grpc as pb_grpc
 from coordinator.daemon.rundir import DaemonInfo
@@ -58,18 +59,6 @@ if TYPE_CHECKING:
 
 CHUNK_BYTES = 1 << 20
 T = TypeVar("T")
-
-
-class DaemonCallError(OdfError):
-    """The daemon refused or failed a call; the message is the daemon's."""
-
-
-class DaemonNotFoundError(DaemonCallError, NotFoundError):
-    pass
-
-
-class DaemonInvalidError(DaemonCallError):
-    pass
 
 
 class DaemonClient:

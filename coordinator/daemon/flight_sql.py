@@ -55,7 +55,8 @@ from coordinator.daemon import flight_data
 from coordinator.daemon import flight_params as params
 from coordinator.daemon import flight_session as session
 from coordinator.daemon.access import Authority
-from coordinator.daemon.calls import DatasetLocks, message_of, status_of
+from coordinator.daemon.calls import DatasetLocks, status_of
+from coordinator.daemon.errors import message_of
 from coordinator.daemon.flight_auth import OpenHandshake, TokenMiddleware, grant
 from coordinator.daemon.flight_front import ResultStream
 from coordinator.daemon.flight_sql_generated import flight_sql_pb2 as fsql

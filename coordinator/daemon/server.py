@@ -45,6 +45,7 @@ from pyarrow import ArrowException
 from common.logs import get_logger
 from common.odf.errors import OdfError, ValidationError
 from coordinator.app import Application
+from coordinator.app.use_cases import QueryOptions
 from coordinator.config import DaemonConfig, parse_host_port
 from coordinator.daemon import metrics as metrics_module
 from coordinator.daemon import smart_pull
@@ -61,6 +62,7 @@ from coordinator.daemon.http_listener import (
     tls_context,
 )
 from coordinator.daemon.metrics import Metrics
+from coordinator.daemon.query_http import QUERY_PATH, serve_query
 from coordinator.daemon.query_warm_up import QueryWarmUp, RecentQueries
 from coordinator.daemon.rundir import DaemonInfo, RunDir
 from coordinator.daemon.scheduler import Scheduler
@@ -69,6 +71,7 @@ from coordinator.daemon.smart_push import PushServer
 from coordinator.daemon.status import daemon_status
 from coordinator.daemon.ui_operations import DaemonOperations
 from coordinator.dataset.writer_locks import DAEMON
+from coordinator.query import QueryResult
 from coordinator.sharing.serving import open_object, parse_request_path
 from coordinator.ui.server import WebUi
 
@@ -165,7 +168,12 @@ class Daemon:
             )
             operations = DaemonOperations(self.app, self.locks, self.metrics, service)
             web = WebUi(self.app, operations, authority.scope_of, secure=self.tls is not None)
-            http = self._http_server(pushes, web)
+
+            def http_query(sql: str, options: QueryOptions) -> QueryResult:
+                with activity.call("Query", ""):  # as the gRPC call is: logged, in status
+                    return service.query(sql, options)
+
+            http = self._http_server(pushes, web, http_query)
             flight_sql = self._flight_sql_server(authority)
             pool = self.app.keep_engines_warm(
                 idle_timeout=self.app.config.daemon.engine_idle_timeout
@@ -271,7 +279,9 @@ class Daemon:
             raise DaemonBindError(f"cannot listen on {self.flight_sql_address}: {e}") from None
         return Fronted(front, server, socket_dir, _join(host, front.port))
 
-    def _http_server(self, pushes: PushServer, web: WebUi) -> BoundedHTTPServer:
+    def _http_server(
+        self, pushes: PushServer, web: WebUi, query: Callable[[str, QueryOptions], QueryResult]
+    ) -> BoundedHTTPServer:
         serving = self.serving
         metrics = self.metrics
         workspace = self.app.ws
@@ -308,7 +318,9 @@ class Daemon:
                     self._send_object()
 
             def do_POST(self) -> None:
-                if web.serves(self.path):
+                if self.path == QUERY_PATH:
+                    serve_query(self, lambda h: pushes.authorized(h, Scope.READ), query)
+                elif web.serves(self.path):
                     web.handle(self)
                 else:
                     self.send_error(404, "not found")

@@ -49,6 +49,7 @@ from coordinator.daemon.metrics import Metrics
 from coordinator.daemon.query_warm_up import RecentQueries
 from coordinator.daemon.records import records_messages, schema_bytes
 from coordinator.ingest.readers import FORMATS, MEDIA_TYPES
+from coordinator.query import QueryResult
 from coordinator.tempdirs import owned_temp_dir
 
 log = get_logger(__name__)
@@ -111,23 +112,31 @@ class CoordinatorService(pb_grpc.CoordinatorServicer):
         return stream_call(context, work, name="Tail")
 
     def Query(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        limit = request.limit if request.HasField("limit") else None
+        options = QueryOptions(
+            aliases=dict(request.aliases),
+            limit=request.limit if request.HasField("limit") else None,
+            as_of=dict(request.as_of),
+        )
 
         def work(emit: Emit) -> None:
-            started, engine_starts = time.monotonic(), self._engine_starts()
-            with self.locks.slots, self.metrics.timed("query"):
-                options = QueryOptions(
-                    aliases=dict(request.aliases), limit=limit, as_of=dict(request.as_of)
-                )
-                result = self.app.query(request.sql, options)
+            result = self.query(request.sql, options)
             for message in records_messages(result.table, result.num_records):
                 emit(message)
-            if self.recent is not None and not request.aliases and not request.as_of:
-                seconds = time.monotonic() - started
-                unknown = self._engine_starts() != engine_starts  # an engine start's time
-                self.recent.record(request.sql, limit, None if unknown else seconds)
 
         return stream_call(context, work, name="Query")
+
+    def query(self, sql: str, options: QueryOptions) -> QueryResult:
+        """An ad-hoc query of a client (gRPC ``Query``, the HTTP query endpoint): in a slot of
+        the daemon's parallel work, timed; remembered for the next start's warm-up when it
+        reads the datasets as they are."""
+        started, engine_starts = time.monotonic(), self._engine_starts()
+        with self.locks.slots, self.metrics.timed("query"):
+            result = self.app.query(sql, options)
+        if self.recent is not None and not options.aliases and not options.as_of:
+            seconds = time.monotonic() - started
+            unknown = self._engine_starts() != engine_starts  # an engine start's time
+            self.recent.record(sql, options.limit, None if unknown else seconds)
+        return result
 
     def _engine_starts(self) -> int:
         pool = self.app.pool

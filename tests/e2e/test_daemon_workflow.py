@@ -143,14 +143,13 @@ def test_a_pull_through_the_daemon_loads_only_grpc_and_the_messages(served: Serv
 
 
 SENT_WITH = """
-import json, sys
-import coordinator.daemon.client as client
-send = client.DaemonClient._stream
+import http.client, json, sys
+send = http.client.HTTPConnection.request
 loaded = []
-def stream(self, method, request):
+def request(self, *args, **kwargs):
     loaded.append(sorted(sys.modules))
-    return send(self, method, request)
-client.DaemonClient._stream = stream
+    return send(self, *args, **kwargs)
+http.client.HTTPConnection.request = request
 from coordinator.cli import main
 code = main(["sql", "-c", "SELECT count(*) AS n FROM b"])
 print(json.dumps(loaded[0]), file=sys.stderr)
@@ -161,23 +160,28 @@ sys.exit(code)
 def test_odf_sql_through_the_daemon_sends_its_query_before_the_heavy_imports(
     served: Served,
 ) -> None:
-    """The query leaves as soon as gRPC and the messages are loaded: pyarrow (to read the
-    result) loads while the daemon works; rich (stderr is no terminal: no progress), the
-    other calls' converters and the metadata codecs not at all before it."""
+    """The query leaves over the daemon's HTTP query endpoint as soon as the CLI and the
+    standard library's HTTP client are loaded: no gRPC at all; pyarrow (to read the result)
+    loads while the daemon works; rich (stderr is no terminal: no progress), the other calls'
+    converters and the metadata codecs not at all before it."""
     ws = served.ws
     wait_until(lambda: records(ws, "b") >= 2, what="b has data")
+    calls = served.metric('odf_calls_total{call="query",outcome="ok"}')
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
         [sys.executable, "-c", SENT_WITH], cwd=ws, capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "n", done.stdout
+    assert served.metric('odf_calls_total{call="query",outcome="ok"}') == calls + 1
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
-    assert "grpc" in loaded and "coordinator.daemon.records" in loaded
+    assert "http.client" in loaded and "coordinator.daemon.query_http" in loaded
     early = {
+        "grpc",
         "pyarrow",
         "numpy",
         "rich",
+        "coordinator.daemon.client",
         "coordinator.daemon.convert",
         "common.serde.flatbuffers_codec",
         "common.odf.events",

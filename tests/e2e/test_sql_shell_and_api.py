@@ -21,7 +21,8 @@ import pyarrow as pa
 import pytest
 
 import odf
-from coordinator.daemon.client import DaemonCallError, DaemonClient
+from coordinator.daemon.client import DaemonClient
+from coordinator.daemon.errors import DaemonCallError
 from tests.support.cli import REPO
 from tests.support.daemon import Served, serving
 from tests.support.datasets import derivative, root
