@@ -8,7 +8,9 @@ exports) keep the exact values and never come here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Any
 
 
@@ -43,4 +45,33 @@ def human_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, datetime):
         return human_time(value)
+    return str(value)
+
+
+def human_cell(value: Any) -> str:
+    """A table cell: lists and maps as compact JSON (``plain`` values), the rest as
+    ``human_value`` shows it."""
+    if isinstance(value, list | dict):
+        import json
+
+        return json.dumps(plain(value), ensure_ascii=False)
+    if isinstance(value, Enum):
+        return str(value.value)
+    return human_value(value)
+
+
+def plain(value: Any) -> Any:
+    """``value`` for the machine formats (JSON, YAML, CSV): datetimes as RFC 3339 text with
+    every digit, enums as their values, other non-JSON scalars (decimals, dates, bytes...) as
+    strings, tuples as lists."""
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Enum):
+        return value.value
     return str(value)

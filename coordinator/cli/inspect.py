@@ -20,10 +20,10 @@ from coordinator.cli.output import (
     add_output_format_argument,
     render_document,
     render_rows,
-    table_rows,
 )
 from coordinator.cli.terminal_text import visible
 from coordinator.dataset.describe import describe_event
+from coordinator.query.display import table_rows
 
 E = TypeVar("E")
 

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
-if TYPE_CHECKING:
-    import pyarrow as pa
+from common.humanize import human_cell, plain
 
 
 class OutputFormat(Enum):
@@ -52,63 +50,6 @@ def add_output_format_argument(
     )
 
 
-def plain(value: Any) -> Any:
-    """``value`` with datetimes as RFC 3339 text and other non-JSON scalars as strings."""
-    if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Enum):
-        return value.value
-    return str(value)
-
-
-def table_rows(table: pa.Table) -> list[dict[str, Any]]:
-    """The rows of ``table`` as Python values; a column holding invalid UTF-8 (which ingest
-    refuses, but older or foreign data may hold) is shown with U+FFFD instead of failing."""
-    columns: dict[str, list[Any]] = {}
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        try:
-            columns[name] = column.to_pylist()
-        except UnicodeDecodeError:
-            columns[name] = [
-                _decoded(v) for v in column.cast(_binary_type(column.type)).to_pylist()
-            ]
-    return [{name: values[i] for name, values in columns.items()} for i in range(table.num_rows)]
-
-
-def _binary_type(dtype: pa.DataType) -> pa.DataType:
-    """``dtype`` with every string type replaced by binary (to read invalid UTF-8 as bytes)."""
-    import pyarrow as pa
-
-    if pa.types.is_string(dtype) or pa.types.is_string_view(dtype):
-        return pa.binary()
-    if pa.types.is_large_string(dtype):
-        return pa.large_binary()
-    if pa.types.is_list(dtype):
-        return pa.list_(dtype.value_field.with_type(_binary_type(dtype.value_type)))
-    if pa.types.is_large_list(dtype):
-        return pa.large_list(dtype.value_field.with_type(_binary_type(dtype.value_type)))
-    if pa.types.is_struct(dtype):
-        fields = [dtype.field(i) for i in range(dtype.num_fields)]
-        return pa.struct([f.with_type(_binary_type(f.type)) for f in fields])
-    return dtype
-
-
-def _decoded(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, list):
-        return [_decoded(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _decoded(v) for k, v in value.items()}
-    return value
-
-
 def render_rows(
     rows: Sequence[Mapping[str, Any]],
     columns: Sequence[str],
@@ -122,24 +63,49 @@ def render_rows(
     on a terminal too narrow for it leaves out the ``optional`` columns (the last named first)
     until it fits, and says so; ``wide`` keeps them and the hashes whole."""
     fmt = OutputFormat(fmt)
+    if fmt is OutputFormat.TABLE:
+        by_column = [[human_cell(r.get(c)) for r in rows] for c in columns]
+        if not wide:
+            by_column = [
+                short_hashes(cells) if _is_hash_column(rows, c) else cells
+                for c, cells in zip(columns, by_column, strict=True)
+            ]
+        cells = [[column[i] for column in by_column] for i in range(len(rows))]
+    else:
+        cells = [[plain(r.get(c)) for c in columns] for r in rows]
+    render_cells(cells, columns, fmt, out=out, wide=wide, optional=optional)
+
+
+def render_cells(
+    cells: Sequence[Sequence[Any]],
+    columns: Sequence[str],
+    fmt: OutputFormat | str,
+    *,
+    out: TextIO | None = None,
+    wide: bool = False,
+    optional: Sequence[str] = (),
+) -> None:
+    """Print rows already shown as cells (``render_rows``' second half): a table's cells as
+    text (``human_cell``), the machine formats' as plain values (``plain``)."""
+    fmt = OutputFormat(fmt)
     out = out if out is not None else sys.stdout
     if fmt is OutputFormat.TABLE:
-        _table(rows, columns, out, wide=wide, optional=optional)
+        _table(cells, columns, out, wide=wide, optional=optional)
         return
-    records = [{c: plain(r.get(c)) for c in columns} for r in rows]
     if fmt is OutputFormat.JSON:
         import json  # here, as yaml and csv: a table (the default) needs none of them
 
+        records = [dict(zip(columns, row, strict=True)) for row in cells]
         out.write(json.dumps(records, indent=2, ensure_ascii=False) + "\n")
     elif fmt is OutputFormat.YAML:
-        out.write(_yaml(records))
+        out.write(_yaml([dict(zip(columns, row, strict=True)) for row in cells]))
     elif fmt is OutputFormat.CSV:
         import csv
 
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        for r in records:
-            writer.writerow(["" if r[c] is None else _cell(r[c]) for c in columns])
+        for row in cells:
+            writer.writerow(["" if v is None else _cell(v) for v in row])
 
 
 def render_document(doc: Any, fmt: OutputFormat | str, *, out: TextIO | None = None) -> None:
@@ -173,7 +139,7 @@ def _cell(value: Any) -> str:
 
 
 def _table(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Sequence[str]],
     columns: Sequence[str],
     out: TextIO,
     *,
@@ -182,13 +148,7 @@ def _table(
 ) -> None:
     from coordinator.cli.terminal_text import visible
 
-    by_column = [[_human_cell(r.get(c)) for r in rows] for c in columns]
-    if not wide:
-        by_column = [
-            short_hashes(cells) if _is_hash_column(rows, c) else cells
-            for c, cells in zip(columns, by_column, strict=True)
-        ]
-    cells = [[visible(column[i], lines=True) for column in by_column] for i in range(len(rows))]
+    cells = [[visible(cell, lines=True) for cell in row] for row in rows]
     headers = [visible(c, lines=True) for c in columns]
     if not out.isatty():
         text = plain_table(headers, cells)
@@ -199,18 +159,6 @@ def _table(
 
     droppable = [columns.index(c) for c in optional if c in columns]
     print_table(headers, cells, out, wide=wide, optional=droppable)
-
-
-def _human_cell(value: Any) -> str:
-    if isinstance(value, list | dict):
-        import json
-
-        return json.dumps(plain(value), ensure_ascii=False)
-    if isinstance(value, Enum):
-        return str(value.value)
-    from common.humanize import human_value
-
-    return human_value(value)
 
 
 def _is_hash_column(rows: Sequence[Mapping[str, Any]], column: str) -> bool:

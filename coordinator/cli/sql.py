@@ -12,24 +12,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from common.odf.errors import ValidationError
 from coordinator.app import QueryOptions
 from coordinator.cli import end_quickly
 from coordinator.cli.arguments import non_negative_int
 from coordinator.cli.connect import add_daemon_argument, query_runner, show_engine_starts
-from coordinator.cli.output import add_output_format_argument, render_rows, table_rows
+from coordinator.cli.output import OutputFormat, add_output_format_argument, render_cells
 from coordinator.cli.progress import terminal_progress
-from coordinator.daemon.query_http import HttpQueries
+from coordinator.daemon.query_http import MAX_SHOWN_ROWS, HttpQueries
 from coordinator.query import QueryResult, single_query
+from coordinator.query.display import Cells, ShownResult, shown_result
 
 if TYPE_CHECKING:
     from coordinator.app.use_cases import Queries
 
 DEFAULT_LIMIT = 1000
+T = TypeVar("T")
 
 
 def register(subparsers: Any) -> None:
@@ -84,26 +86,40 @@ def cmd_sql(args: argparse.Namespace) -> int:
     else:
         query = single_query(_read_script(args.script), where=args.script)
     runner = query_runner(args)
+    if isinstance(runner, HttpQueries) and 0 < args.limit <= MAX_SHOWN_ROWS:
+        # The daemon sends the rows as they are shown: no pyarrow here, nothing to tear down.
+        cells = cells_for(args.output_format)
+        shown = _with_progress(args, runner, lambda: runner.shown(query, options(args), cells))
+        print_shown(shown, args.output_format, wide=args.wide)
+        end_quickly()
+        return 0
     result = run_query(runner, query, args)
     print_result(result, args.output_format, wide=args.wide)
-    if isinstance(runner, HttpQueries):  # the daemon did the work: nothing to tear down
-        end_quickly()
     return 0
 
 
 def run_query(app: Queries, query: str, args: argparse.Namespace) -> QueryResult:
     """Run one query as ``args`` ask (views, as-of, limit), its engine's start shown."""
+    return _with_progress(args, app, lambda: app.query(query, options(args)))
+
+
+def options(args: argparse.Namespace) -> QueryOptions:
+    """The query options ``args`` ask for (views, as-of, limit)."""
+    return QueryOptions(
+        aliases=parse_aliases(args.input),
+        limit=args.limit or None,
+        as_of=parse_as_of(args.as_of),
+    )
+
+
+def _with_progress(args: argparse.Namespace, app: Queries, call: Callable[[], T]) -> T:
+    """``call()``, shown as a running query (and an engine this process starts) on stderr."""
     with terminal_progress(args) as progress:
         show_engine_starts(app, progress)
         task = progress.task("query", unit="rows")
-        options = QueryOptions(
-            aliases=parse_aliases(args.input),
-            limit=args.limit or None,
-            as_of=parse_as_of(args.as_of),
-        )
-        result = app.query(query, options)
+        done = call()
         task.close()
-    return result
+    return done
 
 
 def parse_as_of(specs: Sequence[str]) -> dict[str, str]:
@@ -131,31 +147,22 @@ def _parse_pairs(specs: Sequence[str], option: str, expected: str, what: str) ->
 
 
 def print_result(result: QueryResult, fmt: str, *, wide: bool = False) -> None:
-    names = unique_names(result.table.column_names)
-    rows = table_rows(result.table.rename_columns(names))
-    render_rows(rows, names, fmt, wide=wide)
-    if result.cut:
-        shown = result.table.num_rows
+    print_shown(shown_result(result, cells_for(fmt)), fmt, wide=wide)
+
+
+def cells_for(fmt: str) -> Cells:
+    """The cells format ``fmt`` prints: text for a table, plain values for the others."""
+    return Cells.TEXT if OutputFormat(fmt) is OutputFormat.TABLE else Cells.VALUES
+
+
+def print_shown(shown: ShownResult, fmt: str, *, wide: bool = False) -> None:
+    render_cells(shown.rows, shown.columns, fmt, wide=wide)
+    if shown.cut:
         print(
-            f"({shown} of {result.num_records} rows shown, {result.cut} left out;"
+            f"({len(shown.rows)} of {shown.num_records} rows shown, {shown.cut} left out;"
             " --limit N or --limit 0 for more)",
             file=sys.stderr,
         )
-
-
-def unique_names(names: Sequence[str]) -> list[str]:
-    """Column names made unique for display: a repeated ``id`` becomes ``id_2``, ``id_3``..."""
-    taken = {n.lower() for n in names}
-    seen: set[str] = set()
-    out = []
-    for name in names:
-        candidate, k = name, 1
-        while candidate.lower() in seen or (k > 1 and candidate.lower() in taken):
-            k += 1
-            candidate = f"{name}_{k}"
-        seen.add(candidate.lower())
-        out.append(candidate)
-    return out
 
 
 def _read_script(path: str) -> str:

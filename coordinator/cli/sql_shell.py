@@ -176,7 +176,7 @@ def _complete(text: str) -> bool:
 
 def render(result: QueryResult, *, wide: bool) -> str:
     """The result's table as the terminal shows it."""
-    from coordinator.cli.sql import unique_names
+    from coordinator.query.display import unique_names
 
     names = unique_names(result.table.column_names)
     table = result.table.rename_columns(names)
@@ -184,7 +184,7 @@ def render(result: QueryResult, *, wide: bool) -> str:
 
 
 def _cells(table: pa.Table) -> list[list[str]]:
-    from coordinator.cli.output import table_rows
+    from coordinator.query.display import table_rows
 
     names = table.column_names
     return [[_text(row.get(n)) for n in names] for row in table_rows(table)]

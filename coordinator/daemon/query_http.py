@@ -49,6 +49,7 @@ from coordinator.daemon.errors import (
     message_of,
 )
 from coordinator.engine.errors import EngineUnavailableError
+from coordinator.query.display import Cells, ShownResult, shown_result
 
 if TYPE_CHECKING:
     from coordinator.daemon.http_listener import BoundedHandler
@@ -62,6 +63,10 @@ ARROW_STREAM = "application/vnd.apache.arrow.stream"
 ROWS_HEADER = "Odf-Rows"
 NUM_RECORDS_HEADER = "Odf-Num-Records"
 MAX_REQUEST_BYTES = 1 << 20
+MAX_SHOWN_ROWS = 100_000
+"""At most this many rows are answered as shown cells (JSON); more only as Arrow."""
+MAX_SHOWN_BYTES = 512 << 20
+"""The largest JSON answer a client reads."""
 MAX_ERROR_BYTES = 64 << 10
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
@@ -74,7 +79,7 @@ _STATUS = {
     ErrorKind.FAILED: HTTPStatus.CONFLICT,
     ErrorKind.INTERNAL: HTTPStatus.INTERNAL_SERVER_ERROR,
 }
-_FIELDS = ("sql", "limit", "aliases", "asOf")
+_FIELDS = ("sql", "limit", "aliases", "asOf", "cells")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +88,8 @@ class QueryRequest:
     limit: int | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
     as_of: Mapping[str, str] = field(default_factory=dict)
+    cells: Cells | None = None
+    """Rows as shown (JSON, at most ``MAX_SHOWN_ROWS``), else an Arrow stream."""
 
     def to_json(self) -> bytes:
         body: dict[str, Any] = {"sql": self.sql, "limit": self.limit}
@@ -90,6 +97,8 @@ class QueryRequest:
             body["aliases"] = dict(self.aliases)
         if self.as_of:
             body["asOf"] = dict(self.as_of)
+        if self.cells is not None:
+            body["cells"] = self.cells.value
         return json.dumps(body).encode()
 
     @classmethod
@@ -110,11 +119,20 @@ class QueryRequest:
         limit = value.get("limit")
         if limit is not None and (type(limit) is not int or limit < 0):
             raise ValidationError(f"expected a number of rows, got {limit!r}", path="limit")
+        cells = value.get("cells")
+        if cells is not None:
+            if cells not in ("text", "values"):
+                raise ValidationError(f"expected text or values, got {cells!r}", path="cells")
+            if not limit or limit > MAX_SHOWN_ROWS:
+                raise ValidationError(
+                    f"rows as cells need a limit of 1 to {MAX_SHOWN_ROWS}", path="limit"
+                )
         return cls(
             sql,
             limit or None,
             _names(value.get("aliases"), "aliases"),
             _names(value.get("asOf"), "asOf"),
+            Cells(cells) if cells is not None else None,
         )
 
     def options(self) -> QueryOptions:
@@ -168,7 +186,26 @@ def serve_query(
             log.error("daemon.query_failed", error=repr(e), exc_info=e)
         _refuse(handler, _STATUS[kind], message_of(e), kind)
         return
-    _send_result(handler, result)
+    if request.cells is not None:
+        _send_shown(handler, shown_result(result, request.cells))
+    else:
+        _send_result(handler, result)
+
+
+def _send_shown(handler: BoundedHandler, shown: ShownResult) -> None:
+    body = json.dumps(
+        {"columns": shown.columns, "rows": shown.rows, "numRecords": shown.num_records},
+        ensure_ascii=False,
+    ).encode()
+    handler.send_response(HTTPStatus.OK)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Cache-Control", "no-store")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    try:
+        handler.wfile.write(body)
+    except (BrokenPipeError, ConnectionResetError, TimeoutError):
+        log.info("daemon.query_client_gone")
 
 
 def _send_result(handler: BoundedHandler, result: QueryResult) -> None:
@@ -214,13 +251,26 @@ class HttpQueries:
         self.info, self.token = info, token
 
     def query(self, query: str, options: QueryOptions = QueryOptions()) -> QueryResult:
-        request = QueryRequest(
-            query, options.limit, dict(options.aliases or {}), dict(options.as_of or {})
-        )
-        return query_over_http(self.info, self.token, request)
+        result = query_over_http(self.info, self.token, _request(query, options))
+        assert not isinstance(result, ShownResult)
+        return result
+
+    def shown(self, query: str, options: QueryOptions, cells: Cells) -> ShownResult:
+        """The result as shown, its cells as ``cells`` says (``options.limit``: 1 to
+        ``MAX_SHOWN_ROWS``); pyarrow is not loaded."""
+        result = query_over_http(self.info, self.token, _request(query, options, cells))
+        assert isinstance(result, ShownResult)
+        return result
 
 
-def query_over_http(info: DaemonInfo, token: str, request: QueryRequest) -> QueryResult:
+def _request(query: str, options: QueryOptions, cells: Cells | None = None) -> QueryRequest:
+    aliases, as_of = dict(options.aliases or {}), dict(options.as_of or {})
+    return QueryRequest(query, options.limit, aliases, as_of, cells)
+
+
+def query_over_http(
+    info: DaemonInfo, token: str, request: QueryRequest
+) -> QueryResult | ShownResult:
     """``request`` run by the daemon of ``info`` over its HTTP listener: the result, checked
     whole, or the error the daemon's answer stands for (``DaemonCallError``, or
     ``EngineUnavailableError`` when the daemon does not answer)."""
@@ -245,13 +295,14 @@ def query_over_http(info: DaemonInfo, token: str, request: QueryRequest) -> Quer
                 {
                     "Authorization": f"Bearer {token}",
                     "Content-Type": "application/json",
-                    "Accept": ARROW_STREAM,
+                    "Accept": ARROW_STREAM if request.cells is None else "application/json",
                 },
             )
             sock = conn.sock  # the response keeps it (the connection lets go of it)
             assert sock is not None
             sock.settimeout(None)  # the query's own time (Ctrl-C stops the wait)
-            _load_pyarrow_meanwhile()
+            if request.cells is None:
+                _load_pyarrow_meanwhile()
             response = conn.getresponse()
             sock.settimeout(READ_TIMEOUT_S)
         except OSError as e:
@@ -270,11 +321,13 @@ def _load_pyarrow_meanwhile() -> None:
     import pyarrow  # noqa: F401
 
 
-def _read_answer(response: Any, request: QueryRequest, where: str) -> QueryResult:
+def _read_answer(response: Any, request: QueryRequest, where: str) -> QueryResult | ShownResult:
     from coordinator.query import QueryResult
 
     if response.status != HTTPStatus.OK:
         raise _answered_error(response, where)
+    if request.cells is not None:
+        return _read_shown(response, request, where)
     if response.getheader("Content-Type") != ARROW_STREAM:
         raise DaemonCallError(f"the daemon at {where} answered a query with no Arrow stream")
     rows = _count(response.getheader(ROWS_HEADER), ROWS_HEADER, where)
@@ -295,6 +348,40 @@ def _read_answer(response: Any, request: QueryRequest, where: str) -> QueryResul
             f"the daemon at {where} sent {table.num_rows} rows of the {rows} it announced"
         )
     return QueryResult(table, total)
+
+
+def _read_shown(response: Any, request: QueryRequest, where: str) -> ShownResult:
+    """The JSON answer of a request for shown cells, checked before anything is shown."""
+    if response.getheader("Content-Type") != "application/json":
+        raise DaemonCallError(f"the daemon at {where} answered a query with no JSON rows")
+    raw = response.read(MAX_SHOWN_BYTES + 1)
+    if len(raw) > MAX_SHOWN_BYTES:
+        raise DaemonCallError(f"the daemon at {where} sent more than {MAX_SHOWN_BYTES} bytes")
+    try:
+        answer = json.loads(raw)
+        columns, rows, total = answer["columns"], answer["rows"], answer["numRecords"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise DaemonCallError(f"the daemon at {where} sent broken rows: {e}") from None
+    text = request.cells is Cells.TEXT
+    if not (
+        isinstance(columns, list)
+        and all(isinstance(c, str) for c in columns)
+        and isinstance(rows, list)
+        and all(
+            isinstance(row, list)
+            and len(row) == len(columns)
+            and (not text or all(isinstance(cell, str) for cell in row))
+            for row in rows
+        )
+        and type(total) is int
+        and len(rows) <= total
+        and (request.limit is None or len(rows) <= request.limit)
+    ):
+        raise DaemonCallError(
+            f"the daemon at {where} sent rows that are not {len(rows)} of at most"
+            f" {request.limit} rows of {len(columns)} columns"
+        )
+    return ShownResult(columns, rows, total)
 
 
 def _answered_error(response: Any, where: str) -> Exception:

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from common.odf.errors import ValidationError
-from coordinator.cli.sql import parse_aliases, unique_names
+from coordinator.cli.sql import parse_aliases
 from coordinator.query import SqlSyntaxError, mentioned_names, single_query, statements
+from coordinator.query.display import unique_names
 from coordinator.query.references import NameChain, name_chains
 
 

@@ -20,11 +20,12 @@ from common.odf.fragments import (
     ReadStepNdJson,
     ReadStepParquet,
 )
-from coordinator.cli.output import render_rows, table_rows
+from coordinator.cli.output import render_rows
 from coordinator.dataset.describe import describe_event
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.event_time import event_time_from_path
 from coordinator.ingest.push import push_ingest
+from coordinator.query.display import table_rows
 from tests.unit.ingest.helpers import add_data_events, all_data, new_dataset
 
 SCHEMA = ("t TIMESTAMP", "s STRING")

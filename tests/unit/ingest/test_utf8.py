@@ -13,11 +13,12 @@ from common.arrow_strings import invalid_utf8_column
 from common.odf.events import AddPushSource, SetVocab
 from common.odf.fragments import MergeStrategyAppend, ReadStepNdJson
 from common.odf.multihash import Multihash
-from coordinator.cli.output import render_rows, table_rows
+from coordinator.cli.output import render_rows
 from coordinator.ingest.errors import ReadError
 from coordinator.ingest.push import push_ingest
 from coordinator.ingest.readers import utf8
 from coordinator.ingest.readers.utf8 import check_utf8_file
+from coordinator.query.display import table_rows
 from coordinator.verify.files import data_file_facts
 from tests.unit.ingest.helpers import add_data_events, new_dataset
 
