@@ -75,6 +75,7 @@ from engine_spark import session as session_module  # noqa: E402
 from engine_spark.engine import SparkEngine  # noqa: E402
 from engine_spark.exchange import read_table  # noqa: E402
 from engine_spark.phases import Recording, phase, recording  # noqa: E402
+from engine_spark.planned_queries import PlannedQueries  # noqa: E402
 from engine_spark.queries import VettedPlans  # noqa: E402
 from engine_spark.session import jvm_process  # noqa: E402
 from tests.support.engine_server import engine_server_process  # noqa: E402
@@ -114,27 +115,34 @@ class Phases:
 
 
 @contextmanager
-def cuts_undone() -> Iterator[None]:
+def cuts_undone(engine: SparkEngine) -> Iterator[None]:
     """The engine as before issue 32's cuts: no vetted plan kept, no small-input settings,
-    Spark's default explain mode."""
+    Spark's default explain mode, no ad-hoc query's plan kept."""
     saved = session_module.SMALL_INPUT_BYTES, queries.VETTED, session_module.REQUEST_CONF
+    kept = engine._planned
     session_module.SMALL_INPUT_BYTES = -1
     queries.VETTED = VettedPlans(capacity=0)
     session_module.REQUEST_CONF = {}
+    engine._planned = PlannedQueries(capacity=0)
     try:
         yield
     finally:
         session_module.SMALL_INPUT_BYTES, queries.VETTED, session_module.REQUEST_CONF = saved
+        engine._planned = kept
 
 
 def engine_call(
-    engine: SparkEngine, request: ep.TransformRequest | ep.RawQueryRequest, jvm: int
+    engine: SparkEngine,
+    request: ep.TransformRequest | ep.RawQueryRequest | ep.QueryRequest,
+    jvm: int,
 ) -> tuple[float, Recording]:
     """One request through the engine's code as its server runs it (decode, execute,
     encode): seconds and its phases."""
     if isinstance(request, ep.TransformRequest):
         codecs: tuple[Any, Any] = (codec.TRANSFORM_REQUEST, codec.TRANSFORM_RESPONSE)
         execute: Callable[[Any], Any] = engine.execute_transform
+    elif isinstance(request, ep.QueryRequest):
+        codecs, execute = (codec.QUERY_REQUEST, codec.QUERY_RESPONSE), engine.execute_query
     else:
         codecs, execute = (
             (codec.RAW_QUERY_REQUEST, codec.RAW_QUERY_RESPONSE),
@@ -155,6 +163,15 @@ def count_request(data: Path, out: Path) -> ep.RawQueryRequest:
     return ep.RawQueryRequest(
         input_data_paths=(str(data),),
         transform=TransformSql(engine="spark", query=COUNT.format(view="input")),
+        output_data_path=str(out),
+    )
+
+
+def ad_hoc_count(data: Path, out: Path) -> ep.QueryRequest:
+    """``odf sql``'s count (ExecuteQuery) over the dataset's file, as a view ``a``."""
+    return ep.QueryRequest(
+        inputs=(ep.QueryInput(alias="a", data_paths=(str(data),)),),
+        transform=TransformSql(engine="spark", query=COUNT.format(view="a")),
         output_data_path=str(out),
     )
 
@@ -246,8 +263,8 @@ def main() -> int:
         jvm = jvm_process()
         assert jvm is not None
         engine = SparkEngine(spark)
-        transaction, raw_query = Phases(), Phases()
-        before = {"transaction": Phases(), "raw query": Phases()}
+        transaction, raw_query, ad_hoc = Phases(), Phases(), Phases()
+        before = {"transaction": Phases(), "raw query": Phases(), "ad-hoc query": Phases()}
         times: dict[str, list[float]] = {}
 
         def timed(label: str, seconds: float) -> None:
@@ -265,11 +282,17 @@ def main() -> int:
                 )
                 raw_s, raw_rec = engine_call(engine, count_request(data, tmp / f"raw-{i}"), jvm.pid)
                 n = _count(tmp / f"raw-{i}")
+                # odf sql's count: the same text over the same file each time (its plan kept).
+                ad_hoc_s, ad_hoc_rec = engine_call(
+                    engine, ad_hoc_count(data, tmp / f"ad-hoc-{i}.arrow"), jvm.pid
+                )
+                assert _count(tmp / f"ad-hoc-{i}.arrow") == n
                 if not warm:  # the cuts of issue 32 undone: each phase before them
-                    with cuts_undone():
+                    with cuts_undone(engine):
                         for kind, req in (
                             ("transaction", warm_request(data, tmp / f"before-{i}", args.rows)),
                             ("raw query", count_request(data, tmp / f"raw-before-{i}")),
+                            ("ad-hoc query", ad_hoc_count(data, tmp / f"ad-hoc-b-{i}.arrow")),
                         ):
                             before[kind].add(engine_call(engine, req, jvm.pid)[1])
                 plain_raw_s, plain_n = plain_count(spark, data, tmp / f"plain-raw-{i}")
@@ -282,6 +305,8 @@ def main() -> int:
                     continue
                 transaction.add(rec)
                 raw_query.add(raw_rec)
+                ad_hoc.add(ad_hoc_rec)
+                timed("engine ad-hoc query", ad_hoc_s)
                 timed("engine transaction", seconds)
                 timed("plain", plain)
                 timed("engine raw query", raw_s)
@@ -299,6 +324,8 @@ def main() -> int:
         print(before["transaction"].show("  the same before the cuts", None))
         print(raw_query.show("raw query (count)", med["engine raw query"]))
         print(before["raw query"].show("  the same before the cuts", None))
+        print(ad_hoc.show("ad-hoc query (odf sql's count)", med["engine ad-hoc query"]))
+        print(before["ad-hoc query"].show("  the same before the cuts", None))
         print(
             f"plain PySpark: query written {med['plain'] * 1e3:.1f} ms,"
             f" count {med['plain count'] * 1e3:.1f} ms"
@@ -342,6 +369,12 @@ def main() -> int:
             Figure(
                 f"raw count in process vs plain PySpark, {rows}",
                 med["engine raw query"],
+                "s",
+                med["plain count"],
+            ),
+            Figure(
+                f"odf sql's count (ExecuteQuery, plan kept) in process vs plain PySpark, {rows}",
+                med["engine ad-hoc query"],
                 "s",
                 med["plain count"],
             ),

@@ -187,14 +187,14 @@ def run() -> None:
     """The ``odf`` program: ``main`` as a process, ended as the command asked."""
     code = main()
     if _end_quickly:
-        import logging
-
         try:
             sys.stdout.flush()
             sys.stderr.flush()
         except OSError:  # the reader went away: the ordinary exit reports it
             sys.exit(code)
-        logging.shutdown()
+        logging = sys.modules.get("logging")
+        if logging is not None:  # its handlers flushed, as at an ordinary exit
+            logging.shutdown()
         os._exit(code)
     sys.exit(code)
 
