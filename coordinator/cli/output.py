@@ -73,22 +73,25 @@ def render_rows(
         cells = [[column[i] for column in by_column] for i in range(len(rows))]
     else:
         cells = [[plain(r.get(c)) for c in columns] for r in rows]
-    render_cells(cells, columns, fmt, out=out, wide=wide, optional=optional)
+    _render(cells, columns, fmt, out if out is not None else sys.stdout, wide, optional)
 
 
 def render_cells(
+    cells: Sequence[Sequence[Any]], columns: Sequence[str], fmt: str, *, wide: bool = False
+) -> None:
+    """Print rows already shown as cells (``render_rows``' second half) to stdout: a table's
+    cells as text (``human_cell``), the machine formats' as plain values (``plain``)."""
+    _render(cells, columns, OutputFormat(fmt), sys.stdout, wide, ())
+
+
+def _render(
     cells: Sequence[Sequence[Any]],
     columns: Sequence[str],
-    fmt: OutputFormat | str,
-    *,
-    out: TextIO | None = None,
-    wide: bool = False,
-    optional: Sequence[str] = (),
+    fmt: OutputFormat,
+    out: TextIO,
+    wide: bool,
+    optional: Sequence[str],
 ) -> None:
-    """Print rows already shown as cells (``render_rows``' second half): a table's cells as
-    text (``human_cell``), the machine formats' as plain values (``plain``)."""
-    fmt = OutputFormat(fmt)
-    out = out if out is not None else sys.stdout
     if fmt is OutputFormat.TABLE:
         _table(cells, columns, out, wide=wide, optional=optional)
         return
