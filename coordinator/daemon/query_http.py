@@ -129,7 +129,7 @@ class QueryRequest:
                 )
         return cls(
             sql,
-            limit or None,
+            limit,
             _names(value.get("aliases"), "aliases"),
             _names(value.get("asOf"), "asOf"),
             Cells(cells) if cells is not None else None,
@@ -180,14 +180,15 @@ def serve_query(
     try:
         request = QueryRequest.parse(body)
         result = run(request.sql, request.options())
+        shown = shown_result(result, request.cells) if request.cells is not None else None
     except Exception as e:  # the application's errors, each as the status of its kind
         kind = kind_of(e)
         if kind is ErrorKind.INTERNAL:
             log.error("daemon.query_failed", error=repr(e), exc_info=e)
         _refuse(handler, _STATUS[kind], message_of(e), kind)
         return
-    if request.cells is not None:
-        _send_shown(handler, shown_result(result, request.cells))
+    if shown is not None:
+        _send_shown(handler, shown)
     else:
         _send_result(handler, result)
 
@@ -305,13 +306,18 @@ def query_over_http(
                 _load_pyarrow_meanwhile()
             response = conn.getresponse()
             sock.settimeout(READ_TIMEOUT_S)
-        except OSError as e:
+        except (OSError, http.client.HTTPException) as e:
             pid = f" (pid {info.pid})" if info.pid else ""
             raise EngineUnavailableError(
-                f"the daemon at {info.http_address}{pid} does not answer: {e}; run the command"
-                " with --no-daemon, or restart the daemon"
+                f"the daemon at {info.http_address}{pid} does not answer: {e!r}; run the"
+                " command with --no-daemon, or restart the daemon"
             ) from None
-        return _read_answer(response, request, info.http_address)
+        try:
+            return _read_answer(response, request, info.http_address)
+        except (OSError, http.client.HTTPException) as e:  # cut short, stalled, not HTTP
+            raise DaemonCallError(
+                f"the daemon at {info.http_address} sent a broken answer: {e!r}"
+            ) from None
     finally:
         conn.close()
 
@@ -402,7 +408,7 @@ def _answered_error(response: Any, where: str) -> Exception:
 
 
 def _count(text: str | None, header: str, where: str) -> int:
-    if text is None or not text.isdigit():
+    if text is None or not (text.isascii() and text.isdigit()):
         raise DaemonCallError(f"the daemon at {where} sent no valid {header} header")
     return int(text)
 
