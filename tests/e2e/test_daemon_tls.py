@@ -59,6 +59,24 @@ def test_https_is_served_and_reads_need_the_token(served: tuple[Served, Path]) -
         assert get(base + path, cert, s.token)[0] == 200
 
 
+def test_odf_sql_queries_the_daemon_over_https(served: tuple[Served, Path]) -> None:
+    """The thin ``odf sql`` reaches the daemon's query endpoint over HTTPS, trusting the
+    certificate ``daemon.json`` names: as shown rows, and (every row) as an Arrow stream."""
+    s, cert = served
+    shown = ok(s.ws, "sql", "-c", "SELECT count(*) AS n FROM cities")
+    assert shown.split() == ["n", "20"], shown  # the cities' 2 blocks of 10 records
+    assert ok(s.ws, "sql", "-c", "SELECT count(*) AS n FROM cities", "--limit", "0") == shown
+    request = urllib.request.Request(
+        f"https://{s.info['httpAddress']}/api/query",
+        data=b'{"sql": "SELECT 1"}',
+        headers={"Content-Type": "application/json"},
+    )
+    context = ssl.create_default_context(cafile=str(cert))
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10, context=context)
+    assert refused.value.code == 401  # no token: refused before the query is read
+
+
 def test_plain_http_on_the_tls_port_is_not_answered(served: tuple[Served, Path]) -> None:
     s, _ = served
     host, port = str(s.info["httpAddress"]).rsplit(":", 1)
