@@ -36,11 +36,11 @@ def test_the_exported_names_are_the_documented_ones() -> None:
 
 @pytest.mark.process
 def test_the_package_does_not_shadow_the_odf_command(tmp_path: Path) -> None:
-    """The ``odf`` script runs ``coordinator.cli:main``; ``import odf`` is the API, also
-    from the directory of the script."""
+    """The ``odf`` script runs ``coordinator.cli:run`` (``main`` as a process); ``import odf``
+    is the API, also from the directory of the script."""
     script = Path(sys.executable).parent / "odf"
     if script.is_file():
-        assert "from coordinator.cli import main" in script.read_text()
+        assert "from coordinator.cli import run" in script.read_text()
     code = "import odf; print(odf.connect.__module__)"
     env = {"PYTHONPATH": str(REPO), "PATH": str(script.parent)}
     found = subprocess.run(
