@@ -416,7 +416,7 @@ class SparkEngine:
                 small_input_settings(session, (p for i in request.inputs for p in i.data_paths))
                 with phase("inputs"):
                     for inp in request.inputs:
-                        schema = decode_arrow_schema(inp.schema) if inp.schema else None
+                        schema = None if inp.schema is None else decode_arrow_schema(inp.schema)
                         frame = load_dataset(session, inp.data_paths, schema, staging)
                         register_view(frame, inp.alias)
                 planned = _planned(run_steps(session, request.transform, Policy.INTERACTIVE))
