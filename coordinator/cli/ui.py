@@ -78,11 +78,9 @@ def _start_daemon(rundir: RunDir, root: os.PathLike[str]) -> DaemonInfo:
 
 
 def _base_url(info: DaemonInfo) -> str:
-    host, _, port = info.http_address.rpartition(":")
-    if host in ("0.0.0.0", "[::]"):
-        host = "127.0.0.1"
+    host, port = info.http_reach()
     scheme = "https" if info.tls_cert else "http"
-    return f"{scheme}://{host}:{port}"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 def _login_path(base: str, token: str, cert: str | None) -> str:

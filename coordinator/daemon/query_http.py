@@ -277,7 +277,7 @@ def query_over_http(
     ``EngineUnavailableError`` when the daemon does not answer)."""
     import http.client
 
-    host, port = _host_port(info.http_address)
+    host, port = info.http_reach()
     if info.tls_cert is not None:
         import ssl
 
@@ -411,12 +411,3 @@ def _count(text: str | None, header: str, where: str) -> int:
     if text is None or not (text.isascii() and text.isdigit()):
         raise DaemonCallError(f"the daemon at {where} sent no valid {header} header")
     return int(text)
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    """``host:port`` or ``[v6]:port``, a wildcard host read as loopback."""
-    host, _, port = address.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    return host, int(port)

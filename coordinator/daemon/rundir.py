@@ -44,6 +44,15 @@ class DaemonInfo:
     flight_sql_address: str | None = None
     """Arrow Flight SQL, ``host:port``; ``None`` when not served."""
 
+    def http_reach(self) -> tuple[str, int]:
+        """Where a client on this machine reaches the HTTP address: its host (without an IPv6
+        address's brackets; a wildcard address, ``0.0.0.0`` or ``[::]``, on loopback) and port."""
+        host, _, port = self.http_address.rpartition(":")
+        host = host.removeprefix("[").removesuffix("]")
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return host, int(port)
+
     def to_json(self) -> str:
         import json  # here: every command imports this module, few read or write the info
 

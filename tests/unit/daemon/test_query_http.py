@@ -820,3 +820,19 @@ def test_a_daemon_that_does_not_answer_is_unavailable_and_the_message_says_so(
     assert message.startswith(f"the daemon at {address} (pid {PID}) does not answer: ")
     assert message.endswith("; run the command with --no-daemon, or restart the daemon")
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("address", "reach"),
+    [
+        ("127.0.0.1:4885", ("127.0.0.1", 4885)),
+        ("0.0.0.0:4885", ("127.0.0.1", 4885)),
+        ("[::]:4885", ("127.0.0.1", 4885)),
+        ("[::1]:4885", ("::1", 4885)),
+        ("example.org:443", ("example.org", 443)),
+    ],
+)
+def test_the_http_address_is_reached_on_loopback_when_it_is_a_wildcard(
+    address: str, reach: tuple[str, int]
+) -> None:
+    assert daemon_info(address).http_reach() == reach
